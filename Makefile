@@ -1,0 +1,29 @@
+# Two entry points: `make run` starts the lab, `make test` runs every test.
+# Both use one virtual environment in .venv, (re)built when a requirements file changes.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+RUNTIME := $(VENV)/.runtime-installed
+DEV := $(VENV)/.dev-installed
+
+.PHONY: run test lint bench
+
+$(RUNTIME): requirements.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	touch $@
+
+$(DEV): $(RUNTIME) requirements-dev.txt
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+run: $(RUNTIME)
+	$(BIN)/streamlit run app.py --server.address 127.0.0.1
+
+test: $(DEV)
+	$(BIN)/python -m pytest
+
+lint: $(DEV)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
