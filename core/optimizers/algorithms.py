@@ -1,0 +1,123 @@
+"""The per-variable algorithms: plain gradient descent, momentum and Adam.
+
+Each writes only step 5 of `base.LabOptimizer` (the proposed step Δ for one variable); the
+knobs around it come from the base class. Their formulas are Keras's own, expression for
+expression, so `momentum` equals `keras.optimizers.SGD(momentum=...)` and `adam` with a
+`weight_decay` equals `keras.optimizers.AdamW`.
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+from core.optimizers.base import LabOptimizer
+from core.optimizers.knobs import COMMON_KNOBS, Knob
+
+MOMENTUM = Knob(
+    "momentum", "float", 0.9, "Momentum μ: how much of the previous step carries over.",
+    low=0.0, high=1.0, high_open=True,
+)
+NESTEROV = Knob("nesterov", "bool", False, "Use Nesterov momentum.")
+BETA_1 = Knob(
+    "beta_1", "float", 0.9, "Decay rate β₁ of the first-moment average.",
+    low=0.0, high=1.0, high_open=True,
+)
+BETA_2 = Knob(
+    "beta_2", "float", 0.999, "Decay rate β₂ of the second-moment average.",
+    low=0.0, high=1.0, high_open=True,
+)
+EPSILON = Knob(
+    "epsilon", "float", 1e-7, "ε added for numerical stability.",
+    low=0.0, high=1.0, low_open=True, log_scale=True,
+)
+EPSILON_INSIDE_SQRT = Knob(
+    "epsilon_inside_sqrt", "bool", False,
+    "Divide by √(v + ε) instead of √v + ε: stabler when v is near zero.",
+)
+
+
+@keras.saving.register_keras_serializable(package="optlab")
+class SGD(LabOptimizer):
+    """Gradient descent.
+
+    Update rule for parameter θ with gradient g and learning rate η:
+
+    ```
+    θ ← θ − η·g
+    ```
+    """
+
+    def propose(
+        self, gradient: tf.Tensor, param: tf.Tensor, learning_rate: tf.Tensor, **slots: tf.Tensor
+    ) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+        return -gradient * tf.cast(learning_rate, gradient.dtype), {}
+
+
+@keras.saving.register_keras_serializable(package="optlab")
+class Momentum(LabOptimizer):
+    """Gradient descent with (optionally Nesterov) momentum, in Keras's form.
+
+    Update rule for parameter θ with gradient g, velocity v, momentum μ, learning rate η:
+
+    ```
+    v ← μ·v − η·g
+    θ ← θ + v                 (nesterov: θ ← θ + μ·v − η·g)
+    ```
+    """
+
+    knobs = (*COMMON_KNOBS, MOMENTUM, NESTEROV)
+    slot_names = ("velocity",)
+
+    def propose(
+        self, gradient: tf.Tensor, param: tf.Tensor, learning_rate: tf.Tensor, *, velocity: tf.Tensor
+    ) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+        lr = tf.cast(learning_rate, gradient.dtype)
+        momentum = tf.cast(self._values["momentum"], gradient.dtype)
+        velocity = velocity * momentum - gradient * lr
+        step = velocity * momentum - gradient * lr if self._values["nesterov"] else velocity
+        return step, {"velocity": velocity}
+
+
+@keras.saving.register_keras_serializable(package="optlab")
+class Adam(LabOptimizer):
+    """Adam (Kingma & Ba), in Keras's form; with `weight_decay` it is AdamW.
+
+    Update rule for parameter θ with gradient g at step t (1-based), moments m and v:
+
+    ```
+    m ← m + (g − m)·(1 − β₁)
+    v ← v + (g² − v)·(1 − β₂)
+    α ← η·√(1 − β₂ᵗ) / (1 − β₁ᵗ)
+    θ ← θ − α·m / (√v + ε)      (epsilon_inside_sqrt: θ ← θ − α·m / √(v + ε))
+    ```
+
+    With `weight_decay` λ, θ ← θ − θ·λ·η first (decoupled, as in `keras.optimizers.AdamW`).
+    """
+
+    knobs = (*COMMON_KNOBS, BETA_1, BETA_2, EPSILON, EPSILON_INSIDE_SQRT)
+    slot_names = ("m", "v")
+
+    def propose(
+        self,
+        gradient: tf.Tensor,
+        param: tf.Tensor,
+        learning_rate: tf.Tensor,
+        *,
+        m: tf.Tensor,
+        v: tf.Tensor,
+    ) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+        dtype = gradient.dtype
+        beta_1, beta_2 = self._values["beta_1"], self._values["beta_2"]
+        epsilon = self._values["epsilon"]
+        local_step = tf.cast(self.iterations + 1, dtype)
+        beta_1_power = tf.pow(tf.cast(beta_1, dtype), local_step)
+        beta_2_power = tf.pow(tf.cast(beta_2, dtype), local_step)
+        alpha = tf.cast(learning_rate, dtype) * tf.sqrt(1 - beta_2_power) / (1 - beta_1_power)
+        m = m + (gradient - m) * (1 - beta_1)
+        v = v + (tf.square(gradient) - v) * (1 - beta_2)
+        if self._values["epsilon_inside_sqrt"]:
+            denominator = tf.sqrt(v + epsilon)
+        else:
+            denominator = tf.sqrt(v) + epsilon
+        return -(m * alpha) / denominator, {"m": m, "v": v}

@@ -1,0 +1,273 @@
+"""Knobs: the declared hyperparameters of every optimizer, and their validation.
+
+A `Knob` says everything the rest of the lab needs to know about one hyperparameter: its
+type, default, valid range, whether `None` turns it off, whether it can change while a run
+trains, and one line of help. Optimizers validate their arguments against their knobs, the
+registry publishes them through `specs()`, and the dashboard builds its forms from them, so
+a range is written down exactly once.
+
+This module is pure Python: it imports neither TensorFlow nor Keras.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+KnobType = Literal["float", "int", "bool", "rules"]
+
+
+class InvalidHyperparameters(ValueError):
+    """Raised when one or more hyperparameters are invalid.
+
+    `errors` maps each bad field to what is wrong with it; the message lists them all.
+    """
+
+    def __init__(self, errors: Mapping[str, str]) -> None:
+        self.errors = dict(errors)
+        super().__init__("; ".join(f"{name}: {why}" for name, why in self.errors.items()))
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One hyperparameter of an optimizer.
+
+    Attributes:
+        name: The keyword argument, e.g. `"learning_rate"`.
+        type: `"float"`, `"int"`, `"bool"`, or `"rules"` (a list of `LayerRule`s).
+        default: The value used when the argument is not given.
+        help: One line for a form or a `--help` text.
+        low, high: The valid range of a number (inclusive unless `low_open`/`high_open`).
+        optional: `None` is allowed and turns the knob off (it then costs nothing).
+        live: The value lives in a variable and can change while a run trains, at the
+            next step and without retracing.
+        log_scale: A hint for forms and sweeps: the knob spans orders of magnitude.
+    """
+
+    name: str
+    type: KnobType
+    default: Any
+    help: str
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    optional: bool = False
+    live: bool = False
+    log_scale: bool = False
+
+    def with_default(self, default: Any) -> Knob:
+        """This knob with another default (registry variants such as `adamw`)."""
+        return Knob(**{**self.__dict__, "default": default})
+
+    def range_text(self) -> str:
+        """The valid range in interval notation, e.g. `(0, 10]`."""
+        if self.low is None and self.high is None:
+            return ""
+        low = "-inf" if self.low is None else f"{self.low:g}"
+        high = "inf" if self.high is None else f"{self.high:g}"
+        left = "(" if self.low_open or self.low is None else "["
+        right = ")" if self.high_open or self.high is None else "]"
+        return f"{left}{low}, {high}{right}"
+
+    def validate(self, value: Any) -> Any:
+        """Returns `value` normalized to the knob's type, or raises `ValueError` saying why."""
+        if value is None:
+            if self.optional:
+                return None
+            raise ValueError("is required")
+        if self.type == "rules":
+            return parse_layer_rules(value)
+        if self.type == "bool":
+            if not isinstance(value, bool):
+                raise ValueError(f"must be true or false (got {value!r})")
+            return value
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"must be a number (got {value!r})")
+        if self.type == "int":
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError(f"must be a whole number (got {value!r})")
+            value = int(value)
+        else:
+            value = float(value)
+            if not math.isfinite(value):
+                raise ValueError(f"must be a finite number (got {value!r})")
+        self._check_range(value)
+        return value
+
+    def _check_range(self, value: float) -> None:
+        too_low = self.low is not None and (
+            value < self.low or (self.low_open and value == self.low)
+        )
+        too_high = self.high is not None and (
+            value > self.high or (self.high_open and value == self.high)
+        )
+        if too_low or too_high:
+            raise ValueError(f"must be in {self.range_text()} (got {value!r})")
+
+
+@dataclass(frozen=True)
+class LayerRule:
+    """A per-layer override chosen by a regular expression on the variable path.
+
+    A variable's path is its layer path plus its name, e.g. `sequential/logits/kernel`;
+    the first rule whose `pattern` is found in it (`re.search`) applies.
+
+    Attributes:
+        pattern: The regular expression.
+        lr_mult: Multiplies the step the optimizer proposes for matching variables.
+        weight_decay: Decoupled weight decay for matching variables, replacing the
+            optimizer-wide `weight_decay`; `None` keeps the optimizer-wide one.
+    """
+
+    pattern: str
+    lr_mult: float = 1.0
+    weight_decay: float | None = None
+    regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "regex", re.compile(self.pattern))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pattern": self.pattern, "lr_mult": self.lr_mult, "weight_decay": self.weight_decay}
+
+
+LR_MULT = Knob("lr_mult", "float", 1.0, "Step multiplier.", low=0.0, high=100.0)
+RULE_WEIGHT_DECAY = Knob(
+    "weight_decay", "float", None, "Decay.", low=0.0, high=10.0, optional=True
+)
+
+
+def parse_layer_rules(value: Any) -> tuple[LayerRule, ...]:
+    """Validates a list of rule mappings (or `LayerRule`s) into a tuple of `LayerRule`s.
+
+    Errors name the offending entry and field, e.g. `layer_rules[1].pattern`.
+    """
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise ValueError(f"must be a list of rules (got {value!r})")
+    rules, errors = [], {}
+    for i, item in enumerate(value):
+        if isinstance(item, LayerRule):
+            rules.append(item)
+            continue
+        where = f"[{i}]"
+        if not isinstance(item, Mapping):
+            errors[where] = f"must be a mapping with a 'pattern' (got {item!r})"
+            continue
+        unknown = set(item) - {"pattern", "lr_mult", "weight_decay"}
+        if unknown:
+            errors[where] = f"unknown field(s) {sorted(unknown)}"
+            continue
+        pattern = item.get("pattern")
+        if not isinstance(pattern, str) or not pattern:
+            errors[f"{where}.pattern"] = f"must be a non-empty regular expression (got {pattern!r})"
+            continue
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            errors[f"{where}.pattern"] = f"does not compile: {exc}"
+            continue
+        try:
+            lr_mult = LR_MULT.validate(item.get("lr_mult", 1.0))
+        except ValueError as exc:
+            errors[f"{where}.lr_mult"] = str(exc)
+            continue
+        try:
+            weight_decay = RULE_WEIGHT_DECAY.validate(item.get("weight_decay"))
+        except ValueError as exc:
+            errors[f"{where}.weight_decay"] = str(exc)
+            continue
+        rules.append(LayerRule(pattern, lr_mult, weight_decay))
+    if errors:
+        raise ValueError("; ".join(f"{where}: {why}" for where, why in errors.items()))
+    return tuple(rules)
+
+
+def validate(knobs: Iterable[Knob], values: Mapping[str, Any], *, owner: str) -> dict[str, Any]:
+    """Validates `values` against `knobs`, filling defaults.
+
+    Returns every knob's value. Raises `InvalidHyperparameters` listing every bad or
+    unknown field at once; `owner` names the optimizer in the unknown-field message.
+    """
+    by_name = {knob.name: knob for knob in knobs}
+    errors = {
+        name: f"unknown hyperparameter for {owner} (known: {', '.join(by_name)})"
+        for name in values
+        if name not in by_name
+    }
+    result = {}
+    for name, knob in by_name.items():
+        try:
+            result[name] = knob.validate(values.get(name, knob.default))
+        except ValueError as exc:
+            errors[name] = str(exc)
+    if errors:
+        raise InvalidHyperparameters(errors)
+    return result
+
+
+# The knobs every optimizer accepts, in the order they act on a step (see `base.py`).
+LEARNING_RATE = Knob(
+    "learning_rate", "float", 0.01, "Step size η.",
+    low=0.0, high=100.0, low_open=True, live=True, log_scale=True,
+)
+CLIP_NORM = Knob(
+    "clip_norm", "float", None,
+    "Clip the global norm of all gradients together (after the all-reduce) to this value.",
+    low=0.0, high=1e6, low_open=True, optional=True, live=True, log_scale=True,
+)
+NOISE_STD = Knob(
+    "noise_std", "float", None,
+    "Standard deviation of Gaussian noise added to the clipped gradient, before η scales it.",
+    low=0.0, high=100.0, optional=True, live=True,
+)
+NOISE_SEED = Knob("noise_seed", "int", 0, "Seed of the gradient noise.", low=0, high=2**31 - 1)
+TOP_K = Knob(
+    "top_k", "float", None,
+    "Keep only this fraction of each gradient tensor's entries, the largest by magnitude.",
+    low=0.0, high=1.0, low_open=True, optional=True,
+)
+TOP_K_ERROR_FEEDBACK = Knob(
+    "top_k_error_feedback", "bool", False,
+    "Carry the entries top-k dropped over to the next step's gradient.",
+)
+WEIGHT_DECAY = Knob(
+    "weight_decay", "float", None,
+    "Decoupled weight decay λ: θ ← θ − η·λ·θ each step (Loshchilov & Hutter).",
+    low=0.0, high=10.0, optional=True, live=True, log_scale=True,
+)
+LAYER_RULES = Knob(
+    "layer_rules", "rules", (),
+    "Per-layer step multiplier and weight decay, chosen by a regex on the variable path.",
+)
+PRUNE_THRESHOLD = Knob(
+    "prune_threshold", "float", None,
+    "Freeze parameters whose magnitude is below this value (their update is masked to zero).",
+    low=0.0, high=10.0, optional=True, live=True,
+)
+RADIUS = Knob(
+    "radius", "float", None,
+    "After the step, project the whole parameter vector onto the L2 ball of this radius.",
+    low=0.0, high=1e6, low_open=True, optional=True, live=True, log_scale=True,
+)
+TELEMETRY = Knob(
+    "telemetry", "bool", False,
+    "Record gradient and parameter norms, clipping and projection activity each step.",
+)
+
+COMMON_KNOBS: tuple[Knob, ...] = (
+    LEARNING_RATE,
+    CLIP_NORM,
+    NOISE_STD,
+    NOISE_SEED,
+    TOP_K,
+    TOP_K_ERROR_FEEDBACK,
+    WEIGHT_DECAY,
+    LAYER_RULES,
+    PRUNE_THRESHOLD,
+    RADIUS,
+    TELEMETRY,
+)

@@ -1,0 +1,72 @@
+"""Pure tensor transformations that the optimizer knobs are made of.
+
+Each function takes tensors and returns tensors: no variables, no side effects, so each
+can be tested on its own and composed in `base.LabOptimizer` in a documented order (the
+way Optax composes gradient transformations). All of them work eagerly, inside
+`tf.function`, and under XLA.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import tensorflow as tf
+
+
+def sum_of_squares(tensors: Sequence[tf.Tensor]) -> tf.Tensor:
+    """Σ‖t‖² over all `tensors`, as a float32 scalar."""
+    return tf.add_n([tf.reduce_sum(tf.square(tf.cast(t, tf.float32))) for t in tensors])
+
+
+def global_norm(tensors: Sequence[tf.Tensor]) -> tf.Tensor:
+    """The L2 norm of all `tensors` concatenated, computed without concatenating."""
+    return tf.sqrt(sum_of_squares(tensors))
+
+
+def ball_scale(norm: tf.Tensor, radius: tf.Tensor) -> tf.Tensor:
+    """min(1, radius / norm): the factor that maps a vector of `norm` into the ball.
+
+    Written as radius / max(norm, radius) so that it is exactly 1 inside the ball and
+    finite when `norm` is 0.
+    """
+    return radius / tf.maximum(norm, radius)
+
+
+def scale_all(tensors: Sequence[tf.Tensor], scale: tf.Tensor) -> list[tf.Tensor]:
+    """Every tensor multiplied by the scalar `scale` (cast to its dtype)."""
+    return [t * tf.cast(scale, t.dtype) for t in tensors]
+
+
+def gradient_noise(
+    shape: tf.TensorShape, dtype: tf.DType, seed: int, step: tf.Tensor, index: int
+) -> tf.Tensor:
+    """Standard normal noise for the `index`-th gradient at optimizer step `step`.
+
+    Stateless: the draw depends only on (seed, step, index), so every replica of a
+    `tf.distribute` strategy adds the same noise, a restored checkpoint continues the same
+    sequence, and tests can reproduce it.
+    """
+    key = tf.stack([tf.constant(seed, tf.int64), tf.cast(step, tf.int64)])
+    key = tf.random.experimental.stateless_fold_in(key, index)
+    return tf.random.stateless_normal(shape, seed=key, dtype=dtype)
+
+
+def top_k_count(size: int, fraction: float) -> int:
+    """How many of `size` entries top-k keeps: ⌈fraction·size⌉, at least one."""
+    return max(1, math.ceil(fraction * size))
+
+
+def keep_top_k(tensor: tf.Tensor, fraction: float) -> tf.Tensor:
+    """`tensor` with all but its ⌈fraction·n⌉ largest-magnitude entries set to zero.
+
+    Exactly k entries survive (ties go to the lower index, as in `tf.math.top_k`).
+    """
+    size = tensor.shape.num_elements()
+    k = top_k_count(size, fraction)
+    if k >= size:
+        return tensor
+    flat = tf.reshape(tensor, [-1])
+    _, indices = tf.math.top_k(tf.abs(flat), k=k, sorted=False)
+    kept = tf.scatter_nd(indices[:, None], tf.gather(flat, indices), [size])
+    return tf.reshape(kept, tf.shape(tensor))
