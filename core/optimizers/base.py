@@ -128,7 +128,7 @@ class LabOptimizer(keras.optimizers.Optimizer):
     def get_knob(self, name: str) -> Any:
         """The current value of knob `name` (live knobs read their variable)."""
         if name == "learning_rate":
-            return _as_float(keras.ops.convert_to_numpy(self.learning_rate))
+            return _as_float(tf.convert_to_tensor(self.learning_rate).numpy())
         if name in self._live:
             return _as_float(self._live[name].numpy())
         if name not in self._values:

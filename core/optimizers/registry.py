@@ -120,7 +120,7 @@ _BUILTIN = (
 _lock = threading.RLock()
 _registry: dict[str, OptimizerSpec] = {spec.name: spec for spec in _BUILTIN}
 _plugin_errors: dict[str, str] = {}
-_plugins_loaded_from: Path | None = None
+_loaded_files: set[Path] = set()
 
 
 def register(
@@ -162,33 +162,37 @@ def plugins_folder() -> Path:
 
 
 def load_plugins(folder: Path | None = None) -> dict[str, str]:
-    """Imports every `*.py` file of the plugins folder once; returns the errors by file.
+    """Imports the `*.py` files of the plugins folder not imported yet; returns the errors.
 
-    A plugin that fails to import (or registers a taken name) is reported, not raised, so
-    one broken file never hides the other optimizers.
+    A plugin that fails to import (or registers a taken name) is reported by file, not
+    raised, so one broken file never hides the other optimizers. Files whose name starts
+    with `_` are skipped.
     """
-    global _plugins_loaded_from
     folder = Path(folder) if folder is not None else plugins_folder()
     with _lock:
-        if _plugins_loaded_from == folder:
-            return dict(_plugin_errors)
-        _plugins_loaded_from = folder
         for path in sorted(folder.glob("*.py")) if folder.is_dir() else []:
-            if path.name.startswith("_"):
+            path = path.resolve()
+            if path.name.startswith("_") or path in _loaded_files:
                 continue
-            module_name = f"optlab_plugins.{path.stem}"
+            _loaded_files.add(path)
             try:
-                spec = importlib.util.spec_from_file_location(module_name, path)
-                assert spec is not None and spec.loader is not None
-                module = importlib.util.module_from_spec(spec)
-                # `register` looks the module up by name to record the plugin's file.
-                sys.modules[module_name] = module
-                spec.loader.exec_module(module)
+                _import_file(path)
             except Exception as exc:
                 _plugin_errors[str(path)] = "".join(
                     traceback.format_exception_only(type(exc), exc)
                 ).strip()
         return dict(_plugin_errors)
+
+
+def _import_file(path: Path) -> None:
+    module_name = f"optlab_plugins.{path.stem}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    # Registered before it runs: `register` looks the module up to record the plugin's file.
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
 
 
 def plugin_errors() -> dict[str, str]:

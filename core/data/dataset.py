@@ -1,0 +1,98 @@
+"""`Dataset`, the in-memory arrays every loader returns, and the split they share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+class DatasetUnavailable(RuntimeError):
+    """A dataset's data is not on this machine and cannot be fetched now.
+
+    The message says how to prepare it.
+    """
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """A loaded dataset: train and test arrays, held in memory.
+
+    The arrays are read-only because loads are cached and shared between runs.
+
+    Attributes:
+        name: The catalog name it was loaded by.
+        x_train, x_test: float32 images in [0, 1], shape `(N, height, width, channels)`.
+        y_train, y_test: int64 labels in `0 .. num_classes - 1`, shape `(N,)`.
+        num_classes: How many labels there are.
+        input_shape: The shape of one image, `(height, width, channels)`.
+    """
+
+    name: str
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    num_classes: int
+    input_shape: tuple[int, int, int]
+
+    def split(self, split: str) -> tuple[np.ndarray, np.ndarray]:
+        """The `(x, y)` arrays of `split`, `"train"` or `"test"`."""
+        if split == "train":
+            return self.x_train, self.y_train
+        if split == "test":
+            return self.x_test, self.y_test
+        raise ValueError(f"split: must be 'train' or 'test' (got {split!r})")
+
+
+def make_dataset(
+    name: str,
+    images: tuple[np.ndarray, np.ndarray],
+    labels: tuple[np.ndarray, np.ndarray],
+    *,
+    num_classes: int,
+    scale: float,
+) -> Dataset:
+    """Builds a read-only `Dataset` from raw train and test images and labels.
+
+    Args:
+        name: The catalog name.
+        images: `(train, test)` images of shape `(N, height, width, channels)`.
+        labels: `(train, test)` integer labels.
+        num_classes: How many labels there are.
+        scale: The largest raw pixel value; images are divided by it into [0, 1].
+    """
+    x_train, x_test = (_frozen(np.asarray(x, np.float32) / np.float32(scale)) for x in images)
+    y_train, y_test = (_frozen(np.asarray(y, np.int64)) for y in labels)
+    height, width, channels = x_train.shape[1:]
+    return Dataset(
+        name=name,
+        x_train=x_train,
+        y_train=y_train,
+        x_test=x_test,
+        y_test=y_test,
+        num_classes=num_classes,
+        input_shape=(height, width, channels),
+    )
+
+
+def stratified_split(labels: np.ndarray, *, test_fraction: float) -> tuple[np.ndarray, np.ndarray]:
+    """Splits row indices per class, in file order: the last rows of each class are test.
+
+    For each label, its rows keep the order they have in the file; the first
+    `n - round(n * test_fraction)` of them go to train and the rest to test. Both index
+    arrays come back in file order, so the split is fixed and needs no random seed.
+
+    Returns:
+        `(train_indices, test_indices)`.
+    """
+    is_test = np.zeros(len(labels), dtype=bool)
+    for label in np.unique(labels):
+        rows = np.flatnonzero(labels == label)
+        is_test[rows[len(rows) - round(len(rows) * test_fraction) :]] = True
+    return np.flatnonzero(~is_test), np.flatnonzero(is_test)
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array

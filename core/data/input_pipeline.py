@@ -1,0 +1,86 @@
+"""`pipeline`: a `tf.data` input pipeline over a loaded `Dataset`, shuffled per run seed.
+
+The shuffle is stateless: each pass over the data is ordered by a permutation drawn from
+`(seed, pass number)` alone, never from TensorFlow's global or per-thread seed state. So a
+seed gives the same batches bit for bit on every call, even while other pipelines run in
+other threads, and each pass is ordered differently from the one before.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import TYPE_CHECKING
+
+from core.data.dataset import Dataset
+
+if TYPE_CHECKING:
+    import tensorflow as tf
+
+
+def pipeline(
+    dataset: Dataset,
+    split: str,
+    *,
+    batch_size: int,
+    seed: int,
+    shuffle: bool | None = None,
+    drop_remainder: bool = False,
+    epochs: int | None = None,
+    multitask: bool = False,
+) -> tf.data.Dataset:
+    """Batches of one split of `dataset`, as a prefetched `tf.data.Dataset` of `(x, y)`.
+
+    Args:
+        dataset: What `load` returned.
+        split: `"train"` or `"test"`.
+        batch_size: Examples per batch.
+        seed: Orders the examples; the same seed gives the same batches, bit for bit.
+        shuffle: Reorder each pass with a permutation of `(seed, pass)`; by default only
+            the train split is shuffled, and the test split keeps its stored order.
+        drop_remainder: Drop the last, smaller batch of each pass.
+        epochs: Passes over the split, each in its own order; `None` repeats forever (the
+            caller counts steps), as `tf.data.Dataset.repeat` does.
+        multitask: Yield `(x, {"digit": y, "parity": y % 2})` for the two-headed models
+            instead of `(x, y)`; for digit datasets the second target is the digit's parity.
+
+    Returns:
+        A `tf.data.Dataset` of float32 images `(batch, height, width, channels)` and int64
+        labels `(batch,)`. No batch spans two passes.
+
+    Raises:
+        ValueError: A bad `split`, `batch_size` or `epochs`; the message names the field.
+    """
+    x, y = dataset.split(split)
+    if isinstance(batch_size, bool) or operator.index(batch_size) < 1:
+        raise ValueError(f"batch_size: must be a positive integer (got {batch_size!r})")
+    if epochs is not None and (isinstance(epochs, bool) or operator.index(epochs) < 1):
+        raise ValueError(f"epochs: must be a positive integer or None (got {epochs!r})")
+    if shuffle is None:
+        shuffle = split == "train"
+
+    import tensorflow as tf
+
+    count = len(y)
+    images, labels = tf.constant(x), tf.constant(y)
+    run_seed = tf.constant(operator.index(seed), tf.int64)
+
+    def one_pass(epoch: tf.Tensor) -> tf.data.Dataset:
+        order = tf.range(count, dtype=tf.int64)
+        if shuffle:
+            order = tf.random.experimental.stateless_shuffle(
+                order, seed=tf.stack([run_seed, epoch])
+            )
+        return tf.data.Dataset.from_tensor_slices(order).batch(batch_size, drop_remainder)
+
+    def gather(indices: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor | dict[str, tf.Tensor]]:
+        batch_x, batch_y = tf.gather(images, indices), tf.gather(labels, indices)
+        if multitask:
+            return batch_x, {"digit": batch_y, "parity": batch_y % 2}
+        return batch_x, batch_y
+
+    passes = tf.data.Dataset.counter() if epochs is None else tf.data.Dataset.range(epochs)
+    return (
+        passes.flat_map(one_pass)
+        .map(gather, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        .prefetch(tf.data.AUTOTUNE)
+    )

@@ -1,0 +1,51 @@
+"""`load`: a dataset by name, read once per process and shared after that."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+
+from core.data import bundled, registry, tfds_source
+from core.data.dataset import Dataset
+
+_BUNDLED: dict[str, Callable[[], Dataset]] = {
+    "mnist-5k": bundled.load_mnist_5k,
+    "digits": bundled.load_digits,
+}
+
+_CacheKey = tuple[str, str | None]
+_cache: dict[_CacheKey, Dataset] = {}
+_key_locks: dict[_CacheKey, threading.Lock] = {}
+_cache_lock = threading.Lock()
+
+
+def load(name: str = registry.DEFAULT_DATASET, *, data_dir: str | None = None) -> Dataset:
+    """Loads the dataset `name`, reading it only the first time in this process.
+
+    Loads are cached per dataset and TFDS data directory. Two threads asking for the same
+    dataset at once read it once; different datasets load in parallel.
+
+    Args:
+        name: A name from `catalog()`.
+        data_dir: The TFDS data directory for `mnist`, `fashion_mnist` and `cifar10`
+            (default: `$TFDS_DATA_DIR`, else `~/tensorflow_datasets`). Ignored by the
+            datasets that ship offline.
+
+    Raises:
+        ValueError: `name` is not in the catalog; the message names the field `dataset`.
+        DatasetUnavailable: A TFDS dataset is not prepared and cannot be downloaded now.
+    """
+    info = registry.info(name)
+    root = None if info.offline else tfds_source.data_root(data_dir)
+    key = (name, None if root is None else os.fspath(root))
+    with _cache_lock:
+        key_lock = _key_locks.setdefault(key, threading.Lock())
+    # One lock per key: a second caller waits for the first load instead of repeating it.
+    with key_lock:
+        if key not in _cache:
+            if root is None:
+                _cache[key] = _BUNDLED[name]()
+            else:
+                _cache[key] = tfds_source.load_tfds(name, root, num_classes=info.num_classes)
+        return _cache[key]

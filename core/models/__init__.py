@@ -1,0 +1,14 @@
+"""Model architectures: a catalog, and seeded builders of Keras models that output logits.
+
+    >>> from core import models
+    >>> [info.name for info in models.catalog()]
+    ['mlp', 'lenet', 'cnn']
+    >>> model = models.build("lenet", input_shape=(28, 28, 1), num_classes=10, seed=0)
+
+Importing this package does not import TensorFlow or Keras; `build` imports Keras.
+"""
+
+from core.models.building import build
+from core.models.registry import DEFAULT_MODEL, ModelInfo, catalog
+
+__all__ = ["DEFAULT_MODEL", "ModelInfo", "build", "catalog"]
