@@ -25,11 +25,16 @@ def small_model(seed: int = 1) -> keras.Model:
     return keras.Sequential(
         [
             keras.Input((8,)),
-            keras.layers.Dense(16, activation="tanh", name="hidden",
-                               kernel_initializer=keras.initializers.GlorotUniform(seed),
-                               bias_initializer=keras.initializers.RandomNormal(seed=seed + 1)),
-            keras.layers.Dense(3, name="logits",
-                               kernel_initializer=keras.initializers.GlorotUniform(seed + 2)),
+            keras.layers.Dense(
+                16,
+                activation="tanh",
+                name="hidden",
+                kernel_initializer=keras.initializers.GlorotUniform(seed),
+                bias_initializer=keras.initializers.RandomNormal(seed=seed + 1),
+            ),
+            keras.layers.Dense(
+                3, name="logits", kernel_initializer=keras.initializers.GlorotUniform(seed + 2)
+            ),
         ]
     )
 

@@ -113,6 +113,8 @@ class Reference:
             self.stats["projection_active"] = 1.0
         self.stats["param_norm"] = norm
         self.stats["pruned_frozen"] = frozen / sum(p.size for p in self.params)
-        self.stats["step_sq"] = [float(np.sum((a - b) ** 2)) for a, b in zip(new, self.params, strict=True)]
+        self.stats["step_sq"] = [
+            float(np.sum((a - b) ** 2)) for a, b in zip(new, self.params, strict=True)
+        ]
         self.params = new
         self.t += 1

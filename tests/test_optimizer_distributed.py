@@ -26,8 +26,10 @@ def mirrored() -> tf.distribute.MirroredStrategy:
 
 
 def replica_values(variable: keras.Variable) -> list[np.ndarray]:
-    return [np.asarray(v) for v in tf.distribute.get_strategy().experimental_local_results(
-        variable.value)]
+    return [
+        np.asarray(v)
+        for v in tf.distribute.get_strategy().experimental_local_results(variable.value)
+    ]
 
 
 def test_clip_norm_acts_on_the_all_reduced_gradient(mirrored) -> None:
@@ -58,12 +60,22 @@ def test_clip_norm_acts_on_the_all_reduced_gradient(mirrored) -> None:
 
 
 CASES = {
-    "sgd_clip_radius": lambda: optimizers.build("sgd", learning_rate=0.5, clip_norm=0.5,
-                                                radius=3.0),
+    "sgd_clip_radius": lambda: optimizers.build(
+        "sgd", learning_rate=0.5, clip_norm=0.5, radius=3.0
+    ),
     "adamw_all_knobs": lambda: optimizers.build(
-        "adamw", learning_rate=0.05, clip_norm=0.5, radius=3.0, weight_decay=0.1,
-        noise_std=0.01, top_k=0.5, top_k_error_feedback=True, prune_threshold=1e-3,
-        layer_rules=[{"pattern": "logits", "lr_mult": 2.0}], telemetry=True),
+        "adamw",
+        learning_rate=0.05,
+        clip_norm=0.5,
+        radius=3.0,
+        weight_decay=0.1,
+        noise_std=0.01,
+        top_k=0.5,
+        top_k_error_feedback=True,
+        prune_threshold=1e-3,
+        layer_rules=[{"pattern": "logits", "lr_mult": 2.0}],
+        telemetry=True,
+    ),
     "projected_gd": lambda: optimizers.build("projected_gd", learning_rate=0.5, radius=3.0),
     "global_vector": lambda: GlobalHeavyBall(learning_rate=0.1, radius=3.0, clip_norm=0.5),
 }
@@ -97,7 +109,8 @@ def test_two_replicas_train_like_one_device(mirrored, case: str) -> None:
 def test_checkpoint_holds_the_whole_optimizer_state(mirrored, tmp_path) -> None:
     trained = fit(mirrored, CASES["adamw_all_knobs"])
     path = tf.train.Checkpoint(model=trained, optimizer=trained.optimizer).save(
-        str(tmp_path / "ckpt"))
+        str(tmp_path / "ckpt")
+    )
 
     fresh = compile_model(small_model(seed=9), CASES["adamw_all_knobs"]())
     fresh.optimizer.build(fresh.trainable_variables)

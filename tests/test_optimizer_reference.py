@@ -45,8 +45,14 @@ ALGORITHM_CASES = {
         "betas": {"beta_1": 0.5, "beta_2": 0.9},
     },
 }
-ALGORITHM_OF = {"sgd": "sgd", "momentum": "momentum", "adam": "adam", "adamw": "adam",
-                "clipped_adam": "adam", "projected_gd": "sgd"}
+ALGORITHM_OF = {
+    "sgd": "sgd",
+    "momentum": "momentum",
+    "adam": "adam",
+    "adamw": "adam",
+    "clipped_adam": "adam",
+    "projected_gd": "sgd",
+}
 
 
 def cases() -> list:
@@ -54,8 +60,11 @@ def cases() -> list:
     for name in ("sgd", "momentum", "adam"):
         out += [(name, case) for case in KNOB_CASES]
         out += [(name, case) for case in ALGORITHM_CASES.get(name, {})]
-    out += [(name, case) for name in ("adamw", "clipped_adam", "projected_gd")
-            for case in ("plain", "everything")]
+    out += [
+        (name, case)
+        for name in ("adamw", "clipped_adam", "projected_gd")
+        for case in ("plain", "everything")
+    ]
     return out
 
 
@@ -75,13 +84,20 @@ def make_variables(rng: np.random.Generator) -> list[keras.Variable]:
 
 def gradient_sequence(rng: np.random.Generator) -> list[list[np.ndarray]]:
     # Scales that vary step to step, so clipping is sometimes active and sometimes not.
-    return [[(rng.normal(size=shape) * rng.uniform(0.05, 0.6)).astype(np.float32)
-             for _, _, shape in LAYERS] for _ in range(STEPS)]
+    return [
+        [
+            (rng.normal(size=shape) * rng.uniform(0.05, 0.6)).astype(np.float32)
+            for _, _, shape in LAYERS
+        ]
+        for _ in range(STEPS)
+    ]
 
 
 def noise_draws(hp: dict, step: int) -> list[np.ndarray]:
-    return [transforms.gradient_noise(shape, tf.float32, hp["noise_seed"], step, i).numpy()
-            for i, (_, _, shape) in enumerate(LAYERS)]
+    return [
+        transforms.gradient_noise(shape, tf.float32, hp["noise_seed"], step, i).numpy()
+        for i, (_, _, shape) in enumerate(LAYERS)
+    ]
 
 
 def relative_error(actual: np.ndarray, expected: np.ndarray) -> float:
@@ -109,8 +125,12 @@ def test_matches_float64_reference(name: str, case: str, traced: bool) -> None:
     grads = gradient_sequence(rng)
     hp = case_hparams(name, case)
     optimizer = optimizers.build(name, **hp)
-    ref = Reference(ALGORITHM_OF[name], optimizers.get_spec(name).validate(hp),
-                    [v.numpy() for v in variables], paths())
+    ref = Reference(
+        ALGORITHM_OF[name],
+        optimizers.get_spec(name).validate(hp),
+        [v.numpy() for v in variables],
+        paths(),
+    )
 
     def apply(g: list[tf.Tensor]) -> None:
         optimizer.apply(g, variables)
@@ -140,8 +160,9 @@ def test_each_knob_changes_the_trajectory(case: str) -> None:
     for name in ("sgd", "adam"):
         with_knob = run_reference(name, case_hparams(name, case), init, grads)
         without = run_reference(name, {"learning_rate": LEARNING_RATE}, init, grads)
-        errors = [relative_error(a, b) for a, b in zip(with_knob.params, without.params,
-                                                       strict=True)]
+        errors = [
+            relative_error(a, b) for a, b in zip(with_knob.params, without.params, strict=True)
+        ]
         assert max(errors) > 1e-3, f"{case} barely changes {name}: {errors}"
 
 
@@ -152,8 +173,11 @@ def test_each_knob_changes_the_trajectory(case: str) -> None:
         ("adam", {}, lambda: keras.optimizers.Adam(0.01)),
         ("sgd", {}, lambda: keras.optimizers.SGD(0.01)),
         ("momentum", {"momentum": 0.8}, lambda: keras.optimizers.SGD(0.01, momentum=0.8)),
-        ("momentum", {"momentum": 0.8, "nesterov": True},
-         lambda: keras.optimizers.SGD(0.01, momentum=0.8, nesterov=True)),
+        (
+            "momentum",
+            {"momentum": 0.8, "nesterov": True},
+            lambda: keras.optimizers.SGD(0.01, momentum=0.8, nesterov=True),
+        ),
     ],
 )
 def test_equals_keras_step_for_step(name: str, hp: dict, keras_optimizer) -> None:
@@ -174,8 +198,9 @@ def test_telemetry_reports_what_the_step_did() -> None:
     grads = gradient_sequence(rng)
     hp = {"learning_rate": LEARNING_RATE, **KNOB_CASES["everything"], "telemetry": True}
     optimizer = optimizers.build("adam", **hp)
-    ref = Reference("adam", optimizers.get_spec("adam").validate(hp),
-                    [v.numpy() for v in variables], paths())
+    ref = Reference(
+        "adam", optimizers.get_spec("adam").validate(hp), [v.numpy() for v in variables], paths()
+    )
     seen = {"clip_active": set(), "projection_active": set()}
     for t, g in enumerate(grads):
         optimizer.apply([tf.constant(x) for x in g], variables)
@@ -187,8 +212,9 @@ def test_telemetry_reports_what_the_step_did() -> None:
             assert stats[key] == ref.stats[key], key
             seen[key].add(float(stats[key]))
         # ‖θ' − θ‖ of a small step is a float32 difference of nearby numbers: ~1e-4 relative.
-        np.testing.assert_allclose(np.sqrt(stats["step_sq"]), np.sqrt(ref.stats["step_sq"]),
-                                   rtol=1e-3)
+        np.testing.assert_allclose(
+            np.sqrt(stats["step_sq"]), np.sqrt(ref.stats["step_sq"]), rtol=1e-3
+        )
         param_sq = [np.sum(v.numpy().astype(np.float64) ** 2) for v in variables]
         np.testing.assert_allclose(stats["param_sq"], param_sq, rtol=1e-5)
         assert stats["top_k_kept"] == pytest.approx((8 + 2 + 4) / 40)

@@ -61,7 +61,7 @@ def test_bad_value_is_refused_naming_the_field(name: str, field: str, value: obj
     ],
 )
 def test_bad_algorithm_knob_is_refused(name: str, field: str, value: object) -> None:
-    with pytest.raises(InvalidHyperparameters, match=f"^{field}: "):
+    with pytest.raises(InvalidHyperparameters, match=rf"^{field}: "):
         optimizers.build(name, **{field: value})
 
 
@@ -73,7 +73,7 @@ def test_every_bad_field_is_listed_at_once() -> None:
 
 
 def test_a_knob_of_another_optimizer_is_unknown() -> None:
-    with pytest.raises(InvalidHyperparameters, match="^beta_1: unknown hyperparameter for sgd"):
+    with pytest.raises(InvalidHyperparameters, match=r"^beta_1: unknown hyperparameter for sgd"):
         optimizers.build("sgd", beta_1=0.9)
 
 
@@ -83,14 +83,14 @@ def test_unknown_optimizer_is_refused_naming_the_field() -> None:
 
 
 def test_projected_gd_requires_a_radius() -> None:
-    with pytest.raises(InvalidHyperparameters, match="^radius: is required by projected_gd"):
+    with pytest.raises(InvalidHyperparameters, match=r"^radius: is required by projected_gd"):
         optimizers.build("projected_gd", radius=None)
 
 
 def test_classes_validate_when_made_directly() -> None:
-    with pytest.raises(InvalidHyperparameters, match="^learning_rate: "):
+    with pytest.raises(InvalidHyperparameters, match=r"^learning_rate: "):
         optimizers.Adam(learning_rate=-0.1)
-    with pytest.raises(ValueError, match="^radius: "):
+    with pytest.raises(ValueError, match=r"^radius: "):
         optimizers.SGD(radius=0)
 
 
@@ -117,6 +117,7 @@ def test_specs_describe_every_optimizer_and_knob() -> None:
         spec.build()  # every default is valid
     adamw = optimizers.get_spec("adamw")
     assert {k.name: k.default for k in adamw.knobs}["weight_decay"] == 0.004
-    required = {k["name"] for k in optimizers.get_spec("projected_gd").describe()["knobs"]
-                if k["required"]}
+    required = {
+        k["name"] for k in optimizers.get_spec("projected_gd").describe()["knobs"] if k["required"]
+    }
     assert required == {"radius"}

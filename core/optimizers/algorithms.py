@@ -15,24 +15,47 @@ from core.optimizers.base import LabOptimizer
 from core.optimizers.knobs import COMMON_KNOBS, Knob
 
 MOMENTUM = Knob(
-    "momentum", "float", 0.9, "Momentum μ: how much of the previous step carries over.",
-    low=0.0, high=1.0, high_open=True,
+    "momentum",
+    "float",
+    0.9,
+    "Momentum μ: how much of the previous step carries over.",
+    low=0.0,
+    high=1.0,
+    high_open=True,
 )
 NESTEROV = Knob("nesterov", "bool", False, "Use Nesterov momentum.")
 BETA_1 = Knob(
-    "beta_1", "float", 0.9, "Decay rate β₁ of the first-moment average.",
-    low=0.0, high=1.0, high_open=True,
+    "beta_1",
+    "float",
+    0.9,
+    "Decay rate β₁ of the first-moment average.",
+    low=0.0,
+    high=1.0,
+    high_open=True,
 )
 BETA_2 = Knob(
-    "beta_2", "float", 0.999, "Decay rate β₂ of the second-moment average.",
-    low=0.0, high=1.0, high_open=True,
+    "beta_2",
+    "float",
+    0.999,
+    "Decay rate β₂ of the second-moment average.",
+    low=0.0,
+    high=1.0,
+    high_open=True,
 )
 EPSILON = Knob(
-    "epsilon", "float", 1e-7, "ε added for numerical stability.",
-    low=0.0, high=1.0, low_open=True, log_scale=True,
+    "epsilon",
+    "float",
+    1e-7,
+    "ε added for numerical stability.",
+    low=0.0,
+    high=1.0,
+    low_open=True,
+    log_scale=True,
 )
 EPSILON_INSIDE_SQRT = Knob(
-    "epsilon_inside_sqrt", "bool", False,
+    "epsilon_inside_sqrt",
+    "bool",
+    False,
     "Divide by √(v + ε) instead of √v + ε: stabler when v is near zero.",
 )
 
@@ -70,7 +93,12 @@ class Momentum(LabOptimizer):
     slot_names = ("velocity",)
 
     def propose(
-        self, gradient: tf.Tensor, param: tf.Tensor, learning_rate: tf.Tensor, *, velocity: tf.Tensor
+        self,
+        gradient: tf.Tensor,
+        param: tf.Tensor,
+        learning_rate: tf.Tensor,
+        *,
+        velocity: tf.Tensor,
     ) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
         lr = tf.cast(learning_rate, gradient.dtype)
         momentum = tf.cast(self._values["momentum"], gradient.dtype)

@@ -132,7 +132,9 @@ class LabOptimizer(keras.optimizers.Optimizer):
         if name in self._live:
             return _as_float(self._live[name].numpy())
         if name not in self._values:
-            raise InvalidHyperparameters({name: f"unknown hyperparameter for {type(self).__name__}"})
+            raise InvalidHyperparameters(
+                {name: f"unknown hyperparameter for {type(self).__name__}"}
+            )
         return self._values[name]
 
     def set_knob(self, name: str, value: float) -> float:
@@ -252,7 +254,8 @@ class LabOptimizer(keras.optimizers.Optimizer):
             std = tf.convert_to_tensor(live["noise_std"])
             step = self.iterations
             grads = [
-                g + tf.cast(std, g.dtype)
+                g
+                + tf.cast(std, g.dtype)
                 * transforms.gradient_noise(g.shape, g.dtype, values["noise_seed"], step, i)
                 for g, i in zip(grads, indices, strict=True)
             ]
@@ -338,9 +341,7 @@ class LabOptimizer(keras.optimizers.Optimizer):
             stats["pruned_frozen"] = tf.add_n(frozen_count) / total
         return new_params
 
-    def _stat_assignments(
-        self, stats: Mapping[str, Any], indices: list[int]
-    ) -> list[Assignment]:
+    def _stat_assignments(self, stats: Mapping[str, Any], indices: list[int]) -> list[Assignment]:
         """The telemetry variables' new values; knobs that are off report neutral values."""
         neutral = {"clip_active": 0, "projection_active": 0, "top_k_kept": 1, "pruned_frozen": 0}
         assignments = []
@@ -349,9 +350,7 @@ class LabOptimizer(keras.optimizers.Optimizer):
             assignments.append((tf_variable(self._stats[name]), value))
         size = len(self._trainable_variables)
         for name in VECTOR_STATS:
-            vector = tf.scatter_nd(
-                tf.constant(indices)[:, None], tf.stack(stats[name]), [size]
-            )
+            vector = tf.scatter_nd(tf.constant(indices)[:, None], tf.stack(stats[name]), [size])
             assignments.append((tf_variable(self._stats[name]), vector))
         return assignments
 

@@ -62,10 +62,12 @@ class GlobalVectorOptimizer(LabOptimizer):
     ) -> tuple[list[tf.Tensor], list[Assignment]]:
         everything = self._trainable_variables
         given = dict(zip(indices, zip(grads, params, strict=True), strict=True))
-        all_params = [given[i][1] if i in given else tf.convert_to_tensor(v)
-                      for i, v in enumerate(everything)]
-        all_grads = [given[i][0] if i in given else tf.zeros_like(p)
-                     for i, p in enumerate(all_params)]
+        all_params = [
+            given[i][1] if i in given else tf.convert_to_tensor(v) for i, v in enumerate(everything)
+        ]
+        all_grads = [
+            given[i][0] if i in given else tf.zeros_like(p) for i, p in enumerate(all_params)
+        ]
         x = _flatten(all_params)
         g = _flatten(all_grads)
         state_vars = {name: tf_variable(self._slots[name][0]) for name in self.state_names}

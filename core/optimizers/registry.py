@@ -61,8 +61,9 @@ class OptimizerSpec:
     def validate(self, hyperparameters: Mapping[str, Any]) -> dict[str, Any]:
         """Every knob's value after validation; raises `InvalidHyperparameters`."""
         values = validate(self.knobs, hyperparameters, owner=self.name)
-        missing = {name: f"is required by {self.name}" for name in self.required
-                   if values[name] is None}
+        missing = {
+            name: f"is required by {self.name}" for name in self.required if values[name] is None
+        }
         if missing:
             raise InvalidHyperparameters(missing)
         return values
@@ -79,7 +80,11 @@ class OptimizerSpec:
             "update_rule": self.update_rule,
             "source": self.source,
             "knobs": [
-                {**knob.__dict__, "range": knob.range_text(), "required": knob.name in self.required}
+                {
+                    **knob.__dict__,
+                    "range": knob.range_text(),
+                    "required": knob.name in self.required,
+                }
                 for knob in self.knobs
             ],
         }
@@ -87,33 +92,46 @@ class OptimizerSpec:
 
 _BUILTIN = (
     OptimizerSpec(
-        "sgd", SGD, "Plain gradient descent.", "θ ← θ − η·g",
+        "sgd",
+        SGD,
+        "Plain gradient descent.",
+        "θ ← θ − η·g",
     ),
     OptimizerSpec(
-        "momentum", Momentum, "Gradient descent with heavy-ball or Nesterov momentum.",
+        "momentum",
+        Momentum,
+        "Gradient descent with heavy-ball or Nesterov momentum.",
         "v ← μ·v − η·g;  θ ← θ + v",
     ),
     OptimizerSpec(
-        "adam", Adam, "Adam: per-parameter steps from running moments of g and g².",
+        "adam",
+        Adam,
+        "Adam: per-parameter steps from running moments of g and g².",
         "m ← β₁m + (1−β₁)g;  v ← β₂v + (1−β₂)g²;  θ ← θ − η·√(1−β₂ᵗ)/(1−β₁ᵗ)·m/(√v + ε)",
         defaults={"learning_rate": 0.001},
     ),
     OptimizerSpec(
-        "adamw", Adam, "Adam with decoupled weight decay (Loshchilov & Hutter), as Keras's AdamW.",
+        "adamw",
+        Adam,
+        "Adam with decoupled weight decay (Loshchilov & Hutter), as Keras's AdamW.",
         "θ ← θ − η·λ·θ;  then the Adam step",
         defaults={"learning_rate": 0.001, "weight_decay": 0.004},
     ),
     OptimizerSpec(
-        "clipped_adam", Adam, "Adam on gradients clipped to a global norm.",
+        "clipped_adam",
+        Adam,
+        "Adam on gradients clipped to a global norm.",
         "g ← g·min(1, c/‖g‖);  then the Adam step",
         defaults={"learning_rate": 0.001, "clip_norm": 1.0},
     ),
     OptimizerSpec(
-        "projected_gd", SGD,
+        "projected_gd",
+        SGD,
         "Gradient descent, then projection of all parameters onto an L2 ball (the article's "
         "TestGD).",
         "θ ← θ − η·g;  θ ← θ·min(1, r/‖θ‖)",
-        defaults={"radius": 1.0}, required=("radius",),
+        defaults={"radius": 1.0},
+        required=("radius",),
     ),
 )
 
@@ -216,7 +234,9 @@ def get_spec(name: str) -> OptimizerSpec:
         spec = _registry.get(name)
         if spec is None:
             known = ", ".join(_registry)
-            raise InvalidHyperparameters({"optimizer": f"unknown optimizer {name!r} (known: {known})"})
+            raise InvalidHyperparameters(
+                {"optimizer": f"unknown optimizer {name!r} (known: {known})"}
+            )
         return spec
 
 
