@@ -1,0 +1,43 @@
+"""Persistence of the lab: runs, their events and their metrics, in one SQLite file.
+
+    store = Store()                       # runs/optlab.sqlite, or $OPTLAB_STORE
+    store.create_run("r1", "adam lr=1e-3", config, total_steps=5000)
+    with store.metrics_writer("r1") as writer:   # training thread
+        writer.append(step, {"loss": 0.3, "accuracy": 0.9})
+    metrics = store.read_metrics("r1")    # dashboard: metrics.steps, metrics["loss"]
+
+Modules: `store` (the `Store` facade), `schema` (tables, and refusing foreign files),
+`connections` (a pool: one connection per thread at a time), `writer` (buffered metrics
+from the training thread), `chunks` (the on-disk metrics format), `metrics` (what reads
+return), `records` (runs, events, statuses), `paths` (the default file).
+"""
+
+from core.store.errors import StoreError, UnknownRunError
+from core.store.metrics import Metrics
+from core.store.paths import default_path
+from core.store.records import (
+    ACTIVE_STATUSES,
+    FINAL_STATUSES,
+    STATUSES,
+    Event,
+    RunRecord,
+)
+from core.store.schema import APPLICATION_ID, SCHEMA_VERSION
+from core.store.store import Store
+from core.store.writer import MetricsWriter
+
+__all__ = [
+    "ACTIVE_STATUSES",
+    "APPLICATION_ID",
+    "FINAL_STATUSES",
+    "SCHEMA_VERSION",
+    "STATUSES",
+    "Event",
+    "Metrics",
+    "MetricsWriter",
+    "RunRecord",
+    "Store",
+    "StoreError",
+    "UnknownRunError",
+    "default_path",
+]

@@ -1,0 +1,88 @@
+"""What the store returns about runs and events, and the statuses a run moves through."""
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+
+#: Statuses of a run that has not ended; a process that dies leaves its runs in one of them.
+ACTIVE_STATUSES: Final = ("queued", "running", "paused")
+#: Statuses of a run that has ended; `finish` accepts only these.
+FINAL_STATUSES: Final = ("completed", "stopped", "diverged", "failed", "interrupted")
+STATUSES: Final = ACTIVE_STATUSES + FINAL_STATUSES
+
+
+def check_status(status: str, allowed: Sequence[str] = STATUSES) -> str:
+    """Return `status` if it is one of `allowed`; raise `ValueError` otherwise."""
+    if status not in allowed:
+        raise ValueError(f"status must be one of {', '.join(allowed)}; got {status!r}")
+    return status
+
+
+def to_json(value: Mapping[str, Any]) -> str:
+    """Encode a config, payload or metrics mapping; numpy scalars and arrays become plain values.
+
+    NaN and infinities are kept (as Python's `json` writes them), because a diverged run's
+    final loss is exactly such a value.
+    """
+    return json.dumps(dict(value), default=_plain)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.generic | np.ndarray):
+        return value.tolist()
+    raise TypeError(f"cannot store a {type(value).__name__} as JSON: {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """One row of the runs table, with its JSON columns parsed. Times are Unix seconds."""
+
+    id: str
+    name: str
+    status: str
+    config: dict[str, Any]
+    created: float
+    updated: float
+    started: float | None  # first time the run became `running`
+    finished: float | None  # when `finish` was called
+    step: int  # last step the run reported (or flushed metrics for)
+    total_steps: int | None
+    epoch: int | None
+    error: str | None
+    final_metrics: dict[str, Any] | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> "RunRecord":
+        """Build a record from a runs-table row keyed by column name."""
+        fields = dict(row)
+        fields["config"] = json.loads(fields["config"])
+        if fields["final_metrics"] is not None:
+            fields["final_metrics"] = json.loads(fields["final_metrics"])
+        return cls(**fields)
+
+    @property
+    def active(self) -> bool:
+        """Whether the run has not ended yet."""
+        return self.status in ACTIVE_STATUSES
+
+    @property
+    def progress(self) -> float | None:
+        """Fraction of `total_steps` done, in [0, 1]; None when the total is unknown."""
+        if not self.total_steps:
+            return None
+        return min(max(self.step / self.total_steps, 0.0), 1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Something that happened to a run at a step, e.g. a live change of learning rate."""
+
+    id: int  # increases in insertion order
+    run_id: str
+    step: int
+    time: float
+    kind: str
+    payload: dict[str, Any]

@@ -1,0 +1,183 @@
+"""The store's schema, and the check that a file is ours before anything writes to it.
+
+A file is ours when its SQLite header carries `APPLICATION_ID`. A missing or empty file
+becomes ours by getting the schema; anything else (not SQLite at all, or another
+application's database) is refused with a `StoreError` before a single byte of it changes:
+it is first inspected through a read-only connection, which can neither roll back a hot
+journal nor checkpoint a WAL into it.
+"""
+
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+from typing import Final
+
+from core.store.errors import StoreError
+from core.store.records import STATUSES
+
+#: Stored in the header's application_id field: "OPLA", for Optimizer Lab.
+APPLICATION_ID: Final = 0x4F504C41
+#: Stored in the header's user_version field; raise it with every change to the tables.
+SCHEMA_VERSION: Final = 1
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_STATUS_LIST = ", ".join(f"'{status}'" for status in STATUSES)
+
+TABLES: Final = ("runs", "metric_chunks", "events")
+
+_DDL: Final = (
+    f"""
+    CREATE TABLE runs (
+        id            TEXT PRIMARY KEY,
+        name          TEXT NOT NULL,
+        status        TEXT NOT NULL CHECK (status IN ({_STATUS_LIST})),
+        config        TEXT NOT NULL,     -- JSON object
+        created       REAL NOT NULL,     -- Unix time
+        updated       REAL NOT NULL,
+        started       REAL,              -- first time the status became 'running'
+        finished      REAL,              -- set by finish()
+        step          INTEGER NOT NULL DEFAULT 0,
+        total_steps   INTEGER,
+        epoch         INTEGER,
+        error         TEXT,
+        final_metrics TEXT               -- JSON object, set by finish()
+    )
+    """,
+    """
+    CREATE TABLE metric_chunks (
+        run_id     TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        level      INTEGER NOT NULL,     -- 0 for a flush, L + 1 for a merge of level-L chunks
+        first_step INTEGER NOT NULL,
+        last_step  INTEGER NOT NULL,
+        n_rows     INTEGER NOT NULL,
+        keys       TEXT NOT NULL,        -- JSON array: the matrix's columns
+        steps      BLOB NOT NULL,        -- n_rows little-endian int64, increasing
+        payload    BLOB NOT NULL,        -- n_rows x len(keys) little-endian float64, row-major
+        PRIMARY KEY (run_id, last_step)
+    )
+    """,
+    """
+    CREATE TABLE events (
+        id      INTEGER PRIMARY KEY,
+        run_id  TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        step    INTEGER NOT NULL,
+        time    REAL NOT NULL,
+        kind    TEXT NOT NULL,
+        payload TEXT NOT NULL            -- JSON object
+    )
+    """,
+    "CREATE INDEX events_by_run ON events (run_id, step)",
+    f"PRAGMA application_id = {APPLICATION_ID}",
+    f"PRAGMA user_version = {SCHEMA_VERSION}",
+)
+
+
+def connect(path: Path, timeout: float, *, read_only: bool = False) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit), usable from any thread."""
+    if read_only:
+        target, uri = f"{path.resolve().as_uri()}?mode=ro", True
+    else:
+        target, uri = str(path), False
+    try:
+        conn = sqlite3.connect(
+            target, timeout=timeout, isolation_level=None, check_same_thread=False, uri=uri
+        )
+        if not read_only:
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA synchronous = NORMAL")  # with WAL: durable except on power loss
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open {path}: {exc}") from exc
+    return conn
+
+
+def prepare(path: Path, timeout: float) -> None:
+    """Make sure `path` is a store of the current schema in WAL mode; create it if needed.
+
+    Creates the parent folder. Raises `StoreError` for a file that is not SQLite, another
+    application's database, or a store of another schema version, leaving it untouched.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ours = False
+    if path.exists() and path.stat().st_size > 0:
+        _check_magic(path)
+        with closing(connect(path, timeout, read_only=True)) as conn:
+            ours = _inspect(conn, path)
+    with closing(connect(path, timeout)) as conn:
+        if not ours:
+            _create(conn, path)
+        _set_wal(conn, path)
+
+
+def _create(conn: sqlite3.Connection, path: Path) -> None:
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Looked at again under the write lock: another process may have just created it.
+            if not _inspect(conn, path):
+                for statement in _DDL:
+                    conn.execute(statement)
+            conn.execute("COMMIT")
+        finally:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot create the store in {path}: {exc}") from exc
+
+
+def _check_magic(path: Path) -> None:
+    try:
+        with path.open("rb") as file:
+            header = file.read(len(_SQLITE_MAGIC))
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc}") from exc
+    if header != _SQLITE_MAGIC:
+        raise StoreError(
+            f"{path} is not a SQLite database (corrupt, or another kind of file); "
+            "refusing to open it as the Optimizer Lab store"
+        )
+
+
+def _inspect(conn: sqlite3.Connection, path: Path) -> bool:
+    """True if the database is ours and current, False if it is empty; raise otherwise."""
+    try:
+        application_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        tables = sorted(
+            row[0]
+            for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            if not row[0].startswith("sqlite_")
+        )
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path} is a damaged or unreadable SQLite database: {exc}") from exc
+    if application_id == APPLICATION_ID:
+        if version != SCHEMA_VERSION:
+            raise StoreError(
+                f"{path} is an Optimizer Lab store of schema version {version}; "
+                f"this version of the lab reads only version {SCHEMA_VERSION}"
+            )
+        if missing := sorted(set(TABLES) - set(tables)):
+            raise StoreError(
+                f"{path} is a damaged Optimizer Lab store: missing {', '.join(missing)}"
+            )
+        return True
+    if application_id != 0:
+        raise StoreError(
+            f"{path} belongs to another application (SQLite application_id "
+            f"{application_id:#x}), not Optimizer Lab; refusing to open it"
+        )
+    if tables:
+        raise StoreError(
+            f"{path} is a SQLite database of another application (tables: "
+            f"{', '.join(tables)}), not an Optimizer Lab store; refusing to open it"
+        )
+    return False
+
+
+def _set_wal(conn: sqlite3.Connection, path: Path) -> None:
+    # Persistent in the file, so this is a no-op after the first time.
+    try:
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot switch {path} to WAL mode: {exc}") from exc
+    if mode.lower() != "wal":
+        raise StoreError(f"{path} cannot use WAL mode (it stays in {mode!r} mode)")

@@ -1,0 +1,295 @@
+"""The store: runs, their events and their metrics, in one SQLite file."""
+
+import dataclasses
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from core.store import chunks, schema
+from core.store.connections import ConnectionPool
+from core.store.errors import StoreError, UnknownRunError
+from core.store.metrics import Metrics, stack
+from core.store.paths import default_path
+from core.store.records import (
+    ACTIVE_STATUSES,
+    FINAL_STATUSES,
+    Event,
+    RunRecord,
+    check_status,
+    to_json,
+)
+from core.store.writer import MetricsWriter
+
+_RUN_COLUMNS = ", ".join(field.name for field in dataclasses.fields(RunRecord))
+_EVENT_COLUMNS = ", ".join(field.name for field in dataclasses.fields(Event))
+
+
+class Store:
+    """Runs, events and metrics of the lab, safe to use from many threads and processes.
+
+    Opening checks the file (see `core.store.schema`): a new or empty file gets the
+    schema; a corrupt or foreign one raises `StoreError` and is left untouched. Every
+    method takes a pooled connection for its own use (see `core.store.connections`), so
+    the dashboard reads while training threads write. Metrics are written through
+    `metrics_writer`, which never blocks the training thread on I/O.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        flush_interval: float = 0.5,
+        timeout: float = 5.0,
+    ) -> None:
+        """Open (or create) the store at `path`, by default `paths.default_path()`.
+
+        `flush_interval` is the default for metrics writers, in seconds; `timeout` is how
+        long a write waits for another connection's write lock before it fails.
+        """
+        self.path = Path(default_path() if path is None else path)
+        self.flush_interval = flush_interval
+        schema.prepare(self.path, timeout)
+        self._pool = ConnectionPool(self.path, timeout)
+        self._writers_lock = threading.Lock()
+        self._writers: dict[str, MetricsWriter] = {}
+
+    def close(self) -> None:
+        """Flush and stop every metrics writer, then close all connections; idempotent.
+
+        A writer's failure stays with the writer, for its training thread to raise.
+        """
+        with self._writers_lock:
+            writers, self._writers = list(self._writers.values()), {}
+        for writer in writers:
+            writer.shutdown()
+        self._pool.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # Runs
+
+    def create_run(
+        self,
+        run_id: str,
+        name: str,
+        config: Mapping[str, Any],
+        *,
+        status: str = "queued",
+        total_steps: int | None = None,
+    ) -> RunRecord:
+        """Add a run and return its record; `StoreError` if the id is taken."""
+        if not isinstance(run_id, str) or not run_id:
+            raise ValueError(f"run_id must be a non-empty string; got {run_id!r}")
+        check_status(status)
+        now = time.time()
+        try:
+            with self._pool.transaction() as conn:
+                conn.execute(
+                    "INSERT INTO runs (id, name, status, config, created, updated, started,"
+                    " total_steps) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        run_id,
+                        name,
+                        status,
+                        to_json(config),
+                        now,
+                        now,
+                        now if status == "running" else None,
+                        total_steps,
+                    ),
+                )
+        except sqlite3.IntegrityError as exc:
+            raise StoreError(f"a run with id {run_id!r} already exists") from exc
+        return self._require_run(run_id)
+
+    def set_status(self, run_id: str, status: str, error: str | None = None) -> None:
+        """Change the status and replace the error message (cleared when None)."""
+        check_status(status)
+        now = time.time()
+        self._update_run(
+            run_id,
+            "status = ?, error = ?, updated = ?,"
+            " started = coalesce(started, CASE WHEN ? = 'running' THEN ? END)",
+            (status, error, now, status, now),
+        )
+
+    def set_progress(
+        self,
+        run_id: str,
+        step: int,
+        *,
+        epoch: int | None = None,
+        total_steps: int | None = None,
+    ) -> None:
+        """Record the step reached; `epoch` and `total_steps` change only when given.
+
+        Metrics writers advance `step` on every flush, so a run that logs metrics need not
+        call this per step.
+        """
+        self._update_run(
+            run_id,
+            "step = ?, epoch = coalesce(?, epoch), total_steps = coalesce(?, total_steps),"
+            " updated = ?",
+            (step, epoch, total_steps, time.time()),
+        )
+
+    def finish(
+        self,
+        run_id: str,
+        status: str,
+        final_metrics: Mapping[str, Any],
+        error: str | None = None,
+    ) -> None:
+        """End a run with a final status (completed, stopped, diverged, failed, interrupted)."""
+        check_status(status, FINAL_STATUSES)
+        now = time.time()
+        self._update_run(
+            run_id,
+            "status = ?, final_metrics = ?, error = ?, finished = ?, updated = ?",
+            (status, to_json(final_metrics), error, now, now),
+        )
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        """The run's record, or None if there is no such run."""
+        with self._pool.connection() as conn:
+            cursor = conn.cursor()
+            cursor.row_factory = sqlite3.Row
+            row = cursor.execute(
+                f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)
+            ).fetchone()
+        return None if row is None else RunRecord.from_row(row)
+
+    def list_runs(self) -> list[RunRecord]:
+        """All runs, newest first."""
+        with self._pool.connection() as conn:
+            cursor = conn.cursor()
+            cursor.row_factory = sqlite3.Row
+            rows = cursor.execute(
+                f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY created DESC, rowid DESC"
+            ).fetchall()
+        return [RunRecord.from_row(row) for row in rows]
+
+    def delete_run(self, run_id: str) -> bool:
+        """Delete a run with its metrics and events; False if there was no such run.
+
+        An open metrics writer of the run fails on its next commit.
+        """
+        with self._pool.transaction() as conn:
+            return conn.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount > 0
+
+    def mark_interrupted(self) -> list[str]:
+        """Mark runs left queued, running or paused by a dead process as `interrupted`.
+
+        For the engine to call once when it starts, before it starts runs of its own; it
+        returns the ids it marked. Another live process's runs would be marked too.
+        """
+        marks = ", ".join("?" * len(ACTIVE_STATUSES))
+        with self._pool.transaction() as conn:
+            run_ids = [
+                row[0]
+                for row in conn.execute(
+                    f"SELECT id FROM runs WHERE status IN ({marks}) ORDER BY created",
+                    ACTIVE_STATUSES,
+                )
+            ]
+            conn.execute(
+                "UPDATE runs SET status = 'interrupted', updated = ?,"
+                " error = coalesce(error, 'the process running it ended while it was '"
+                f" || status) WHERE status IN ({marks})",
+                (time.time(), *ACTIVE_STATUSES),
+            )
+        return run_ids
+
+    # Events
+
+    def add_event(
+        self,
+        run_id: str,
+        step: int,
+        kind: str,
+        payload: Mapping[str, Any] | None = None,
+    ) -> Event:
+        """Record that `kind` happened at `step` (e.g. "lr_change", {"lr": 0.01})."""
+        event = Event(0, run_id, step, time.time(), kind, dict(payload or {}))
+        try:
+            with self._pool.transaction() as conn:
+                event_id = conn.execute(
+                    "INSERT INTO events (run_id, step, time, kind, payload) VALUES (?, ?, ?, ?, ?)",
+                    (run_id, step, event.time, kind, to_json(event.payload)),
+                ).lastrowid
+        except sqlite3.IntegrityError as exc:  # the foreign key: no such run
+            raise UnknownRunError(run_id) from exc
+        return dataclasses.replace(event, id=event_id)
+
+    def events(self, run_id: str, kind: str | None = None) -> list[Event]:
+        """The run's events (only those of `kind`, if given), by step, then as added."""
+        query = f"SELECT {_EVENT_COLUMNS} FROM events WHERE run_id = ?"
+        params: tuple[Any, ...] = (run_id,)
+        if kind is not None:
+            query += " AND kind = ?"
+            params += (kind,)
+        with self._pool.connection() as conn:
+            rows = conn.execute(query + " ORDER BY step, id", params).fetchall()
+        return [Event(*row[:-1], json.loads(row[-1])) for row in rows]
+
+    # Metrics
+
+    def metrics_writer(self, run_id: str, *, flush_interval: float | None = None) -> MetricsWriter:
+        """A writer for the run's metrics; one open writer per run and store at a time.
+
+        Its steps must follow the run's largest stored step.
+        """
+        with self._writers_lock:
+            current = self._writers.get(run_id)
+            if current is not None and not current.closed:
+                raise StoreError(f"run {run_id!r} already has an open metrics writer")
+            with self._pool.connection() as conn:
+                if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+                    raise UnknownRunError(run_id)
+                last_step = chunks.last_step(conn, run_id)
+            writer = MetricsWriter(
+                self._pool,
+                run_id,
+                flush_interval=self.flush_interval if flush_interval is None else flush_interval,
+                last_step=last_step,
+            )
+            self._writers[run_id] = writer
+        return writer
+
+    def read_metrics(self, run_id: str, since_step: int | None = None) -> Metrics:
+        """The run's committed metrics, only the steps after `since_step` if given.
+
+        An unknown run reads as empty metrics.
+        """
+        with self._pool.connection() as conn:
+            blocks = chunks.select(conn, run_id, since_step)
+        return stack(blocks)
+
+    # Helpers
+
+    def _require_run(self, run_id: str) -> RunRecord:
+        record = self.get_run(run_id)
+        if record is None:
+            raise UnknownRunError(run_id)
+        return record
+
+    def _update_run(self, run_id: str, assignments: str, params: tuple[Any, ...]) -> None:
+        with self._pool.transaction() as conn:
+            cursor = conn.execute(f"UPDATE runs SET {assignments} WHERE id = ?", (*params, run_id))
+            if cursor.rowcount == 0:
+                raise UnknownRunError(run_id)

@@ -1,0 +1,160 @@
+"""The training thread's way to log metrics without waiting for the disk."""
+
+import operator
+import threading
+import time
+from collections.abc import Mapping
+from types import TracebackType
+
+from core.store import chunks
+from core.store.connections import ConnectionPool
+from core.store.errors import StoreError
+
+
+class MetricsWriter:
+    """Buffers one run's metric rows in memory; a background thread commits them.
+
+    `append` only validates and stores the row in a list; a daemon thread owned by this
+    writer commits everything buffered every `flush_interval` seconds, as one chunk in one
+    transaction, and advances the run's `step`. A process that dies therefore loses at most
+    the rows of the last interval. One thread per writer keeps runs independent: a writer
+    that fails stops alone, and the others go on.
+
+    A failed commit (disk full, read-only or locked database, deleted run) is not retried:
+    the rows are dropped, the thread stops, and the error is raised as a `StoreError` by
+    the training thread's next `append`, `check`, `flush` or `close`, so the run can fail
+    with that reason. Steps must strictly increase, also across writers of the same run.
+    """
+
+    def __init__(
+        self,
+        pool: ConnectionPool,
+        run_id: str,
+        *,
+        flush_interval: float = 0.5,
+        last_step: int | None = None,
+    ) -> None:
+        """Start the flusher; `last_step` is the run's largest stored step, if any."""
+        if not flush_interval > 0:
+            raise ValueError(f"flush_interval must be positive; got {flush_interval!r}")
+        self.run_id = run_id
+        self.flush_interval = flush_interval
+        self._pool = pool
+        self._encoder = chunks.ChunkEncoder()
+        self._lock = threading.Lock()  # guards the four fields below
+        self._rows: list[chunks.Row] = []
+        self._last_step = last_step
+        self._error: StoreError | None = None
+        self._closed = False
+        self._flush_lock = threading.Lock()  # one flush at a time keeps chunks in step order
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name=f"optlab-metrics-{run_id}", daemon=True
+        )
+        self._thread.start()
+
+    @property
+    def closed(self) -> bool:
+        """Whether `close` or `shutdown` has been called."""
+        return self._closed
+
+    def append(self, step: int, values: Mapping[str, float]) -> None:
+        """Buffer the values logged at `step`; returns at once, without any I/O.
+
+        Raises `StoreError` if an earlier commit failed or the writer is closed, and
+        `ValueError` if `step` is not greater than the previous one. Values are converted to
+        float here (NaN marks a missing value when read back); keys must be strings.
+        """
+        step = operator.index(step)
+        row = {_check_key(key): float(value) for key, value in values.items()}
+        with self._lock:
+            self._raise_if_unusable()
+            if self._last_step is not None and step <= self._last_step:
+                raise ValueError(f"step must increase: {step} after {self._last_step}")
+            self._rows.append((step, row))
+            self._last_step = step
+
+    def check(self) -> None:
+        """Raise the `StoreError` of a failed commit, if any."""
+        with self._lock:
+            self._raise_if_failed()
+
+    def pending(self) -> int:
+        """Number of appended rows not committed yet."""
+        with self._lock:
+            return len(self._rows)
+
+    def flush(self) -> None:
+        """Commit the buffered rows now, from the calling thread."""
+        with self._flush_lock:
+            with self._lock:
+                self._raise_if_failed()
+                rows, self._rows = self._rows, []
+            if not rows:
+                return
+            try:
+                block = self._encoder.encode(rows)
+                with self._pool.transaction() as conn:
+                    chunks.append(conn, self.run_id, block)
+                    conn.execute(
+                        "UPDATE runs SET step = max(step, ?), updated = ? WHERE id = ?",
+                        (int(block.steps[-1]), time.time(), self.run_id),
+                    )
+            except Exception as exc:  # whatever it is, the training thread must hear of it
+                error = StoreError(f"could not save metrics of run {self.run_id!r}: {exc}")
+                error.__cause__ = exc
+                with self._lock:
+                    self._error = error
+                raise error from exc
+
+    def close(self) -> None:
+        """Commit everything buffered and stop the flusher; raise if anything was lost."""
+        self.shutdown()
+        self.check()
+
+    def shutdown(self) -> None:
+        """Like `close`, but leave a failure for the training thread to find."""
+        with self._lock:
+            self._closed = True
+        self._stop.set()
+        if threading.current_thread() is not self._thread:
+            self._thread.join()
+
+    def __enter__(self) -> "MetricsWriter":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if exc is None:
+            self.close()
+        else:
+            self.shutdown()  # do not hide the exception that ended the block
+
+    def _run(self) -> None:
+        while True:
+            stopping = self._stop.wait(self.flush_interval)
+            try:
+                self.flush()
+            except StoreError:
+                return  # kept in self._error for the training thread
+            if stopping:
+                return
+
+    def _raise_if_unusable(self) -> None:
+        self._raise_if_failed()
+        if self._closed:
+            raise StoreError(f"the metrics writer of run {self.run_id!r} is closed")
+
+    def _raise_if_failed(self) -> None:
+        if self._error is not None:
+            raise self._error.with_traceback(None)
+
+
+def _check_key(key: object) -> str:
+    if not isinstance(key, str) or not key:
+        raise TypeError(f"metric names must be non-empty strings; got {key!r}")
+    return key

@@ -1,0 +1,69 @@
+"""Optimizers: every optimizer's update rule, its knobs, and how to use it in plain Keras."""
+
+import streamlit as st
+
+from core import optimizers
+
+st.set_page_config(page_title="Optimizers · Optimizer Lab", page_icon="📐", layout="wide")
+st.title("📐 Optimizers")
+st.markdown(
+    "Each optimizer is an algorithm plus the common knobs, which act in this order: "
+    "all-reduce → clip_norm → noise_std → top_k → the algorithm's step → layer_rules "
+    "multiplier → decoupled weight_decay → prune_threshold mask → radius projection. "
+    "A knob left empty is not traced at all; a live knob can change while a run trains."
+)
+
+USAGE = """\
+import keras
+from core import optimizers
+
+optimizer = optimizers.build({args})
+model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+model.fit(x, y, epochs=5)
+"""
+
+for spec in optimizers.specs():
+    described = spec.describe()
+    with st.expander(f"**{spec.name}**: {spec.summary}", expanded=spec.name == "projected_gd"):
+        st.code(spec.update_rule, language=None)
+        st.dataframe(
+            [
+                {
+                    "knob": k["name"],
+                    "default": "off" if k["default"] is None else str(k["default"]),
+                    "range": k["range"],
+                    "live": "✓" if k["live"] else "",
+                    "required": "✓" if k["required"] else "",
+                    "what it does": k["help"],
+                }
+                for k in described["knobs"]
+            ],
+            hide_index=True,
+            use_container_width=True,
+        )
+        st.code(USAGE.format(args=f'"{spec.name}", learning_rate=1e-3'), language="python")
+        if spec.source != "core":
+            st.caption(f"Plugin: {spec.source}")
+
+for path, error in optimizers.plugin_errors().items():
+    st.error(f"Plugin {path} did not load: {error}")
+
+st.subheader("Add your own")
+st.markdown(
+    f"Put a `.py` file in `{optimizers.plugins_folder()}` (or the folder named by "
+    "`OPTLAB_PLUGINS`). Write the algorithm once on the flattened parameter vector; every "
+    "knob above applies to it, and it works under `model.fit` and `MirroredStrategy`."
+)
+st.code(
+    '''import tensorflow as tf
+from core.optimizers import GlobalVectorOptimizer, register
+
+
+@register("scaled_sign_gd", summary="Sign descent scaled by mean |g|.",
+          update_rule="x ← x − η·(‖g‖₁ / n)·sign(g)")
+class ScaledSignGD(GlobalVectorOptimizer):
+    def update(self, x, g):
+        return x - self.learning_rate * tf.reduce_mean(tf.abs(g)) * tf.sign(g)
+''',
+    language="python",
+)

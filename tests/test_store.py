@@ -1,0 +1,599 @@
+"""Tests of `core.store`: the file checks, runs and events, and the metrics path."""
+
+import hashlib
+import math
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.store import (
+    APPLICATION_ID,
+    SCHEMA_VERSION,
+    Metrics,
+    Store,
+    StoreError,
+    UnknownRunError,
+    chunks,
+    default_path,
+)
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def db_path(tmp_path):
+    return tmp_path / "lab.sqlite"
+
+
+@pytest.fixture
+def store(db_path):
+    with Store(db_path) as store:
+        yield store
+
+
+def sha256(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def wait_for(condition, timeout=5.0):
+    """Poll `condition` until it is true; fail the test after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"condition not met within {timeout} s")
+        time.sleep(0.01)
+
+
+def raised_by(check, timeout=5.0):
+    """Call `check` until it raises `StoreError`, and return that; fail after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            check()
+        except StoreError as exc:
+            return exc
+        time.sleep(0.01)
+    pytest.fail(f"no StoreError within {timeout} s")
+
+
+def write_rows(store, run_id, rows, flush_every=None):
+    """Append `rows` ({step: values}) through a writer, committing every `flush_every` rows."""
+    with store.metrics_writer(run_id, flush_interval=60) as writer:
+        for i, (step, values) in enumerate(rows.items(), 1):
+            writer.append(step, values)
+            if flush_every and i % flush_every == 0:
+                writer.flush()
+
+
+def expected_columns(rows):
+    """The series `read_metrics` should return for `rows`, built the slow, obvious way."""
+    keys = list(dict.fromkeys(key for values in rows.values() for key in values))
+    return {key: [values.get(key, math.nan) for values in rows.values()] for key in keys}
+
+
+def assert_metrics_equal(metrics, rows):
+    assert metrics.steps.dtype == np.int64
+    np.testing.assert_array_equal(metrics.steps, list(rows))
+    expected = expected_columns(rows)
+    assert metrics.keys == tuple(expected)
+    for key, values in expected.items():
+        assert metrics[key].dtype == np.float64
+        np.testing.assert_array_equal(metrics[key], values)  # NaN equals NaN here
+
+
+# The file: creation, and refusing files that are not ours
+
+
+def test_new_file_gets_schema_in_wal_mode(tmp_path):
+    path = tmp_path / "new" / "folder" / "lab.sqlite"
+    Store(path).close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"runs", "metric_chunks", "events"} <= tables
+    conn.close()
+
+
+def test_empty_file_gets_schema(db_path):
+    db_path.touch()
+    with Store(db_path) as store:
+        store.create_run("r", "r", {})
+    assert db_path.stat().st_size > 0
+
+
+def test_reopening_keeps_everything(db_path):
+    with Store(db_path) as store:
+        store.create_run("r", "first", {"lr": 0.1})
+        write_rows(store, "r", {0: {"loss": 1.0}, 1: {"loss": 0.5}})
+    with Store(db_path) as store:
+        assert store.get_run("r").config == {"lr": 0.1}
+        np.testing.assert_array_equal(store.read_metrics("r")["loss"], [1.0, 0.5])
+
+
+def test_refuses_a_corrupt_file_without_touching_it(db_path):
+    db_path.write_bytes(np.random.default_rng(0).bytes(10_000))
+    before = sha256(db_path)
+    with pytest.raises(StoreError, match="not a SQLite database"):
+        Store(db_path)
+    assert sha256(db_path) == before
+    assert sorted(p.name for p in db_path.parent.iterdir()) == [db_path.name]
+
+
+def _foreign_tables(path):
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+    conn.execute("INSERT INTO notes (body) VALUES ('keep me')")
+    conn.commit()
+    conn.close()
+
+
+def _foreign_application_id(path):
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA application_id = 1234")
+    conn.execute("CREATE TABLE runs (id TEXT)")  # even a table of ours does not make it ours
+    conn.commit()
+    conn.close()
+
+
+def _foreign_wal_left_by_a_crash(path):
+    # Changes still in the WAL: a careless open and close would fold them into the file.
+    source = path.with_name("source.sqlite")
+    conn = sqlite3.connect(source)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    conn.execute("CREATE TABLE notes (body TEXT)")
+    conn.executemany("INSERT INTO notes VALUES (?)", [("x" * 500,)] * 100)
+    conn.commit()
+    path.write_bytes(source.read_bytes())
+    path.with_name(path.name + "-wal").write_bytes(
+        source.with_name("source.sqlite-wal").read_bytes()
+    )
+    conn.close()
+    source.unlink()
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (_foreign_tables, "another application .*notes"),
+        (_foreign_application_id, "another application .*0x4d2"),
+        (_foreign_wal_left_by_a_crash, "another application .*notes"),
+    ],
+)
+def test_refuses_a_foreign_database_without_touching_it(db_path, make, message):
+    make(db_path)
+    before = {path.name: sha256(path) for path in db_path.parent.iterdir()}
+    with pytest.raises(StoreError, match=message):
+        Store(db_path)
+    after = {path.name: sha256(path) for path in db_path.parent.iterdir()}
+    # Reading a WAL database adds its shared-memory index; nothing else may change.
+    assert after.keys() - before.keys() <= {db_path.name + "-shm"}
+    assert {name: after.get(name) for name in before} == before
+
+
+def test_refuses_another_schema_version(db_path):
+    Store(db_path).close()
+    conn = sqlite3.connect(db_path)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    before = sha256(db_path)
+    with pytest.raises(StoreError, match="schema version"):
+        Store(db_path)
+    assert sha256(db_path) == before
+
+
+def test_default_path(monkeypatch, tmp_path):
+    monkeypatch.delenv("OPTLAB_STORE", raising=False)
+    assert default_path() == PROJECT_ROOT / "runs" / "optlab.sqlite"
+    monkeypatch.setenv("OPTLAB_STORE", str(tmp_path / "elsewhere.sqlite"))
+    with Store() as store:
+        assert store.path == tmp_path / "elsewhere.sqlite"
+    assert (tmp_path / "elsewhere.sqlite").exists()
+
+
+def test_closed_store_refuses_work(db_path):
+    store = Store(db_path)
+    store.close()
+    store.close()  # idempotent
+    with pytest.raises(StoreError, match="closed"):
+        store.list_runs()
+
+
+# Runs and events
+
+
+def test_run_lifecycle(store):
+    created = store.create_run(
+        "r1", "adam", {"lr": np.float32(0.5), "sizes": (8, 4)}, total_steps=10
+    )
+    assert created.status == "queued"
+    assert created.config == {"lr": 0.5, "sizes": [8, 4]}
+    assert (created.step, created.total_steps, created.started, created.progress) == (
+        0,
+        10,
+        None,
+        0,
+    )
+
+    store.set_status("r1", "running")
+    store.set_progress("r1", 4, epoch=1)
+    run = store.get_run("r1")
+    assert (run.status, run.step, run.epoch, run.total_steps) == ("running", 4, 1, 10)
+    assert run.started is not None and run.active and run.progress == 0.4
+
+    store.finish("r1", "diverged", {"loss": math.nan, "accuracy": 0.25}, error="loss is NaN")
+    run = store.get_run("r1")
+    assert (run.status, run.error, run.active) == ("diverged", "loss is NaN", False)
+    assert math.isnan(run.final_metrics["loss"]) and run.final_metrics["accuracy"] == 0.25
+    assert run.finished >= run.started >= run.created
+
+
+def test_runs_are_listed_newest_first(store):
+    for run_id in ("a", "b", "c"):
+        store.create_run(run_id, run_id, {})
+    assert [run.id for run in store.list_runs()] == ["c", "b", "a"]
+    assert store.get_run("missing") is None
+
+
+def test_run_validation(store):
+    store.create_run("r", "r", {})
+    with pytest.raises(StoreError, match="already exists"):
+        store.create_run("r", "again", {})
+    with pytest.raises(ValueError, match="status"):
+        store.set_status("r", "exploded")
+    with pytest.raises(ValueError, match="status"):
+        store.create_run("s", "s", {}, status="done")
+    with pytest.raises(ValueError, match="status"):
+        store.finish("r", "running", {})
+    with pytest.raises(UnknownRunError):
+        store.set_status("missing", "running")
+    with pytest.raises(UnknownRunError):
+        store.add_event("missing", 0, "lr_change", {})
+    with pytest.raises(UnknownRunError):
+        store.metrics_writer("missing")
+
+
+def test_set_status_replaces_the_error(store):
+    store.create_run("r", "r", {})
+    store.set_status("r", "failed", error="out of memory")
+    assert store.get_run("r").error == "out of memory"
+    store.set_status("r", "queued")
+    assert store.get_run("r").error is None
+
+
+def test_events(store):
+    store.create_run("r", "r", {})
+    store.add_event("r", 1234, "lr_change", {"lr": 0.01})
+    store.add_event("r", 10, "note", {"text": "warm-up over"})
+    late = store.add_event("r", 1234, "pause")
+    events = store.events("r")
+    assert [(e.step, e.kind) for e in events] == [
+        (10, "note"),
+        (1234, "lr_change"),
+        (1234, "pause"),
+    ]
+    assert events[1].payload == {"lr": 0.01} and events[-1] == late
+    assert [e.kind for e in store.events("r", kind="lr_change")] == ["lr_change"]
+
+
+def test_delete_run_takes_its_metrics_and_events(store):
+    for run_id in ("gone", "kept"):
+        store.create_run(run_id, run_id, {})
+        store.add_event(run_id, 0, "start")
+        write_rows(store, run_id, {0: {"loss": 1.0}})
+    assert store.delete_run("gone") is True
+    assert store.delete_run("gone") is False
+    assert store.get_run("gone") is None
+    assert store.events("gone") == [] and len(store.read_metrics("gone")) == 0
+    assert len(store.events("kept")) == 1 and len(store.read_metrics("kept")) == 1
+
+
+def test_mark_interrupted(store):
+    for status in ("queued", "running", "paused", "completed", "failed"):
+        store.create_run(status, status, {}, status=status)
+    assert sorted(store.mark_interrupted()) == ["paused", "queued", "running"]
+    statuses = {run.id: run.status for run in store.list_runs()}
+    assert statuses == {
+        "queued": "interrupted",
+        "running": "interrupted",
+        "paused": "interrupted",
+        "completed": "completed",
+        "failed": "failed",
+    }
+    assert "running" in store.get_run("running").error
+    assert store.mark_interrupted() == []
+
+
+# Metrics: format and reads
+
+
+def test_metrics_round_trip_with_changing_keys_and_gaps(store):
+    store.create_run("r", "r", {})
+    rows = {}
+    for step in range(0, 300, 3):  # logged every 3 steps
+        values = {"loss": 1 / (step + 1), "grad_norm": float(step)}
+        if step % 30 == 0:
+            values["val_accuracy"] = step / 300  # once per "epoch", first seen at step 0
+        if step >= 150:
+            values["sparsity/dense"] = 0.5  # a series that appears later
+        if step == 90:
+            del values["grad_norm"]  # a gap
+            values["loss"] = math.nan  # logged as NaN
+        rows[step] = values
+    write_rows(store, "r", rows, flush_every=7)  # chunks with different keys
+    metrics = store.read_metrics("r")
+    assert_metrics_equal(metrics, rows)
+    assert metrics.keys == ("loss", "grad_norm", "val_accuracy", "sparsity/dense")
+    assert metrics.last_step == 297 and len(metrics) == 100
+
+
+def test_a_resumed_run_appends_with_its_own_key_order(store):
+    store.create_run("r", "r", {})
+    first = {step: {"loss": 1.0, "accuracy": 0.5} for step in range(5)}
+    later = {step: {"accuracy": 0.7, "lr": 0.1} for step in range(5, 9)}
+    write_rows(store, "r", first)
+    with store.metrics_writer("r") as writer, pytest.raises(ValueError, match="step must increase"):
+        writer.append(4, {"loss": 0.0})  # overlaps the stored steps
+    write_rows(store, "r", later)
+    assert_metrics_equal(store.read_metrics("r"), first | later)
+
+
+def test_many_small_flushes_are_merged(store):
+    store.create_run("r", "r", {})
+    rows = {step: {"loss": float(step), "accuracy": -float(step)} for step in range(2000)}
+    write_rows(store, "r", rows, flush_every=1)  # what a slow run does: one row per flush
+    with sqlite3.connect(store.path) as conn:
+        n_chunks, n_rows = conn.execute(
+            "SELECT count(*), sum(n_rows) FROM metric_chunks"
+        ).fetchone()
+    assert n_rows == 2000
+    assert n_chunks < 4 * chunks.FANOUT  # instead of 2000
+    assert_metrics_equal(store.read_metrics("r"), rows)
+
+
+def test_since_step_returns_only_later_rows(store):
+    store.create_run("r", "r", {})
+    rows = {step: {"loss": float(step)} for step in range(0, 100, 2)}
+    rows[50]["val"] = 1.0
+    write_rows(store, "r", rows, flush_every=9)
+    for since in (-5, 0, 1, 16, 17, 18, 50, 97, 98, 1000):
+        later = {step: values for step, values in rows.items() if step > since}
+        metrics = store.read_metrics("r", since_step=since)
+        np.testing.assert_array_equal(metrics.steps, list(later))
+        if later:
+            np.testing.assert_array_equal(metrics["loss"], [v["loss"] for v in later.values()])
+
+
+def test_incremental_polls_concat_to_the_whole(store):
+    store.create_run("r", "r", {})
+    rows = {step: {"loss": float(step)} | ({"val": 1.0} if step > 30 else {}) for step in range(60)}
+    seen = Metrics()
+    with store.metrics_writer("r", flush_interval=60) as writer:
+        for step, values in rows.items():
+            writer.append(step, values)
+            if step % 10 == 9:
+                writer.flush()
+                seen = seen.concat(store.read_metrics("r", since_step=seen.last_step))
+    assert_metrics_equal(seen, rows)
+    with pytest.raises(ValueError, match="not after"):
+        seen.concat(store.read_metrics("r", since_step=50))
+
+
+def test_unknown_run_reads_as_empty(store):
+    metrics = store.read_metrics("nobody")
+    assert len(metrics) == 0 and metrics.keys == () and metrics.last_step is None
+    assert metrics.steps.dtype == np.int64
+
+
+# Metrics: the writer
+
+
+def test_append_buffers_and_close_flushes(store):
+    store.create_run("r", "r", {})
+    writer = store.metrics_writer("r", flush_interval=60)
+    for step in range(100):
+        writer.append(step, {"loss": float(step)})
+    assert writer.pending() == 100
+    assert len(store.read_metrics("r")) == 0  # nothing written yet
+    writer.close()
+    assert writer.pending() == 0
+    assert len(store.read_metrics("r")) == 100
+    assert store.get_run("r").step == 99  # flushing advances the run's progress
+    with pytest.raises(StoreError, match="closed"):
+        writer.append(100, {"loss": 0.0})
+
+
+def test_rows_appear_after_the_flush_interval(store):
+    store.create_run("r", "r", {})
+    with store.metrics_writer("r", flush_interval=0.05) as writer:
+        writer.append(0, {"loss": 1.0})
+        wait_for(lambda: len(store.read_metrics("r")) == 1)
+        writer.append(1, {"loss": 0.5})
+        wait_for(lambda: len(store.read_metrics("r")) == 2)
+        assert writer.pending() == 0
+
+
+def test_writer_validates_its_input(store):
+    store.create_run("r", "r", {})
+    with store.metrics_writer("r") as writer:
+        writer.append(5, {"loss": 1.0})
+        with pytest.raises(ValueError, match="step must increase"):
+            writer.append(5, {"loss": 1.0})
+        with pytest.raises(TypeError, match="strings"):
+            writer.append(6, {3: 1.0})
+        with pytest.raises(StoreError, match="already has an open metrics writer"):
+            store.metrics_writer("r")
+
+
+def test_store_close_flushes_open_writers(db_path):
+    store = Store(db_path)
+    store.create_run("r", "r", {})
+    writer = store.metrics_writer("r", flush_interval=60)
+    writer.append(0, {"loss": 1.0})
+    store.close()
+    with pytest.raises(StoreError, match="closed"):
+        writer.append(1, {"loss": 0.5})
+    with Store(db_path) as reopened:
+        assert len(reopened.read_metrics("r")) == 1
+
+
+def test_a_failed_commit_reaches_the_training_thread(db_path):
+    # Root ignores file permissions, so the write fails on a lock held by another connection.
+    store = Store(db_path, timeout=0.05)
+    store.create_run("r", "r", {})
+    writer = store.metrics_writer("r", flush_interval=0.02)
+    blocker = sqlite3.connect(db_path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        writer.append(0, {"loss": 1.0})
+        error = raised_by(writer.check)
+        assert str(error) == "could not save metrics of run 'r': database is locked"
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    with pytest.raises(StoreError, match="database is locked") as raised:
+        writer.append(1, {"loss": 0.5})
+    assert isinstance(raised.value.__cause__, sqlite3.OperationalError)
+    with pytest.raises(StoreError, match="database is locked"):
+        writer.close()
+    store.close()
+
+
+def test_deleting_a_run_fails_its_writer(store):
+    store.create_run("r", "r", {})
+    writer = store.metrics_writer("r", flush_interval=60)
+    writer.append(0, {"loss": 1.0})
+    store.delete_run("r")
+    with pytest.raises(StoreError, match="FOREIGN KEY"):
+        writer.flush()
+    with pytest.raises(StoreError, match="FOREIGN KEY"):
+        writer.append(1, {"loss": 0.5})
+
+
+def test_reads_while_another_thread_writes(store):
+    store.create_run("r", "r", {})
+    n_steps = 3000
+    errors = []
+    done = threading.Event()
+
+    def train():
+        try:
+            with store.metrics_writer("r", flush_interval=0.01) as writer:
+                for step in range(n_steps):
+                    writer.append(step, {"loss": float(step), "acc": step / n_steps})
+                    if step % 10 == 0:
+                        time.sleep(0.001)
+        except Exception as exc:
+            errors.append(exc)
+        finally:
+            done.set()
+
+    def poll():
+        try:
+            seen = Metrics()
+            while True:
+                finished = done.is_set()  # before reading, so that the last read sees it all
+                seen = seen.concat(store.read_metrics("r", since_step=seen.last_step))
+                np.testing.assert_array_equal(seen.steps, np.arange(len(seen)))
+                if len(seen):
+                    np.testing.assert_array_equal(seen["loss"], seen.steps)
+                store.list_runs()
+                if finished:
+                    break
+            assert len(seen) == n_steps
+        except Exception as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=train)] + [threading.Thread(target=poll) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=20)
+    assert not errors, errors
+    assert len(store.read_metrics("r")) == n_steps
+
+
+CHILD = """
+import sys, time
+from core.store import Store
+
+store = Store(sys.argv[1], flush_interval=0.5)
+store.create_run("r", "killed", {}, status="running")
+writer = store.metrics_writer("r")
+with open(sys.argv[2], "w", buffering=1) as report:
+    step = 0
+    while True:
+        writer.append(step, {"loss": 1.0 / (step + 1), "step_norm/dense": float(step)})
+        report.write(f"{step} {time.monotonic()}\\n")
+        step += 1
+        time.sleep(0.0005)
+"""
+
+
+def test_sigkill_loses_at_most_the_last_interval(tmp_path, db_path):
+    report = tmp_path / "appended.txt"
+    env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(db_path), str(report)],
+        cwd=PROJECT_ROOT,
+        env=env,
+        stderr=subprocess.PIPE,
+    )
+
+    def started():
+        return (report.exists() and report.stat().st_size > 0) or child.poll() is not None
+
+    try:
+        wait_for(started)
+        time.sleep(2.0)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        _, stderr = child.communicate()
+    assert child.returncode == -signal.SIGKILL, stderr.decode()
+
+    lines = [line.split() for line in report.read_text().splitlines()]
+    (first_step, first_time), (last_step, last_time) = lines[0], lines[-1]
+    steps_per_second = (int(last_step) - int(first_step)) / (float(last_time) - float(first_time))
+
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    with Store(db_path) as store:
+        metrics = store.read_metrics("r")
+        assert store.get_run("r").status == "running"
+    stored_last = metrics.last_step
+    print(
+        f"\nchild appended {last_step} steps at {steps_per_second:.0f}/s; store has {stored_last}"
+    )
+    np.testing.assert_array_equal(metrics.steps, np.arange(len(metrics)))  # contiguous
+    np.testing.assert_array_equal(metrics["step_norm/dense"], metrics.steps)
+    assert stored_last is not None
+    assert int(last_step) - stored_last <= steps_per_second * 1.0
+
+
+def test_reading_a_long_run(store):
+    """50,000 steps × 30 series, written as a 20-step/s run would be. Prints the read time."""
+    store.create_run("r", "long", {})
+    keys = ["loss", "accuracy", "grad_norm", "lr"]
+    keys += [f"{kind}/layer{i}" for kind in ("step_norm", "sparsity") for i in range(13)]
+    data = np.random.default_rng(0).random((50_000, len(keys)))
+    with store.metrics_writer("r", flush_interval=60) as writer:
+        for step, row in enumerate(data.tolist()):
+            writer.append(step, dict(zip(keys, row, strict=True)))
+            if step % 10 == 9:  # about what a 0.5 s interval sees at 20 steps/s
+                writer.flush()
+    start = time.perf_counter()
+    metrics = store.read_metrics("r")
+    elapsed = time.perf_counter() - start
+    print(f"\nread 50,000 steps x {len(keys)} series in {elapsed * 1000:.1f} ms")
+    assert metrics.keys == tuple(keys)
+    np.testing.assert_array_equal(np.column_stack([metrics[key] for key in keys]), data)
