@@ -164,6 +164,14 @@ class LabOptimizer(keras.optimizers.Optimizer):
         return value
 
     @property
+    def live_variables(self) -> dict[str, keras.Variable]:
+        """The variables of the live knobs that are on, by knob name (learning rate first,
+        unless it follows a schedule)."""
+        lr = self._learning_rate
+        first = {"learning_rate": lr} if isinstance(lr, keras.Variable) else {}
+        return first | self._live
+
+    @property
     def stats(self) -> dict[str, keras.Variable]:
         """What the last step measured (see `SCALAR_STATS`, `VECTOR_STATS`); empty unless
         the optimizer was made with `telemetry=True`."""

@@ -17,7 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-KnobType = Literal["float", "int", "bool", "rules"]
+KnobType = Literal["float", "int", "bool", "choice", "text", "rules"]
+MAX_TEXT = 200
 
 
 class InvalidHyperparameters(ValueError):
@@ -37,7 +38,8 @@ class Knob:
 
     Attributes:
         name: The keyword argument, e.g. `"learning_rate"`.
-        type: `"float"`, `"int"`, `"bool"`, or `"rules"` (a list of `LayerRule`s).
+        type: `"float"`, `"int"`, `"bool"`, `"choice"` (one of `choices`), `"text"` (a
+            printable string), or `"rules"` (a list of `LayerRule`s).
         default: The value used when the argument is not given.
         help: One line for a form or a `--help` text.
         low, high: The valid range of a number (inclusive unless `low_open`/`high_open`).
@@ -45,6 +47,7 @@ class Knob:
         live: The value lives in a variable and can change while a run trains, at the
             next step and without retracing.
         log_scale: A hint for forms and sweeps: the knob spans orders of magnitude.
+        choices: The valid values of a `"choice"` knob.
     """
 
     name: str
@@ -58,6 +61,7 @@ class Knob:
     optional: bool = False
     live: bool = False
     log_scale: bool = False
+    choices: tuple[str, ...] = ()
 
     def with_default(self, default: Any) -> Knob:
         """This knob with another default (registry variants such as `adamw`)."""
@@ -81,6 +85,16 @@ class Knob:
             raise ValueError("is required")
         if self.type == "rules":
             return parse_layer_rules(value)
+        if self.type == "text":
+            if not isinstance(value, str) or not 0 < len(value) <= MAX_TEXT:
+                raise ValueError(f"must be text of 1 to {MAX_TEXT} characters (got {value!r})")
+            if not value.isprintable():
+                raise ValueError("must contain only printable characters")
+            return value
+        if self.type == "choice":
+            if value not in self.choices:
+                raise ValueError(f"must be one of {', '.join(self.choices)} (got {value!r})")
+            return value
         if self.type == "bool":
             if not isinstance(value, bool):
                 raise ValueError(f"must be true or false (got {value!r})")

@@ -1,0 +1,232 @@
+"""`RunConfig`: one validated, JSON-serializable description of a training run.
+
+The run's own fields are declared as `Knob`s, like the optimizers' hyperparameters, so the
+dashboard and the CLI build their inputs from the same ranges and help that validation
+uses. Validation lists every bad field at once (run fields and optimizer knobs alike), and
+a `RunConfig` that exists is valid: nothing can start from an invalid one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from core import data, models
+from core.optimizers.knobs import InvalidHyperparameters, Knob
+
+STRATEGIES = ("default", "mirrored", "multiworker")
+TASKS = ("digit", "parity")
+
+FIELDS: tuple[Knob, ...] = (
+    Knob("name", "text", None, "A label for the run (its id stays unique).", optional=True),
+    Knob(
+        "dataset",
+        "choice",
+        data.DEFAULT_DATASET,
+        "What to train on.",
+        choices=tuple(d.name for d in data.catalog()),
+    ),
+    Knob(
+        "model",
+        "choice",
+        models.DEFAULT_MODEL,
+        "The network; it outputs logits.",
+        choices=tuple(m.name for m in models.catalog()),
+    ),
+    # Its choices are the optimizer registry's names, plugins included: see `_check`.
+    Knob("optimizer", "choice", "adamw", "A registry name; see the Optimizers page."),
+    Knob("batch_size", "int", 64, "Examples per step, across all replicas.", low=1, high=8192),
+    Knob("epochs", "int", 10, "Passes over the training split.", low=1, high=10_000),
+    Knob(
+        "max_steps",
+        "int",
+        None,
+        "Stop after this many steps, even mid-epoch.",
+        low=1,
+        high=100_000_000,
+        optional=True,
+    ),
+    Knob(
+        "seed",
+        "int",
+        0,
+        "Initial weights and batch order: same seed, same both.",
+        low=0,
+        high=2**31 - 1,
+    ),
+    Knob("log_every", "int", 1, "Record telemetry every this many steps.", low=1, high=10**6),
+    Knob(
+        "val_every",
+        "int",
+        None,
+        "Validate every this many steps (empty: at the end of every epoch).",
+        low=1,
+        high=100_000_000,
+        optional=True,
+    ),
+    Knob(
+        "telemetry",
+        "bool",
+        True,
+        "Record norms, clipping, projection and per-layer statistics, not only the loss.",
+    ),
+    Knob(
+        "multitask",
+        "bool",
+        False,
+        "Train two heads, the class and its parity, with a loss weight per task.",
+    ),
+    Knob(
+        "strategy",
+        "choice",
+        "default",
+        "default: one device; mirrored: every local device; multiworker: from TF_CONFIG.",
+        choices=STRATEGIES,
+    ),
+    Knob("data_dir", "text", None, "TFDS data dir, for TFDS datasets.", optional=True),
+)
+FIELD_NAMES = (*(f.name for f in FIELDS), "hyperparameters", "task_weights")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """A valid run configuration: `RunConfig(**fields)` or `RunConfig.from_dict(values)`.
+
+    Attributes are the `FIELDS`, plus:
+        hyperparameters: The optimizer's knobs, validated by its spec, every knob filled in
+            (except `telemetry`, which the run's own `telemetry` field sets).
+        task_weights: The loss weight of each task of the multi-task model.
+    """
+
+    dataset: str = data.DEFAULT_DATASET
+    model: str = models.DEFAULT_MODEL
+    optimizer: str = "adamw"
+    hyperparameters: Mapping[str, Any] = field(default_factory=dict)
+    batch_size: int = 64
+    epochs: int = 10
+    max_steps: int | None = None
+    seed: int = 0
+    log_every: int = 1
+    val_every: int | None = None
+    telemetry: bool = True
+    multitask: bool = False
+    task_weights: Mapping[str, float] = field(default_factory=lambda: dict.fromkeys(TASKS, 1.0))
+    strategy: str = "default"
+    name: str | None = None
+    data_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        for key, value in _check(asdict(self)).items():
+            object.__setattr__(self, key, value)
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> RunConfig:
+        """Validates `values`; missing fields take their defaults.
+
+        Raises `InvalidHyperparameters` whose `errors` map every bad field to the reason.
+        """
+        errors = {key: "unknown field" for key in values if key not in FIELD_NAMES}
+        known = {key: value for key, value in values.items() if key in FIELD_NAMES}
+        try:
+            checked = _check(known)
+        except InvalidHyperparameters as exc:
+            errors |= exc.errors
+        if errors:
+            raise InvalidHyperparameters(errors)
+        return cls(**checked)
+
+    @classmethod
+    def from_json(cls, text: str) -> RunConfig:
+        try:
+            values = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InvalidHyperparameters({"config": f"is not valid JSON: {exc}"}) from None
+        if not isinstance(values, dict):
+            raise InvalidHyperparameters({"config": "must be a JSON object"})
+        return cls.from_dict(values)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready values; `from_dict(to_dict())` gives an equal config."""
+        values = asdict(self)
+        values["hyperparameters"] = {
+            key: [rule.to_dict() for rule in value] if key == "layer_rules" else value
+            for key, value in self.hyperparameters.items()
+        }
+        values["task_weights"] = dict(self.task_weights)
+        return values
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    def replace(self, **changes: Any) -> RunConfig:
+        """A validated copy with `changes` applied."""
+        return RunConfig.from_dict({**self.to_dict(), **changes})
+
+    @property
+    def label(self) -> str:
+        """The name, or the optimizer, model and dataset."""
+        return self.name or f"{self.optimizer} · {self.model} · {self.dataset}"
+
+
+def fields() -> tuple[Knob, ...]:
+    """The run fields, with the optimizer field's choices filled from the registry."""
+    from core import optimizers  # imports TensorFlow, as any use of an optimizer does
+
+    names = tuple(spec.name for spec in optimizers.specs())
+    return tuple(
+        dataclasses.replace(f, choices=names) if f.name == "optimizer" else f for f in FIELDS
+    )
+
+
+def _check(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Every field of `values` validated, defaults filled; raises listing all errors."""
+    from core import optimizers
+
+    errors: dict[str, str] = {}
+    checked: dict[str, Any] = {}
+    for knob in fields():
+        try:
+            checked[knob.name] = knob.validate(values.get(knob.name, knob.default))
+        except ValueError as exc:
+            errors[knob.name] = str(exc)
+
+    hyperparameters = values.get("hyperparameters") or {}
+    if not isinstance(hyperparameters, Mapping):
+        errors["hyperparameters"] = "must be a mapping of optimizer knobs"
+    elif "telemetry" in hyperparameters:
+        errors["telemetry"] = "is a run field, not an optimizer hyperparameter"
+    elif "optimizer" in checked:
+        try:
+            spec = optimizers.get_spec(checked["optimizer"])
+            checked["hyperparameters"] = spec.validate(hyperparameters)
+            del checked["hyperparameters"]["telemetry"]
+        except InvalidHyperparameters as exc:
+            errors |= exc.errors
+
+    weights = values.get("task_weights", dict.fromkeys(TASKS, 1.0))
+    reason = _task_weights_error(weights)
+    if reason:
+        errors["task_weights"] = reason
+    else:
+        checked["task_weights"] = {task: float(weights.get(task, 1.0)) for task in TASKS}
+
+    if errors:
+        raise InvalidHyperparameters(errors)
+    return checked
+
+
+def _task_weights_error(weights: Any) -> str | None:
+    if not isinstance(weights, Mapping) or set(weights) - set(TASKS):
+        return f"must map {' and '.join(TASKS)} to weights"
+    for value in weights.values():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return f"weights must be numbers (got {value!r})"
+        if not (math.isfinite(value) and 0 <= value <= 1000):
+            return f"weights must be in [0, 1000] (got {value!r})"
+    if not any(weights.get(task, 1.0) for task in TASKS):
+        return "at least one weight must be above 0"
+    return None

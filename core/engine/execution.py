@@ -1,0 +1,193 @@
+"""One run, from queued to its final status: the loop a run's thread executes.
+
+The loop owns the run's `Trainer` and its metrics writer. Between two steps it honours
+stop and pause requests and applies live knob changes, so each takes effect within one
+step. Every way out of the loop ends in `store.finish` with a final status: completed,
+stopped, diverged (non-finite loss), failed (with the error), or interrupted (the engine
+closed). Metrics logged before any of these stay in the store.
+"""
+
+from __future__ import annotations
+
+import math
+import queue
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.engine.config import RunConfig
+from core.store import Store, StoreError
+
+# Final-metric keys copied from the last logged row.
+FINAL_KEYS = ("loss", "accuracy", "val_loss", "val_accuracy", "param_norm", "grad_norm")
+
+
+@dataclass
+class RunControl:
+    """The engine's side of a run: requests in, progress out. Thread-safe."""
+
+    run_id: str
+    config: RunConfig
+    stop_reason: str | None = None  # "stopped" or "interrupted" once requested
+    paused: bool = False
+    status: str = "queued"
+    step: int = 0
+    total_steps: int | None = None
+    started: float | None = None
+    active_seconds: float = 0.0  # time spent training, pauses excluded
+    updates: queue.SimpleQueue[tuple[str, float]] = field(default_factory=queue.SimpleQueue)
+    wake: threading.Event = field(default_factory=threading.Event)
+    done: threading.Event = field(default_factory=threading.Event)
+
+    def request_stop(self, reason: str = "stopped") -> None:
+        self.stop_reason = self.stop_reason or reason
+        self.wake.set()
+
+    def request_pause(self, paused: bool) -> None:
+        self.paused = paused
+        self.wake.set()
+
+
+class RunExecution:
+    """Executes one run in the calling thread (see the module docstring)."""
+
+    def __init__(self, control: RunControl, store: Store) -> None:
+        self.control = control
+        self.store = store
+        self.run_id = control.run_id
+        self.config = control.config
+        self.last: dict[str, float] = {}
+        self.best_val_accuracy: float | None = None
+        self.diverged_at: int | None = None
+
+    def __call__(self) -> str:
+        """Trains until the run ends; returns its final status."""
+        status, error = "failed", None
+        writer = None
+        try:
+            from core.engine.strategies import make_strategy
+            from core.engine.trainer import Trainer
+
+            trainer = Trainer(self.config, make_strategy(self.config.strategy))
+            self.control.total_steps = trainer.total_steps
+            self.store.set_progress(self.run_id, 0, total_steps=trainer.total_steps)
+            self.store.add_event(
+                self.run_id,
+                0,
+                "init",
+                {
+                    "weights_sha256": trainer.weights_sha256,
+                    "first_batch_sha256": trainer.first_batch_sha256,
+                    "layers": trainer.layers,
+                    "steps_per_epoch": trainer.steps_per_epoch,
+                    "replicas": trainer.strategy.num_replicas_in_sync,
+                },
+            )
+            writer = self.store.metrics_writer(self.run_id)
+            status = self._train(trainer, writer)
+            writer.close()
+        except StoreError as exc:
+            error = f"store: {exc}"
+        except Exception as exc:
+            error = _summary(exc)
+        finally:
+            if writer is not None and not writer.closed:
+                try:
+                    writer.close()
+                except StoreError as exc:
+                    status, error = "failed", f"store: {exc}"
+        self.control.status = status
+        self.store.finish(self.run_id, status, self._final_metrics(), error)
+        return status
+
+    def _train(self, trainer: Any, writer: Any) -> str:
+        control, config = self.control, self.config
+        self._set_status("running")
+        last_resume = time.perf_counter()
+        for step in range(control.step + 1, trainer.total_steps + 1):
+            if control.paused and control.stop_reason is None:
+                control.active_seconds += time.perf_counter() - last_resume
+                self._wait_while_paused(step - 1)
+                last_resume = time.perf_counter()
+            if control.stop_reason is not None:
+                control.active_seconds += time.perf_counter() - last_resume
+                return control.stop_reason
+            self._apply_updates(trainer, step)
+
+            trainer.step()
+            row = {}
+            last_step = step == trainer.total_steps
+            if step % config.log_every == 0 or last_step:
+                row = trainer.snapshot()
+                row["epoch"] = step / trainer.steps_per_epoch
+            validate_every = config.val_every or trainer.steps_per_epoch
+            if step % validate_every == 0 or last_step:
+                row |= trainer.evaluate()
+            if row:
+                writer.append(step, row)
+                self._remember(row)
+                self.diverged_at = trainer.diverged_at()
+            control.step = step
+            if self.diverged_at is not None:
+                control.active_seconds += time.perf_counter() - last_resume
+                self.store.add_event(
+                    self.run_id, self.diverged_at, "diverged", {"loss": row.get("loss")}
+                )
+                return "diverged"
+        control.active_seconds += time.perf_counter() - last_resume
+        return "completed"
+
+    def _wait_while_paused(self, step: int) -> None:
+        self._set_status("paused")
+        self.store.add_event(self.run_id, step, "paused", {})
+        while self.control.paused and self.control.stop_reason is None:
+            self.control.wake.wait(timeout=1.0)
+            self.control.wake.clear()
+        if self.control.stop_reason is None:
+            self._set_status("running")
+            self.store.add_event(self.run_id, step, "resumed", {})
+
+    def _apply_updates(self, trainer: Any, step: int) -> None:
+        """Live knob changes, each recorded as an event at the first step that uses it."""
+        while True:
+            try:
+                name, value = self.control.updates.get_nowait()
+            except queue.Empty:
+                return
+            previous = trainer.optimizer.get_knob(name)
+            value = trainer.set_knob(name, value)
+            self.store.add_event(
+                self.run_id, step, "knob", {"name": name, "value": value, "previous": previous}
+            )
+
+    def _set_status(self, status: str) -> None:
+        self.control.status = status
+        self.store.set_status(self.run_id, status)
+
+    def _remember(self, row: dict[str, float]) -> None:
+        self.last |= row
+        accuracy = row.get("val_accuracy")
+        if accuracy is not None and math.isfinite(accuracy):
+            self.best_val_accuracy = max(self.best_val_accuracy or 0.0, accuracy)
+
+    def _final_metrics(self) -> dict[str, Any]:
+        final: dict[str, Any] = {k: self.last[k] for k in FINAL_KEYS if k in self.last}
+        final["steps"] = self.control.step
+        final["seconds"] = round(self.control.active_seconds, 3)
+        if self.control.active_seconds > 0:
+            final["steps_per_second"] = self.control.step / self.control.active_seconds
+        if self.best_val_accuracy is not None:
+            final["best_val_accuracy"] = self.best_val_accuracy
+        if self.diverged_at is not None:
+            final["diverged_at"] = self.diverged_at
+        return final
+
+
+def _summary(exc: BaseException, frames: int = 4) -> str:
+    """`Type: message`, then the innermost frames: what a failed run shows."""
+    head = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    stack = traceback.extract_tb(exc.__traceback__)[-frames:]
+    where = "\n".join(f"  {f.filename}:{f.lineno} in {f.name}" for f in stack)
+    return f"{head}\n{where}" if where else head
