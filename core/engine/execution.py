@@ -70,6 +70,7 @@ class RunExecution:
             from core.engine.strategies import make_strategy
             from core.engine.trainer import Trainer
 
+            self._set_status("running")  # preparing data and model is part of the run
             trainer = Trainer(self.config, make_strategy(self.config.strategy))
             self.control.total_steps = trainer.total_steps
             self.store.set_progress(self.run_id, 0, total_steps=trainer.total_steps)
@@ -104,7 +105,6 @@ class RunExecution:
 
     def _train(self, trainer: Any, writer: Any) -> str:
         control, config = self.control, self.config
-        self._set_status("running")
         last_resume = time.perf_counter()
         for step in range(control.step + 1, trainer.total_steps + 1):
             if control.paused and control.stop_reason is None:

@@ -11,6 +11,7 @@ A `Trainer` is made and used in one thread: Keras keeps name and seed state per 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from typing import Any
@@ -111,9 +112,11 @@ class Trainer:
             ]
         self._sums = {n: tf.Variable(0.0, trainable=False, name=n.replace("/", "_")) for n in names}
         self._first_nonfinite = tf.Variable(tf.constant(-1, tf.int64), trainable=False)
-        self._train_step = tf.function(self._train_step_fn)
-        self._snapshot = tf.function(self._snapshot_fn)
-        self._eval_batch = tf.function(self._eval_batch_fn)
+        # TensorFlow counts retraces per function code, so the methods of many trainers
+        # would share one count and warn of retracing; a partial is counted on its own.
+        self._train_step = tf.function(functools.partial(Trainer._train_step_fn, self))
+        self._snapshot = tf.function(functools.partial(Trainer._snapshot_fn, self))
+        self._eval_batch = tf.function(functools.partial(Trainer._eval_batch_fn, self))
 
     # Training ---------------------------------------------------------------------------
 

@@ -11,10 +11,11 @@ This module is pure Python: it imports neither TensorFlow nor Keras.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 KnobType = Literal["float", "int", "bool", "choice", "text", "rules"]
@@ -140,10 +141,10 @@ class LayerRule:
     pattern: str
     lr_mult: float = 1.0
     weight_decay: float | None = None
-    regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "regex", re.compile(self.pattern))
+    @functools.cached_property
+    def regex(self) -> re.Pattern[str]:
+        return re.compile(self.pattern)
 
     def to_dict(self) -> dict[str, Any]:
         return {"pattern": self.pattern, "lr_mult": self.lr_mult, "weight_decay": self.weight_decay}

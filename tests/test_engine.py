@@ -1,0 +1,320 @@
+"""The engine: run lifecycle and every state, the queue, latency of stop and pause,
+divergence, determinism across threads, live knob changes, strategies, learning quality."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from core.engine import Engine, RunConfig
+from core.optimizers import InvalidHyperparameters
+
+# Small and fast: 8×8 digits, 22 steps per epoch at batch 64.
+FAST = {
+    "dataset": "digits",
+    "model": "mlp",
+    "optimizer": "sgd",
+    "hyperparameters": {"learning_rate": 0.1},
+}
+
+
+def config(**changes) -> RunConfig:
+    return RunConfig.from_dict({**FAST, **changes})
+
+
+@pytest.fixture
+def engine(tmp_path):
+    engine = Engine(tmp_path / "lab.sqlite", max_concurrent=2)
+    yield engine
+    engine.close()
+
+
+def wait_for(predicate, timeout: float = 60.0, interval: float = 0.02) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError("condition not met in time")
+        time.sleep(interval)
+
+
+def test_a_run_completes_with_its_telemetry(engine) -> None:
+    run_id = engine.start(
+        config(
+            max_steps=40,
+            log_every=5,
+            hyperparameters={"learning_rate": 0.1, "radius": 30.0, "clip_norm": 5.0},
+        )
+    )
+    status = engine.wait(run_id, 120)
+    assert status.status == "completed" and status.step == status.total_steps == 40
+    metrics = engine.metrics(run_id)
+    assert metrics.steps.tolist() == [5, 10, 15, 20, 22, 25, 30, 35, 40]  # 22: epoch end
+    for key in (
+        "loss",
+        "accuracy",
+        "learning_rate",
+        "grad_norm",
+        "grad_norm_clipped",
+        "clip_active",
+        "param_norm",
+        "projection_active",
+        "radius",
+        "clip_norm",
+        "epoch",
+        "val_loss",
+        "val_accuracy",
+        "step_norm/dense1",
+        "param_norm/dense1",
+        "update_ratio/logits",
+        "sparsity/dense2",
+    ):
+        assert key in metrics, key
+    assert np.all(metrics["param_norm"][~np.isnan(metrics["param_norm"])] <= 30.0 * 1.00001)
+    val = metrics["val_accuracy"]
+    assert metrics.steps[~np.isnan(val)].tolist() == [22, 40]
+    assert metrics["loss"][-1] < metrics["loss"][0]
+    final = status.final_metrics
+    assert final["steps"] == 40 and final["best_val_accuracy"] > 0.5
+    assert [e.kind for e in engine.events(run_id)] == ["init"]
+    assert engine.metrics(run_id, since_step=30).steps.tolist() == [35, 40]
+
+
+def test_telemetry_off_records_only_the_essentials(engine) -> None:
+    run_id = engine.start(config(max_steps=10, telemetry=False))
+    engine.wait(run_id, 60)
+    assert set(engine.metrics(run_id).keys) == {
+        "loss",
+        "accuracy",
+        "learning_rate",
+        "epoch",
+        "val_loss",
+        "val_accuracy",
+    }
+
+
+def test_queue_is_fifo_and_at_most_two_train_at_once(tmp_path) -> None:
+    engine = Engine(tmp_path / "lab.sqlite", max_concurrent=2)
+    try:
+        # Different lengths, so the queued runs start at clearly different times.
+        lengths = [20, 80, 20, 20]
+        ids = [
+            engine.start(config(max_steps=n, seed=i, log_every=20)) for i, n in enumerate(lengths)
+        ]
+        most = 0
+        while any(engine.status(r).active for r in ids):
+            statuses = [engine.status(r).status for r in ids]
+            most = max(most, statuses.count("running") + statuses.count("paused"))
+            time.sleep(0.01)
+        assert most == 2
+        starts = [engine.status(r).started for r in ids]
+        assert starts == sorted(starts)
+        assert all(engine.status(r).status == "completed" for r in ids)
+    finally:
+        engine.close()
+
+
+def test_queued_run_can_be_stopped_before_it_starts(tmp_path) -> None:
+    engine = Engine(tmp_path / "lab.sqlite", max_concurrent=1)
+    try:
+        first = engine.start(config(max_steps=100_000))
+        second = engine.start(config(max_steps=10))
+        assert engine.status(second).status == "queued"
+        engine.stop(second)
+        assert engine.status(second).status == "stopped"
+        engine.stop(first)
+        assert engine.wait(first, 60).status == "stopped"
+        assert engine.status(second).step == 0
+    finally:
+        engine.close()
+
+
+def test_pause_resume_and_stop_act_within_one_step(engine) -> None:
+    run_id = engine.start(config(epochs=10_000, log_every=1))
+    wait_for(lambda: engine.status(run_id).step >= 20)
+
+    engine.pause(run_id)
+    at_request = engine.status(run_id).step
+    wait_for(lambda: engine.status(run_id).status == "paused", timeout=5)
+    paused_at = engine.status(run_id).step
+    assert paused_at <= at_request + 1
+    time.sleep(0.3)
+    assert engine.status(run_id).step == paused_at  # nothing trains while paused
+
+    engine.resume(run_id)
+    wait_for(lambda: engine.status(run_id).step >= paused_at + 20, timeout=30)
+    assert engine.status(run_id).status == "running"
+
+    at_request = engine.status(run_id).step
+    started = time.monotonic()
+    engine.stop(run_id)
+    final = engine.wait(run_id, 10)
+    assert final.status == "stopped"
+    assert final.step <= at_request + 1
+    assert time.monotonic() - started < 2.0
+    kinds = [e.kind for e in engine.events(run_id)]
+    assert kinds == ["init", "paused", "resumed"]
+    assert engine.metrics(run_id).last_step == final.step  # every finished step was logged
+
+
+def test_huge_learning_rate_diverges_and_keeps_earlier_metrics(engine) -> None:
+    # Heavy-ball momentum at η = 100 overflows within a few steps (plain SGD at that rate
+    # only kills the ReLUs: the loss stays finite).
+    run_id = engine.start(
+        config(
+            optimizer="momentum",
+            epochs=50,
+            hyperparameters={"learning_rate": 100.0, "momentum": 0.99},
+        )
+    )
+    status = engine.wait(run_id, 120)
+    assert status.status == "diverged"
+    diverged_at = status.final_metrics["diverged_at"]
+    assert status.step == diverged_at  # logging every step: it stops at that step
+    metrics = engine.metrics(run_id)
+    assert metrics.steps.tolist() == list(range(1, diverged_at + 1))
+    assert np.all(np.isfinite(metrics["loss"][:-1])) and not np.isfinite(metrics["loss"][-1])
+    assert ("diverged", diverged_at) in [(e.kind, e.step) for e in engine.events(run_id)]
+
+
+def test_same_seed_same_weights_and_batches_across_threads(tmp_path) -> None:
+    engine = Engine(tmp_path / "lab.sqlite", max_concurrent=3)
+    try:
+        same = [
+            engine.start(config(max_steps=30, optimizer=name, hyperparameters={}))
+            for name in ("sgd", "adam")
+        ]
+        other = engine.start(config(max_steps=30, seed=1))
+        for run_id in [*same, other]:
+            engine.wait(run_id, 120)
+        init = [engine.events(r)[0].payload for r in [*same, other]]
+        keys = ("weights_sha256", "first_batch_sha256")
+        assert [init[0][k] for k in keys] == [init[1][k] for k in keys]
+        assert all(init[0][k] != init[2][k] for k in keys)
+    finally:
+        engine.close()
+
+
+def test_identical_runs_in_parallel_train_identically(engine) -> None:
+    ids = [engine.start(config(max_steps=40)) for _ in range(2)]
+    series = [engine.wait(r, 120) and engine.metrics(r)["loss"] for r in ids]
+    np.testing.assert_array_equal(series[0], series[1])
+
+
+def test_live_knob_change_is_applied_and_recorded(engine) -> None:
+    run_id = engine.start(
+        config(epochs=10_000, hyperparameters={"learning_rate": 0.1, "radius": 100.0})
+    )
+    wait_for(lambda: engine.status(run_id).step >= 10)
+    with pytest.raises(InvalidHyperparameters) as caught:
+        engine.update(run_id, radius=-1.0, clip_norm=1.0, momentum=0.9)
+    assert set(caught.value.errors) == {"radius", "clip_norm", "momentum"}
+    engine.update(run_id, radius=2.0, learning_rate=0.05)
+    wait_for(lambda: len(engine.events(run_id)) == 3)
+    changes = {e.payload["name"]: e for e in engine.events(run_id) if e.kind == "knob"}
+    assert changes["radius"].payload == {"name": "radius", "value": 2.0, "previous": 100.0}
+    step = changes["radius"].step
+    wait_for(lambda: (engine.metrics(run_id).last_step or 0) >= step + 5)
+    engine.stop(run_id)
+    metrics = engine.metrics(run_id)
+    after = metrics.steps >= step
+    assert np.all(metrics["radius"][after] == 2.0) and np.all(metrics["radius"][~after] == 100)
+    assert np.all(metrics["param_norm"][after] <= 2.0 * 1.00001)
+    assert metrics["projection_active"][metrics.steps == step][0] == 1.0
+    assert np.all(metrics["learning_rate"][after] == np.float32(0.05))
+
+
+def test_invalid_config_writes_nothing(engine) -> None:
+    with pytest.raises(InvalidHyperparameters) as caught:
+        engine.start({**FAST, "batch_size": -1, "hyperparameters": {"learning_rate": "x"}})
+    assert set(caught.value.errors) == {"batch_size", "learning_rate"}
+    assert engine.list() == []
+    assert threading.active_count() == threading.active_count()
+
+
+def test_a_failing_run_reports_the_error_and_others_go_on(engine) -> None:
+    bad = engine.start(config(batch_size=5000))  # larger than the training split
+    good = engine.start(config(max_steps=10))
+    failed = engine.wait(bad, 60)
+    assert failed.status == "failed"
+    assert failed.error.startswith("ValueError: batch_size: larger than the training split")
+    assert "trainer.py" in failed.error
+    assert engine.wait(good, 60).status == "completed"
+
+
+def test_closing_the_engine_interrupts_runs_and_a_new_engine_lists_them(tmp_path) -> None:
+    engine = Engine(tmp_path / "lab.sqlite", max_concurrent=1)
+    running = engine.start(config(epochs=10_000))
+    queued = engine.start(config(max_steps=10))
+    wait_for(lambda: engine.status(running).step >= 5)
+    engine.close()
+    reopened = Engine(tmp_path / "lab.sqlite")
+    try:
+        assert reopened.status(running).status == "interrupted"
+        assert reopened.status(queued).status == "interrupted"
+        assert reopened.metrics(running).last_step >= 5
+    finally:
+        reopened.close()
+
+
+def test_multitask_model_logs_each_task(engine) -> None:
+    run_id = engine.start(
+        config(max_steps=22, multitask=True, task_weights={"digit": 1.0, "parity": 0.5})
+    )
+    assert engine.wait(run_id, 60).status == "completed"
+    metrics = engine.metrics(run_id)
+    for key in (
+        "loss/digit",
+        "loss/parity",
+        "grad_norm/digit",
+        "grad_norm/parity",
+        "accuracy/parity",
+        "val_accuracy/parity",
+        "step_norm/parity",
+    ):
+        assert key in metrics, key
+    np.testing.assert_allclose(
+        metrics["loss"], metrics["loss/digit"] + 0.5 * metrics["loss/parity"], rtol=1e-5
+    )
+
+
+def test_mirrored_strategy_trains_like_one_device(engine) -> None:
+    ids = [engine.start(config(max_steps=20, strategy=s)) for s in ("default", "mirrored")]
+    one, two = (engine.wait(r, 120) for r in ids)
+    assert one.status == two.status == "completed"
+    assert engine.events(ids[1])[0].payload["replicas"] == 2
+    np.testing.assert_allclose(
+        engine.metrics(ids[1])["loss"], engine.metrics(ids[0])["loss"], rtol=1e-4
+    )
+
+
+def test_offline_tfds_dataset_fails_fast_with_how_to(engine, tmp_path, monkeypatch) -> None:
+    from core.data import tfds_source
+
+    monkeypatch.setattr(tfds_source, "network_reachable", lambda timeout=2.0: False)
+    started = time.monotonic()
+    run_id = engine.start(config(dataset="mnist", data_dir=str(tmp_path / "tfds")))
+    status = engine.wait(run_id, 30)
+    assert status.status == "failed" and time.monotonic() - started < 5
+    assert "DatasetUnavailable" in status.error and "tfds" in status.error
+
+
+@pytest.mark.slow
+def test_lenet_adamw_learns_mnist_5k(engine) -> None:
+    run_id = engine.start(
+        RunConfig(
+            model="lenet",
+            dataset="mnist-5k",
+            optimizer="adamw",
+            hyperparameters={"learning_rate": 1e-3},
+            batch_size=64,
+            epochs=10,
+            log_every=10,
+        )
+    )
+    status = engine.wait(run_id, 600)
+    assert status.status == "completed"
+    print(f"\nlenet + adamw, 10 epochs: {status.final_metrics}")
+    assert status.final_metrics["val_accuracy"] >= 0.92

@@ -1,0 +1,77 @@
+"""`RunConfig`: validation lists every bad field; configs round-trip through JSON."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from core.engine import RunConfig, fields
+from core.optimizers import InvalidHyperparameters
+
+
+def test_defaults_are_valid_and_round_trip() -> None:
+    config = RunConfig()
+    assert config.dataset == "mnist-5k" and config.model == "lenet"
+    assert config.optimizer == "adamw" and config.hyperparameters["weight_decay"] == 0.004
+    assert "telemetry" not in config.hyperparameters
+    assert RunConfig.from_json(config.to_json()) == config
+    rules = [{"pattern": "logits", "lr_mult": 2.0, "weight_decay": None}]
+    with_rules = config.replace(hyperparameters={"layer_rules": rules})
+    assert (
+        RunConfig.from_dict(with_rules.to_dict()).to_dict()["hyperparameters"]["layer_rules"]
+        == rules
+    )
+
+
+def test_every_bad_field_is_listed_at_once() -> None:
+    with pytest.raises(InvalidHyperparameters) as caught:
+        RunConfig.from_dict(
+            {
+                "dataset": "imagenet",
+                "model": "resnet",
+                "batch_size": 0,
+                "epochs": math.nan,
+                "seed": -1,
+                "strategy": "tpu",
+                "name": "bad\nname",
+                "colour": "red",
+                "optimizer": "sgd",
+                "hyperparameters": {"learning_rate": -1, "radius": 0},
+                "task_weights": {"digit": -1},
+            }
+        )
+    assert set(caught.value.errors) == {
+        "dataset",
+        "model",
+        "batch_size",
+        "epochs",
+        "seed",
+        "strategy",
+        "name",
+        "colour",
+        "learning_rate",
+        "radius",
+        "task_weights",
+    }
+
+
+def test_unknown_optimizer_and_foreign_knobs() -> None:
+    with pytest.raises(InvalidHyperparameters, match="optimizer: must be one of"):
+        RunConfig(optimizer="adamz")
+    with pytest.raises(InvalidHyperparameters, match="beta_1: unknown hyperparameter for sgd"):
+        RunConfig(optimizer="sgd", hyperparameters={"beta_1": 0.9})
+    with pytest.raises(InvalidHyperparameters, match="telemetry: is a run field"):
+        RunConfig(hyperparameters={"telemetry": True})
+
+
+@pytest.mark.parametrize("text", ["{", "[1, 2]", '"x"'])
+def test_malformed_json_is_refused(text: str) -> None:
+    with pytest.raises(InvalidHyperparameters, match="^config: "):
+        RunConfig.from_json(text)
+
+
+def test_fields_offer_every_registered_optimizer() -> None:
+    optimizer = next(f for f in fields() if f.name == "optimizer")
+    assert {"sgd", "adamw", "projected_gd", "scaled_sign_gd"} <= set(optimizer.choices)
+    assert all(f.help for f in fields())
