@@ -227,11 +227,12 @@ def test_live_knob_change_is_applied_and_recorded(engine) -> None:
 
 
 def test_invalid_config_writes_nothing(engine) -> None:
+    threads = threading.active_count()
     with pytest.raises(InvalidHyperparameters) as caught:
         engine.start({**FAST, "batch_size": -1, "hyperparameters": {"learning_rate": "x"}})
     assert set(caught.value.errors) == {"batch_size", "learning_rate"}
     assert engine.list() == []
-    assert threading.active_count() == threading.active_count()
+    assert threading.active_count() == threads
 
 
 def test_a_failing_run_reports_the_error_and_others_go_on(engine) -> None:

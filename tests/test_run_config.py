@@ -67,7 +67,7 @@ def test_unknown_optimizer_and_foreign_knobs() -> None:
 
 @pytest.mark.parametrize("text", ["{", "[1, 2]", '"x"'])
 def test_malformed_json_is_refused(text: str) -> None:
-    with pytest.raises(InvalidHyperparameters, match="^config: "):
+    with pytest.raises(InvalidHyperparameters, match=r"^config: "):
         RunConfig.from_json(text)
 
 
