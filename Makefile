@@ -24,6 +24,9 @@ run: $(RUNTIME)
 test: $(DEV)
 	$(BIN)/python -m pytest
 
+bench: $(DEV)
+	$(BIN)/python -m bench
+
 lint: $(DEV)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

@@ -319,3 +319,11 @@ def test_lenet_adamw_learns_mnist_5k(engine) -> None:
     assert status.status == "completed"
     print(f"\nlenet + adamw, 10 epochs: {status.final_metrics}")
     assert status.final_metrics["val_accuracy"] >= 0.92
+
+
+def test_multiworker_strategy_runs_as_a_single_worker_without_tf_config(engine, monkeypatch):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    run_id = engine.start(config(max_steps=10, strategy="multiworker"))
+    status = engine.wait(run_id, 120)
+    assert status.status == "completed", status.error
+    assert engine.events(run_id)[0].payload["replicas"] == 1

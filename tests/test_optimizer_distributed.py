@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from core import optimizers
+from core.engine.strategies import make_strategy
 from tests.optimizer_fixtures import (
     GlobalHeavyBall,
     compile_model,
@@ -20,9 +21,9 @@ from tests.optimizer_fixtures import (
 
 @pytest.fixture(scope="module")
 def mirrored() -> tf.distribute.MirroredStrategy:
-    devices = [d.name for d in tf.config.list_logical_devices("CPU")]
-    assert len(devices) == 2, "tests/conftest.py configures two logical CPUs"
-    return tf.distribute.MirroredStrategy(devices)
+    strategy = make_strategy("mirrored")
+    assert strategy.num_replicas_in_sync == 2, "tests/conftest.py configures two logical CPUs"
+    return strategy
 
 
 def replica_values(variable: keras.Variable) -> list[np.ndarray]:

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from core import data, models
-from core.optimizers.knobs import InvalidHyperparameters, Knob
+from core.knobs import InvalidHyperparameters, Knob
 
 STRATEGIES = ("default", "mirrored", "multiworker")
 TASKS = ("digit", "parity")

@@ -19,7 +19,7 @@ from typing import Any
 
 from core.engine.config import RunConfig
 from core.engine.execution import RunControl, RunExecution
-from core.optimizers.knobs import InvalidHyperparameters
+from core.knobs import InvalidHyperparameters
 from core.store import ACTIVE_STATUSES, Event, Metrics, RunRecord, Store, UnknownRunError
 
 

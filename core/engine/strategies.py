@@ -13,8 +13,16 @@ def make_strategy(name: str) -> tf.distribute.Strategy:
     if name == "default":
         return tf.distribute.get_strategy()
     if name == "mirrored":
-        devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
-        return tf.distribute.MirroredStrategy([d.name for d in devices])
+        gpus = tf.config.list_logical_devices("GPU")
+        if gpus:
+            return tf.distribute.MirroredStrategy([d.name for d in gpus])
+        # Collective all-reduce keys restart at the same numbers in every strategy, so a
+        # second strategy in one process collides with the first ("shape mismatch in the
+        # collective instance"). On CPUs, reducing to one device avoids collectives.
+        cpus = [d.name for d in tf.config.list_logical_devices("CPU")]
+        return tf.distribute.MirroredStrategy(
+            cpus, cross_device_ops=tf.distribute.ReductionToOneDevice()
+        )
     if name == "multiworker":
         return _multiworker()
     raise ValueError(f"strategy: unknown strategy {name!r}")

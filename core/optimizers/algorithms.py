@@ -12,7 +12,7 @@ import keras
 import tensorflow as tf
 
 from core.optimizers.base import LabOptimizer
-from core.optimizers.knobs import COMMON_KNOBS, Knob
+from core.knobs import COMMON_KNOBS, Knob
 
 MOMENTUM = Knob(
     "momentum",

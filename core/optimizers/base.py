@@ -33,7 +33,7 @@ import numpy as np
 import tensorflow as tf
 
 from core.optimizers import transforms
-from core.optimizers.knobs import COMMON_KNOBS, InvalidHyperparameters, Knob, LayerRule, validate
+from core.knobs import COMMON_KNOBS, InvalidHyperparameters, Knob, LayerRule, validate
 
 Assignment = tuple[tf.Variable, tf.Tensor]
 

@@ -23,7 +23,7 @@ import keras
 
 from core.optimizers.algorithms import SGD, Adam, Momentum
 from core.optimizers.base import LabOptimizer
-from core.optimizers.knobs import InvalidHyperparameters, Knob, validate
+from core.knobs import InvalidHyperparameters, Knob, validate
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,10 +1,10 @@
-"""Knobs: the declared hyperparameters of every optimizer, and their validation.
+"""Knobs: declared settings (optimizer hyperparameters, run fields) and their validation.
 
-A `Knob` says everything the rest of the lab needs to know about one hyperparameter: its
-type, default, valid range, whether `None` turns it off, whether it can change while a run
-trains, and one line of help. Optimizers validate their arguments against their knobs, the
-registry publishes them through `specs()`, and the dashboard builds its forms from them, so
-a range is written down exactly once.
+A `Knob` says everything the rest of the lab needs to know about one setting: its type,
+default, valid range, whether `None` turns it off, whether it can change while a run
+trains, and one line of help. Optimizers validate their arguments against their knobs, runs
+validate their configs against theirs, and the dashboard and the CLI build their inputs
+from them, so a range is written down exactly once.
 
 This module is pure Python: it imports neither TensorFlow nor Keras.
 """
