@@ -12,10 +12,10 @@ in; `GlobalVectorOptimizer` is the base for algorithms on the flattened paramete
 and `register` adds one from a file in `plugins/`.
 """
 
+from core.knobs import COMMON_KNOBS, InvalidHyperparameters, Knob, LayerRule
 from core.optimizers.algorithms import SGD, Adam, Momentum
 from core.optimizers.base import SCALAR_STATS, VECTOR_STATS, LabOptimizer
 from core.optimizers.global_vector import GlobalVectorOptimizer
-from core.knobs import COMMON_KNOBS, InvalidHyperparameters, Knob, LayerRule
 from core.optimizers.registry import (
     OptimizerSpec,
     build,

@@ -11,8 +11,8 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from core.optimizers.base import LabOptimizer
 from core.knobs import COMMON_KNOBS, Knob
+from core.optimizers.base import LabOptimizer
 
 MOMENTUM = Knob(
     "momentum",

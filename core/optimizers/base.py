@@ -32,8 +32,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from core.optimizers import transforms
 from core.knobs import COMMON_KNOBS, InvalidHyperparameters, Knob, LayerRule, validate
+from core.optimizers import transforms
 
 Assignment = tuple[tf.Variable, tf.Tensor]
 

@@ -21,9 +21,9 @@ from typing import Any
 
 import keras
 
+from core.knobs import InvalidHyperparameters, Knob, validate
 from core.optimizers.algorithms import SGD, Adam, Momentum
 from core.optimizers.base import LabOptimizer
-from core.knobs import InvalidHyperparameters, Knob, validate
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
