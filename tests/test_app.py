@@ -1,38 +1,188 @@
-"""Every page renders without an exception (streamlit.testing.v1.AppTest)."""
+"""Every page renders (streamlit.testing.v1.AppTest); the forms validate; actions reach
+the engine."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
-
+import time
 from pathlib import Path
 
+import pytest
+import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from core.engine import RunConfig
+
 ROOT = Path(__file__).resolve().parents[1]
+SHORT = {
+    "dataset": "digits",
+    "model": "mlp",
+    "optimizer": "sgd",
+    "max_steps": 12,
+    "log_every": 2,
+    "hyperparameters": {"learning_rate": 0.1, "radius": 20.0},
+}
 
 
-def test_home_page_renders_catalogs() -> None:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+@pytest.fixture
+def lab(tmp_path, monkeypatch):
+    """A fresh engine on a temporary store, as the pages get it from `ui.state`."""
+    monkeypatch.setenv("OPTLAB_STORE", str(tmp_path / "lab.sqlite"))
+    st.cache_resource.clear()
+    from ui import state
+
+    engine = state.engine()
+    yield engine
+    engine.close()
+    st.cache_resource.clear()
+
+
+def page(name: str) -> AppTest:
+    """A page of the app, run as Streamlit runs it: app.py is the main script, so page
+    paths (`st.switch_page("pages/...")`) resolve as they do in the server."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    return at if name == "app.py" else at.switch_page(name)
+
+
+def finished_run(engine, **changes) -> str:
+    run_id = engine.start(RunConfig.from_dict({**SHORT, **changes}))
+    engine.wait(run_id, 60)
+    return run_id
+
+
+def test_home_page_without_runs(lab) -> None:
+    at = page("app.py").run()
     assert not at.exception
     assert at.title[0].value.endswith("Optimizer Lab")
-    names = [frame.value["name"].tolist() for frame in at.dataframe]
-    assert "mnist-5k" in names[0] and "lenet" in names[1]
+    assert any("No runs yet" in info.value for info in at.info)
 
 
-def test_home_page_does_not_import_tensorflow() -> None:
+def test_home_page_lists_runs(lab) -> None:
+    run_id = finished_run(lab, name="listed run")
+    at = page("app.py").run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert table["id"].tolist() == [run_id]
+    assert table["name"].tolist() == ["listed run"]
+    assert table["progress"].tolist() == [1.0]
+
+
+def test_demo_race_starts_three_runs_with_the_same_seed(lab) -> None:
+    at = page("app.py").run()
+    at.button[0].click().run()
+    runs = lab.list()
+    assert sorted(r.config["optimizer"] for r in runs) == ["adamw", "projected_gd", "sgd"]
+    assert {r.config["seed"] for r in runs} == {0}
+    assert {(r.config["model"], r.config["dataset"]) for r in runs} == {("lenet", "mnist-5k")}
+    for run in runs:
+        lab.stop(run.id)
+
+
+def test_home_page_does_not_import_tensorflow(tmp_path) -> None:
     code = "import sys, runpy; runpy.run_path('app.py'); print('tensorflow' in sys.modules)"
+    env = {**os.environ, "OPTLAB_STORE": str(tmp_path / "lab.sqlite")}
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT, env=env
     )
     assert out.stdout.strip().splitlines()[-1] == "False"
 
 
-def test_optimizers_page_lists_every_optimizer() -> None:
-    at = AppTest.from_file(str(ROOT / "pages" / "1_Optimizers.py"), default_timeout=60).run()
+def test_train_page_refuses_invalid_input_naming_the_field(lab) -> None:
+    at = page("pages/1_Train.py").run()
+    assert not at.exception
+    at.selectbox(key="run:optimizer").select("projected_gd").run()
+    at.text_input(key="knob:projected_gd:learning_rate").input("-1").run()
+    at.text_input(key="knob:projected_gd:radius").input("abc").run()
+    at.text_input(key="run:batch_size").input("0").run()
+    at.button(key="start").click().run()
+    errors = " ".join(e.value for e in at.error)
+    assert "**learning_rate**: must be in (0, 100]" in errors
+    assert "**radius**: must be a number" in errors
+    assert "**batch_size**: must be in [1, 8192]" in errors
+    assert lab.list() == []
+
+
+def test_train_page_starts_a_run_in_the_engine(lab) -> None:
+    at = page("pages/1_Train.py").run()
+    at.selectbox(key="run:dataset").select("digits").run()
+    at.selectbox(key="run:model").select("mlp").run()
+    at.selectbox(key="run:optimizer").select("sgd").run()
+    at.text_input(key="knob:sgd:learning_rate").input("0.2").run()
+    at.text_input(key="knob:sgd:clip_norm").input("1.5").run()
+    at.text_input(key="run:max_steps").input("5").run()
+    at.button(key="start").click().run()
+    assert not at.exception
+    (run,) = lab.list()
+    assert run.config["hyperparameters"]["learning_rate"] == 0.2
+    assert run.config["hyperparameters"]["clip_norm"] == 1.5
+    assert run.config["max_steps"] == 5
+    lab.wait(run.id, 60)
+
+
+def test_clone_prefills_the_train_form(lab) -> None:
+    run_id = finished_run(lab, seed=7)
+    at = page("pages/1_Train.py")
+    at.session_state["prefill"] = lab.status(run_id).config
+    at.run()
+    assert at.selectbox(key="run:optimizer").value == "sgd"
+    assert at.text_input(key="knob:sgd:radius").value == "20"
+    assert at.text_input(key="run:seed").value == "7"
+
+
+def test_live_page_shows_a_run_with_every_chart(lab) -> None:
+    run_id = finished_run(lab)
+    at = page("pages/2_Live.py")
+    at.session_state["watch"] = [run_id]
+    at.run()
+    assert not at.exception
+    charts = [element for element in at.get("plotly_chart")]
+    assert len(charts) == 7
+    assert "completed" in at.markdown[0].value
+
+
+def test_live_page_controls_an_active_run(lab) -> None:
+    run_id = lab.start(RunConfig.from_dict({**SHORT, "max_steps": None, "epochs": 10_000}))
+    at = page("pages/2_Live.py")
+    at.session_state["watch"] = [run_id]
+    at.run()
+    assert not at.exception
+    at.select_slider(key=f"live:{run_id}:radius").set_value(5.0).run()
+    deadline = time.monotonic() + 30
+    while not [e for e in lab.events(run_id) if e.kind == "knob"]:
+        assert time.monotonic() < deadline, "the slider's change never reached the run"
+        time.sleep(0.05)
+    (change,) = [e.payload for e in lab.events(run_id) if e.kind == "knob"]
+    assert change == {"name": "radius", "value": 5.0, "previous": 20.0}
+    at.button(key=f"pause:{run_id}").click().run()
+    assert lab.status(run_id).active
+    at.button(key=f"stop:{run_id}").click().run()
+    assert lab.wait(run_id, 30).status == "stopped"
+
+
+def test_compare_page_overlays_runs(lab) -> None:
+    ids = [finished_run(lab, seed=s) for s in (0, 1)]
+    at = page("pages/3_Compare.py")
+    at.session_state["compare"] = ids
+    at.run()
+    assert not at.exception
+    assert len(at.dataframe[0].value) == 2
+    assert len(at.get("plotly_chart")) == 8  # parallel coordinates + the 7 charts
+
+
+def test_optimizers_page_lists_every_optimizer(lab) -> None:
+    at = page("pages/5_Optimizers.py").run()
     assert not at.exception
     labels = " ".join(e.label for e in at.expander)
-    for name in ("sgd", "momentum", "adam", "adamw", "clipped_adam", "projected_gd",
-                 "scaled_sign_gd"):
+    for name in (
+        "sgd",
+        "momentum",
+        "adam",
+        "adamw",
+        "clipped_adam",
+        "projected_gd",
+        "scaled_sign_gd",
+    ):
         assert f"**{name}**" in labels
     assert "θ ← θ − η·g;  θ ← θ·min(1, r/‖θ‖)" in [c.value for c in at.code]

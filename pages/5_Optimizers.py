@@ -18,7 +18,8 @@ import keras
 from core import optimizers
 
 optimizer = optimizers.build({args})
-model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+model.compile(optimizer=optimizer, loss=loss)
 model.fit(x, y, epochs=5)
 """
 
@@ -55,7 +56,7 @@ st.markdown(
     "knob above applies to it, and it works under `model.fit` and `MirroredStrategy`."
 )
 st.code(
-    '''import tensorflow as tf
+    """import tensorflow as tf
 from core.optimizers import GlobalVectorOptimizer, register
 
 
@@ -64,6 +65,6 @@ from core.optimizers import GlobalVectorOptimizer, register
 class ScaledSignGD(GlobalVectorOptimizer):
     def update(self, x, g):
         return x - self.learning_rate * tf.reduce_mean(tf.abs(g)) * tf.sign(g)
-''',
+""",
     language="python",
 )

@@ -1,0 +1,169 @@
+"""Live: watch one or more runs train, steer them, and read their charts as they grow."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from core import optimizers
+from core.charts import RunView, live_figures
+from core.engine import RunStatus
+from core.knobs import InvalidHyperparameters
+from ui import format, state
+
+st.set_page_config(page_title="Live · Optimizer Lab", page_icon="📈", layout="wide")
+st.title("📈 Live")
+
+SELECTION = "live_runs"
+CHART_ORDER = (
+    "loss",
+    "accuracy",
+    "grad_norm",
+    "param_norm",
+    "step_norm",
+    "update_ratio",
+    "sparsity",
+)
+engine = state.engine()
+
+
+def slider_values(low: float | None, value: float) -> list[float]:
+    """1-2-5 steps over ten decades around `value`, within the knob's range, plus `value`."""
+    values = {value}
+    for exponent in range(-8, 7):
+        for mantissa in (1, 2, 5):
+            candidate = float(f"{mantissa}e{exponent}")
+            if value / 1e4 <= candidate <= max(value, 1e-8) * 1e4:
+                values.add(candidate)
+    if low == 0.0:
+        values.add(0.0)
+    return sorted(values)
+
+
+def change_knob(run_id: str, name: str, key: str) -> None:
+    try:
+        engine.update(run_id, **{name: st.session_state[key]})
+        st.toast(f"{name} → {st.session_state[key]:g} from the next step")
+    except (InvalidHyperparameters, LookupError) as exc:
+        st.toast(f"Not changed: {exc}", icon="⚠️")
+
+
+def knob_sliders(run: RunStatus, latest: dict[str, float]) -> None:
+    spec = optimizers.get_spec(run.config["optimizer"])
+    hyperparameters = run.config["hyperparameters"]
+    live = [k for k in spec.knobs if k.live and hyperparameters.get(k.name) is not None]
+    columns = st.columns(len(live) or 1)
+    for column, knob in zip(columns, live, strict=False):
+        current = latest.get(knob.name, hyperparameters[knob.name])
+        key = f"live:{run.id}:{knob.name}"
+        with column:
+            st.select_slider(
+                knob.name,
+                slider_values(knob.low, current),
+                value=current,
+                key=key,
+                format_func=lambda v: f"{v:g}",
+                help=knob.help,
+                on_change=change_knob,
+                args=(run.id, knob.name, key),
+            )
+
+
+def latest_values(view: RunView) -> dict[str, float]:
+    """Each series' last logged value (series are NaN where a step did not log them)."""
+    latest = {}
+    for key in view.metrics.keys:
+        logged = view.metrics[key][~np.isnan(view.metrics[key])]
+        if len(logged):
+            latest[key] = float(logged[-1])
+    return latest
+
+
+def run_panel(run: RunStatus, latest: dict[str, float]) -> None:
+    with st.container(border=True):
+        title, buttons = st.columns([3, 2])
+        with title:
+            st.markdown(
+                f"**{run.name}** `{run.id}` · {format.badge(run.status)}  \n{format.knobs(run)}"
+            )
+        with buttons:
+            pause, stop, clone = st.columns(3)
+            if run.status == "paused":
+                pause.button(
+                    "▶ Resume",
+                    key=f"resume:{run.id}",
+                    on_click=engine.resume,
+                    args=(run.id,),
+                    width="stretch",
+                )
+            elif run.active:
+                pause.button(
+                    "⏸ Pause",
+                    key=f"pause:{run.id}",
+                    on_click=engine.pause,
+                    args=(run.id,),
+                    width="stretch",
+                )
+            if run.active:
+                stop.button(
+                    "⏹ Stop",
+                    key=f"stop:{run.id}",
+                    on_click=engine.stop,
+                    args=(run.id,),
+                    width="stretch",
+                )
+            if clone.button(
+                "⧉ Clone",
+                key=f"clone:{run.id}",
+                width="stretch",
+                help="Open this run's config in Train, to tweak and rerun.",
+            ):
+                state.open_page("pages/1_Train.py", **{state.PREFILL: run.config})
+        speed = f"{run.steps_per_second:.1f} steps/s" if run.steps_per_second else ""
+        eta = f"ETA {format.duration(run.eta_seconds)}" if run.eta_seconds else ""
+        text = " · ".join(p for p in (f"step {run.step}/{run.total_steps or '?'}", speed, eta) if p)
+        st.progress(min(run.progress, 1.0), text=text)
+        if run.status == "diverged" and run.final_metrics:
+            st.error(
+                f"Diverged: the loss was not finite at step "
+                f"{run.final_metrics.get('diverged_at')}. Metrics before it are kept."
+            )
+        if run.error:
+            st.error(f"Run {run.status}:")
+            st.code(run.error, language=None)
+        if run.active:
+            with st.expander("Change knobs while it trains"):
+                knob_sliders(run, latest)
+
+
+if state.WATCH in st.session_state:
+    st.session_state[SELECTION] = st.session_state.pop(state.WATCH)
+runs = {run.id: run for run in engine.list()}
+default = [r for r in runs.values() if r.active][:4] or list(runs.values())[:1]
+st.session_state.setdefault(SELECTION, [r.id for r in default])
+st.session_state[SELECTION] = [i for i in st.session_state[SELECTION] if i in runs]
+selected = st.multiselect(
+    "Runs", list(runs), key=SELECTION, format_func=lambda i: format.label(runs[i])
+)
+if not selected:
+    st.info("Nothing to watch yet: start a run on **Train**, or the demo race on **Home**.")
+    st.stop()
+any_active = any(runs[i].active for i in selected)
+
+
+@st.fragment(run_every=state.refresh_interval(any_active))
+def live_view(run_ids: list[str], was_active: bool) -> None:
+    statuses = [engine.status(run_id) for run_id in run_ids]
+    views = [RunView(s.id, s.name, engine.metrics(s.id), engine.events(s.id)) for s in statuses]
+    for status, view in zip(statuses, views, strict=True):
+        run_panel(status, latest_values(view))
+    figures = live_figures(views)
+    left, right = st.columns(2)
+    for i, key in enumerate(CHART_ORDER):
+        with left if i % 2 == 0 else right:
+            st.plotly_chart(figures[key], key=f"chart:{key}")
+    if was_active and not any(s.active for s in statuses):
+        st.rerun()  # everything ended: a full rerun turns the refresh timer off
+
+
+live_view(selected, any_active)
