@@ -10,9 +10,10 @@ import datetime as dt
 
 import streamlit as st
 
-from ui import format, state
+from ui import format, nav, state
 
 st.set_page_config(page_title="Optimizer Lab", page_icon="🧪", layout="wide")
+nav.sidebar()
 
 DEMO_OPTIMIZERS = ("sgd", "adamw", "projected_gd")
 DEMO_RUN = {"model": "lenet", "dataset": "mnist-5k", "epochs": 3, "seed": 0, "log_every": 1}

@@ -9,9 +9,10 @@ import streamlit as st
 from core import optimizers
 from core.engine import RunConfig, fields
 from core.knobs import InvalidHyperparameters, Knob
-from ui import forms, state
+from ui import forms, nav, state
 
 st.set_page_config(page_title="Train · Optimizer Lab", page_icon="🚀", layout="wide")
+nav.sidebar()
 st.title("🚀 Train")
 
 ERRORS = "train_errors"

@@ -9,9 +9,10 @@ from core import optimizers
 from core.charts import RunView, live_figures
 from core.engine import RunStatus
 from core.knobs import InvalidHyperparameters
-from ui import format, state
+from ui import format, nav, state
 
 st.set_page_config(page_title="Live · Optimizer Lab", page_icon="📈", layout="wide")
+nav.sidebar()
 st.title("📈 Live")
 
 SELECTION = "live_runs"
@@ -49,18 +50,23 @@ def change_knob(run_id: str, name: str, key: str) -> None:
 
 
 def knob_sliders(run: RunStatus, latest: dict[str, float]) -> None:
+    """A slider per live knob that is on. Its options come from the value the run started
+    with, so they stay put across refreshes; moving it is the only thing that changes it."""
     spec = optimizers.get_spec(run.config["optimizer"])
     hyperparameters = run.config["hyperparameters"]
     live = [k for k in spec.knobs if k.live and hyperparameters.get(k.name) is not None]
     columns = st.columns(len(live) or 1)
     for column, knob in zip(columns, live, strict=False):
-        current = latest.get(knob.name, hyperparameters[knob.name])
         key = f"live:{run.id}:{knob.name}"
+        current = float(f"{np.float32(latest.get(knob.name, hyperparameters[knob.name]))}")
+        options = slider_values(knob.low, hyperparameters[knob.name])
+        if current not in options:  # changed elsewhere (another tab, the CLI)
+            options = sorted({*options, current})
+        st.session_state.setdefault(key, current)
         with column:
             st.select_slider(
                 knob.name,
-                slider_values(knob.low, current),
-                value=current,
+                options,
                 key=key,
                 format_func=lambda v: f"{v:g}",
                 help=knob.help,

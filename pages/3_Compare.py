@@ -6,9 +6,10 @@ import streamlit as st
 
 from core.charts import RunView, hyperparameter_figure, live_figures
 from core.engine import RunStatus
-from ui import format, state
+from ui import format, nav, state
 
 st.set_page_config(page_title="Compare · Optimizer Lab", page_icon="📊", layout="wide")
+nav.sidebar()
 st.title("📊 Compare")
 
 SELECTION = "compare_runs"

@@ -3,8 +3,10 @@
 import streamlit as st
 
 from core import optimizers
+from ui import nav
 
 st.set_page_config(page_title="Optimizers · Optimizer Lab", page_icon="📐", layout="wide")
+nav.sidebar()
 st.title("📐 Optimizers")
 st.markdown(
     "Each optimizer is an algorithm plus the common knobs, which act in this order: "

@@ -165,9 +165,15 @@ def test_compare_page_overlays_runs(lab) -> None:
     ids = [finished_run(lab, seed=s) for s in (0, 1)]
     at = page("pages/3_Compare.py")
     at.session_state["compare"] = ids
-    at.run()
-    assert not at.exception
-    assert len(at.dataframe[0].value) == 2
+    while True:  # the sweep's driver tells the study each trial's end within a poll
+        at.run()
+        assert not at.exception
+        (trials,) = [d.value for d in at.dataframe if "trial" in d.value.columns]
+        if set(trials["state"]) == {"COMPLETE"}:
+            break
+        assert time.monotonic() < deadline, trials
+        time.sleep(0.2)
+    assert len(trials) == 2 and trials["value"].notna().all()
     assert len(at.get("plotly_chart")) == 8  # parallel coordinates + the 7 charts
 
 
@@ -186,3 +192,49 @@ def test_optimizers_page_lists_every_optimizer(lab) -> None:
     ):
         assert f"**{name}**" in labels
     assert "θ ← θ − η·g;  θ ← θ·min(1, r/‖θ‖)" in [c.value for c in at.code]
+
+
+def test_sweep_page_starts_a_sweep_whose_trials_are_runs(lab) -> None:
+    at = page("pages/4_Sweep.py").run()
+    assert not at.exception
+    assert any("No sweeps yet" in info.value for info in at.info)
+    at.selectbox(key="sweep:optimizer").select("sgd").run()
+    at.selectbox(key="sweep:model").select("mlp").run()
+    at.selectbox(key="sweep:dataset").select("digits").run()
+    at.number_input(key="sweep:epochs").set_value(1).run()
+    at.number_input(key="sweep:n_trials").set_value(2).run()
+    at.radio(key="sweep:sampler").set_value("random").run()
+    at.button(key="sweep:start").click().run()
+    assert not at.exception
+    assert not at.error, [e.value for e in at.error]
+    deadline = time.monotonic() + 120
+    while len(lab.list()) < 2 or any(r.active for r in lab.list()):
+        assert time.monotonic() < deadline, "the sweep's trials did not finish"
+        time.sleep(0.2)
+    runs = lab.list()
+    assert len(runs) == 2 and {r.config["model"] for r in runs} == {"mlp"}
+    assert len({r.config["hyperparameters"]["learning_rate"] for r in runs}) == 2
+    while True:  # the sweep's driver tells the study each trial's end within a poll
+        at.run()
+        assert not at.exception
+        (trials,) = [d.value for d in at.dataframe if "trial" in d.value.columns]
+        if set(trials["state"]) == {"COMPLETE"}:
+            break
+        assert time.monotonic() < deadline, trials
+        time.sleep(0.2)
+    assert len(trials) == 2 and trials["value"].notna().all()
+
+
+def test_sweep_page_refuses_a_bad_space_naming_the_field(lab) -> None:
+    at = page("pages/4_Sweep.py").run()
+    at.selectbox(key="sweep:optimizer").select("sgd").run()
+    editor_key = "sweep:dimensions:sgd"
+    at.session_state[editor_key] = {
+        "edited_rows": {0: {"low": -1.0}},
+        "added_rows": [],
+        "deleted_rows": [],
+    }
+    at.button(key="sweep:start").click().run()
+    errors = " ".join(e.value for e in at.error)
+    assert "low" in errors
+    assert lab.list() == []

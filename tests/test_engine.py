@@ -89,6 +89,7 @@ def test_telemetry_off_records_only_the_essentials(engine) -> None:
         "loss",
         "accuracy",
         "learning_rate",
+        "wall_time",
         "epoch",
         "val_loss",
         "val_accuracy",

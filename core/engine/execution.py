@@ -122,6 +122,7 @@ class RunExecution:
             if step % config.log_every == 0 or last_step:
                 row = trainer.snapshot()
                 row["epoch"] = step / trainer.steps_per_epoch
+                row["wall_time"] = time.time()  # when the step was logged (Unix seconds)
             validate_every = config.val_every or trainer.steps_per_epoch
             if step % validate_every == 0 or last_step:
                 row |= trainer.evaluate()

@@ -1,0 +1,203 @@
+"""End to end in a real browser: `streamlit run`, Debian's Chromium driven by Playwright.
+
+It starts the app on a free port, starts a short run from the Train page, watches the Live
+page's loss chart grow while the run trains, stops the run, and saves a screenshot of every
+page under `test-artifacts/`. It also measures how long a logged step takes to reach the
+screen. Without a browser it is skipped, saying how to install one (`.ci/run` does).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from core.store import Store
+
+CHROMIUM = Path("/usr/bin/chromium")
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts"
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(),
+        reason="no browser at /usr/bin/chromium: install Debian's with "
+        "`apt-get install chromium` (as .ci/run does) to run the end-to-end test",
+    ),
+]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory) -> Iterator[tuple[str, Path]]:
+    store = tmp_path_factory.mktemp("e2e") / "lab.sqlite"
+    port = free_port()
+    log = (tmp_path_factory.mktemp("e2e-log") / "streamlit.log").open("w")
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+        ],
+        cwd=ROOT,
+        env={**os.environ, "OPTLAB_STORE": str(store)},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.read() == b"ok":
+                    break
+        except OSError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"streamlit did not start; see {log.name}")
+        time.sleep(0.3)
+    yield url, store
+    process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=[
+                "--no-sandbox",
+                "--headless",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        yield browser
+        browser.close()
+
+
+def settle(page, timeout: float = 60_000) -> None:
+    """Waits until the app has finished running its script."""
+    page.wait_for_selector(
+        "[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout
+    )
+
+
+def screenshot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def loss_points(page) -> tuple[int, float]:
+    """(number of points, last step) of the first trace of the Live page's loss chart."""
+    return page.evaluate(
+        """() => {
+            const plot = [...document.querySelectorAll('.js-plotly-plot')]
+                .find(p => p.layout && p.layout.uirevision === 'loss');
+            if (!plot || !plot._fullData || !plot._fullData.length) return [0, 0];
+            const x = plot._fullData[0].x;  // decoded (the figure ships base64 arrays)
+            return [x.length, Number(x[x.length - 1])];
+        }"""
+    )
+
+
+def test_start_watch_and_stop_a_run_in_the_browser(server, browser) -> None:
+    url, store_path = server
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(url)
+    settle(page)
+    assert page.get_by_text("Optimizer Lab").first.is_visible()
+    screenshot(page, "home-empty")
+
+    page.goto(f"{url}/Train")
+    settle(page)
+    page.get_by_role("textbox", name="epochs", exact=True).fill("100")
+    page.get_by_role("textbox", name="epochs", exact=True).press("Enter")
+    settle(page)
+    screenshot(page, "train")
+    page.get_by_role("button", name="Start training").click()
+
+    # The Live page opens on the new run; its loss chart grows while the run trains.
+    page.wait_for_url(f"{url}/Live", timeout=60_000)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.js-plotly-plot')]"
+        ".some(p => p.layout && p.layout.uirevision === 'loss' && p._fullData"
+        " && p._fullData.length > 0)",
+        timeout=90_000,
+    )
+    first = loss_points(page)
+    latencies = []
+    deadline = time.monotonic() + 30
+    seen = first
+    while time.monotonic() < deadline and len(latencies) < 5:
+        now = loss_points(page)
+        if now[1] > seen[1]:
+            shown_at = time.time()
+            with Store(store_path) as store:
+                (run,) = store.list_runs()
+                metrics = store.read_metrics(run.id)
+            logged_at = metrics["wall_time"][metrics.steps == now[1]]
+            if len(logged_at):
+                latencies.append(shown_at - float(logged_at[0]))
+            seen = now
+        time.sleep(0.05)
+    assert seen[1] > first[1], "the live chart did not change while the run trained"
+    latency = sorted(latencies)[len(latencies) // 2]
+    print(f"\nstep logged → on screen: median {latency:.2f} s over {len(latencies)} updates")
+    (ARTIFACTS / "latency.txt").write_text(
+        f"step logged to on screen, median of {len(latencies)}: {latency:.3f} s\n"
+    )
+    screenshot(page, "live-training")
+
+    page.get_by_role("button", name="⏹ Stop").click()
+    page.wait_for_function("() => document.body.innerText.includes('stopped')", timeout=30_000)
+    with Store(store_path) as store:
+        (run,) = store.list_runs()
+    assert run.status == "stopped"
+    settle(page)
+    screenshot(page, "live-stopped")
+    assert page.locator("[data-testid='stException']").count() == 0
+
+    for path, name in (
+        ("", "home"),
+        ("/Compare", "compare"),
+        ("/Optimizers", "optimizers"),
+        ("/Train", "train-form"),
+    ):
+        page.goto(url + path)
+        settle(page)
+        page.wait_for_timeout(500)
+        assert page.locator("[data-testid='stException']").count() == 0, name
+        screenshot(page, name)
