@@ -1,0 +1,211 @@
+"""Exports of one run's metrics: a CSV table, and TensorBoard event files.
+
+    metrics = store.read_metrics(run_id)
+    write_csv(metrics, "loss.csv")
+    write_tensorboard(metrics, safe_path("tb", run_id, field="run_id"), events=store.events(run_id))
+
+Where a user names the output and the caller confines exports to a folder, `safe_path`
+turns the name into a path that cannot lead out of it; run ids and run names never become
+path components without it.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path, PurePath
+from typing import Any
+
+import numpy as np
+
+from core.store import Event, Metrics
+
+#: The CSV's first columns after `step`, those a run logged, in this order.
+LEADING_COLUMNS = (
+    "epoch",
+    "loss",
+    "accuracy",
+    "grad_norm",
+    "grad_norm_clipped",
+    "param_norm",
+    "val_loss",
+    "val_accuracy",
+)
+
+
+#: The series that holds when each step was logged (Unix seconds).
+WALL_TIME = "wall_time"
+
+
+def column_order(keys: Iterable[str]) -> list[str]:
+    """The CSV's metric columns: `LEADING_COLUMNS`, the other plain keys sorted, then the
+    keys with a `/` (`step_norm/<layer>`, `loss/<task>`, …) grouped by the part before it.
+
+    Groups come in the order their first key appears, and keys keep their order within a
+    group: per-layer series stay in the model's layer order.
+    """
+    keys = list(dict.fromkeys(keys))
+    leading = [key for key in LEADING_COLUMNS if key in keys]
+    plain = sorted(key for key in keys if "/" not in key and key not in LEADING_COLUMNS)
+    groups: dict[str, list[str]] = {}
+    for key in keys:
+        if "/" in key:
+            groups.setdefault(key.split("/", 1)[0], []).append(key)
+    return leading + plain + [key for group in groups.values() for key in group]
+
+
+def write_csv(metrics: Metrics, path: str | os.PathLike[str]) -> Path:
+    """Writes `metrics` as a CSV table, one row per logged step, and returns its path.
+
+    Columns: `step`, then `column_order(metrics.keys)`. A value the step did not log (NaN)
+    is an empty cell; the others are written exactly (Python's shortest round-trip repr),
+    so reading the file back gives the stored float64 values. The table is written to a
+    `.part` file next to `path` and renamed into place, so `path` never holds half a
+    table. Missing parent folders are created.
+    """
+    path = Path(path)
+    columns = column_order(metrics.keys)
+    table = _rows(metrics, columns)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(path.name + ".part")
+    try:
+        with part.open("w", newline="", encoding="utf-8") as file:
+            writer = csv.writer(file)
+            writer.writerow(["step", *columns])
+            for step, values in zip(metrics.steps.tolist(), table, strict=True):
+                writer.writerow([step, *("" if math.isnan(v) else repr(v) for v in values)])
+        part.replace(path)
+    finally:
+        part.unlink(missing_ok=True)
+    return path
+
+
+def write_tensorboard(
+    metrics: Metrics,
+    directory: str | os.PathLike[str],
+    *,
+    events: Iterable[Event] | None = None,
+    config: Mapping[str, Any] | None = None,
+) -> Path:
+    """Writes `metrics` as a TensorBoard event file in `directory` and returns its path.
+
+    Every series becomes a scalar tag of the same name, so `step_norm/<layer>` and the like
+    group by their prefix in TensorBoard; NaN (not logged) points are left out. `events`
+    (the store's events of the run) become text summaries tagged `events/<kind>` at their
+    step, a knob change reading `name: previous → value`; `config`, if given, becomes a
+    `config` text at step 0.
+
+    A step's points carry the time it was logged, from the `wall_time` series (which is
+    therefore no scalar of its own); a step without one takes the previous step's, and
+    metrics without that series take the export time. Events keep the time they happened.
+    The directory is created if missing, and refused
+    (`FileExistsError`) if it already holds event files: TensorBoard would merge both
+    exports into one run.
+    """
+    # TensorFlow only here: the C++ record writer is what makes a run of 100,000 logged
+    # steps export in seconds, and the CSV export should not wait for the import.
+    import tensorflow as tf
+    from tensorboard.compat.proto.event_pb2 import Event as EventProto
+    from tensorboard.compat.proto.summary_pb2 import Summary
+    from tensorboard.plugins.text.summary_v2 import text_pb
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    if existing := sorted(p.name for p in directory.iterdir() if "tfevents" in p.name):
+        raise FileExistsError(f"{directory} already holds event files: {existing[0]}")
+
+    now = time.time()
+    records: list[tuple[int, int, EventProto]] = []  # (step, order within the step, event)
+    if config is not None:
+        text = "```\n" + json.dumps(dict(config), indent=2, sort_keys=True, default=str) + "\n```"
+        records.append((0, 0, EventProto(wall_time=now, step=0, summary=text_pb("config", text))))
+    for event in events or ():
+        summary = text_pb(f"events/{event.kind}", describe_event(event))
+        records.append(
+            (event.step, 1, EventProto(wall_time=event.time, step=event.step, summary=summary))
+        )
+    keys = [key for key in metrics.keys if key != WALL_TIME]
+    times = _wall_times(metrics, now)
+    for step, when, values in zip(metrics.steps.tolist(), times, _rows(metrics, keys), strict=True):
+        summary = Summary(
+            value=[
+                Summary.Value(tag=key, simple_value=value)
+                for key, value in zip(keys, values, strict=True)
+                if not math.isnan(value)
+            ]
+        )
+        if summary.value:
+            records.append((step, 2, EventProto(wall_time=when, step=step, summary=summary)))
+    # In step order: TensorBoard drops a tag's later points when the tag's steps go back.
+    records.sort(key=lambda record: record[:2])
+
+    name = f"events.out.tfevents.{int(now)}.optlab"
+    part = directory / "optlab-export.part"  # no "tfevents" in it: TensorBoard skips it
+    try:
+        with tf.io.TFRecordWriter(str(part)) as writer:
+            writer.write(
+                EventProto(wall_time=now, file_version="brain.Event:2").SerializeToString()
+            )
+            for _, _, event in records:
+                writer.write(event.SerializeToString())
+        part.replace(directory / name)
+    finally:
+        part.unlink(missing_ok=True)
+    return directory / name
+
+
+def _rows(metrics: Metrics, keys: list[str]) -> list[list[float]]:
+    """The values of `keys` at each step, one list per step (Python floats: fast to loop)."""
+    if not keys:
+        return [[] for _ in range(len(metrics))]
+    return np.vstack([metrics[key] for key in keys]).T.tolist()
+
+
+def _wall_times(metrics: Metrics, default: float) -> list[float]:
+    """When each step was logged: the `wall_time` series, gaps filled from the step
+    before (validation-only rows have none), `default` before the first or without one."""
+    if WALL_TIME not in metrics:
+        return [default] * len(metrics)
+    times, last = [], default
+    for when in metrics[WALL_TIME].tolist():
+        last = last if math.isnan(when) else when
+        times.append(last)
+    return times
+
+
+def describe_event(event: Event) -> str:
+    """One line for a run event: `name: previous → value` for a knob change, else the
+    kind's payload as JSON (or just the kind when it has none)."""
+    payload = event.payload
+    if event.kind == "knob" and {"name", "value"} <= payload.keys():
+        return f"{payload['name']}: {payload.get('previous')} → {payload['value']}"
+    return json.dumps(payload, sort_keys=True, default=str) if payload else event.kind
+
+
+def safe_path(
+    base: str | os.PathLike[str], name: str | os.PathLike[str], *, field: str = "name"
+) -> Path:
+    """`base / name`, resolved, for a `name` that a user or a run supplied.
+
+    Raises `ValueError("<field>: <reason>")` for an empty name or one with a NUL byte, an
+    absolute name, a name with a `..` component, and a name that resolves to `base` itself
+    or outside it (through a symbolic link, say). `base` need not exist yet. The check is
+    on the paths as they are now: a link created later inside `base` is not caught.
+    """
+    text = os.fspath(name)
+    if not text or "\x00" in text:
+        raise ValueError(f"{field}: must be a non-empty name without NUL bytes (got {text!r})")
+    relative = PurePath(text)
+    if relative.is_absolute() or relative.anchor:
+        raise ValueError(f"{field}: must be a relative path (got {text!r})")
+    if ".." in relative.parts:
+        raise ValueError(f"{field}: must not contain '..' (got {text!r})")
+    root = Path(base).resolve()
+    target = (root / relative).resolve()
+    if target == root or not target.is_relative_to(root):
+        raise ValueError(f"{field}: {text!r} leads outside {root}")
+    return target

@@ -1,0 +1,439 @@
+"""Tests of the command line, `python -m core`: mostly in-process through `main`, and a few
+real subprocesses for exit statuses, Ctrl-C and a SIGKILL in the middle of a run."""
+
+import contextlib
+import csv
+import io
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from core.cli import build_parser, main, render_progress, run_config
+from core.engine import Engine, RunStatus
+from core.export import LEADING_COLUMNS
+from core.store import Store
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+RUN_ID = re.compile(r"^\d{4}-[0-9a-f]{6}$")
+# The flags `train` must have (besides any that plugins' knobs add).
+TRAIN_FLAGS = [
+    "--model", "--dataset", "--optimizer", "--lr", "--learning-rate", "--radius",
+    "--weight-decay", "--clip-norm", "--top-k", "--top-k-error-feedback", "--noise-std",
+    "--noise-seed", "--prune-threshold", "--layer-rule", "--momentum", "--nesterov",
+    "--beta-1", "--beta-2", "--epsilon", "--epsilon-inside-sqrt", "--batch-size", "--epochs",
+    "--max-steps", "--seed", "--log-every", "--val-every", "--no-telemetry", "--multitask",
+    "--task-weight", "--strategy", "--name", "--data-dir", "--store", "--config",
+]  # fmt: skip
+# A small real run: 30 MLP steps take about a second.
+SHORT_RUN = ["--max-steps", "30", "--log-every", "5", "--model", "mlp", "--batch-size", "32"]
+
+
+def run_main(*argv):
+    """`main(argv)` with its stdout and stderr captured: (exit status, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(arg) for arg in argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+def error_lines(stderr):
+    return [line for line in stderr.splitlines() if line.startswith("error:")]
+
+
+def spawn(tmp_path, *argv, **kwargs):
+    """`python -m core ARGV` in the project root; its stderr (TensorFlow's logs and the
+    progress) goes to a file, so that a full pipe never blocks it."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **kwargs.pop("env", {})}
+    return subprocess.Popen(
+        [sys.executable, "-m", "core", *map(str, argv)],
+        cwd=PROJECT_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=(tmp_path / "stderr.txt").open("w"),
+        text=True,
+        **kwargs,
+    )
+
+
+def stored_last_step(store, run_id):
+    return store.read_metrics(run_id).last_step or 0
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """One short real run through `main`, shared by the tests that read it back."""
+    store = tmp_path_factory.mktemp("trained") / "lab.sqlite"
+    code, out, err = run_main("train", "--store", store, "--name", "cli run", *SHORT_RUN)
+    return SimpleNamespace(store=store, code=code, out=out, err=err, run_id=out.split("\n")[0])
+
+
+# train -----------------------------------------------------------------------------------
+
+
+def test_train_prints_the_run_id_progress_and_final_metrics(trained):
+    assert trained.code == 0, trained.err
+    assert RUN_ID.match(trained.run_id)
+    assert f"run {trained.run_id} completed: 30/30 steps" in trained.out
+    assert re.search(r"^  val_accuracy +0\.\d+$", trained.out, re.MULTILINE)
+    assert re.search(r"^  loss +\d", trained.out, re.MULTILINE)
+    last_progress = trained.err.strip().splitlines()[-1]
+    assert "30/30" in last_progress and "100%" in last_progress and "completed" in last_progress
+
+    with Store(trained.store) as store:
+        record = store.get_run(trained.run_id)
+    assert (record.status, record.name, record.total_steps) == ("completed", "cli run", 30)
+    # No knob given: adamw's own defaults apply.
+    assert record.config["hyperparameters"]["learning_rate"] == 0.001
+    assert record.config["hyperparameters"]["weight_decay"] == 0.004
+
+
+def test_a_diverging_run_exits_1_with_the_reason(tmp_path):
+    # lr 1e4 is out of range (at most 100), and lr 100 alone overflows the MLP for some
+    # seeds only; with gradient noise of std 100 too, the loss is infinite by step 4 for
+    # every seed tried.
+    store = tmp_path / "lab.sqlite"
+    code, out, err = run_main(
+        "train", "--store", store, "--optimizer", "sgd", "--lr", "100", "--noise-std", "100",
+        *SHORT_RUN,
+    )  # fmt: skip
+    assert code == 1
+    assert f"run {out.splitlines()[0]} diverged" in out
+    [line] = error_lines(err)
+    assert re.match(r"error: run \S+ diverged: the loss was (inf|nan) at step \d+$", line)
+    with Store(store) as opened:
+        [record] = opened.list_runs()
+    assert record.status == "diverged"
+    code, out, _ = run_main("runs", "--json", "--store", store)
+    [run] = json.loads(out)  # strict JSON: the infinite loss reads as null
+    assert (code, run["status"], run["final_metrics"]["loss"]) == (0, "diverged", None)
+
+
+@pytest.mark.parametrize(
+    ("flags", "field"),
+    [
+        (["--lr", "-1"], "learning_rate"),
+        (["--lr", "1e4"], "learning_rate"),
+        (["--radius", "0"], "radius"),
+        (["--optimizer", "nope"], "optimizer"),
+        (["--layer-rule", "(:1"], "layer_rules"),
+        (["--epochs", "2.5"], "epochs"),
+        (["--optimizer", "sgd", "--beta-1", "0.5"], "beta_1"),
+        (["--task-weight", "digit=0", "--task-weight", "parity=0"], "task_weights"),
+    ],
+)
+def test_bad_flags_exit_2_with_one_line_and_write_nothing(tmp_path, flags, field):
+    store = tmp_path / "lab.sqlite"
+    code, out, err = run_main("train", "--store", store, *flags)
+    assert code == 2
+    assert out == ""
+    assert len(err.splitlines()) == 1 and err.startswith(f"error: {field}")
+    assert not store.exists()
+
+
+def test_a_malformed_flag_is_an_argparse_error(tmp_path):
+    code, _, err = run_main("train", "--store", tmp_path / "lab.sqlite", "--layer-rule", "dense")
+    assert code == 2
+    assert "argument --layer-rule: needs PATTERN:LR_MULT[:WEIGHT_DECAY]" in err
+    assert not (tmp_path / "lab.sqlite").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{not json", r"config: \S+ is not valid JSON"),
+        ("[1, 2]", r"config: \S+ must hold a JSON object, not list"),
+        ('{"max_steps": 5, "learning_rate": 0.1}', "learning_rate: unknown field"),
+        ('{"hyperparameters": {"radius": -1}}', "radius: must be in"),
+        (None, r"config: cannot read \S+: No such file or directory"),
+    ],
+)
+def test_bad_config_files_exit_2(tmp_path, text, message):
+    config = tmp_path / "run.json"
+    if text is not None:
+        config.write_text(text)
+    store = tmp_path / "lab.sqlite"
+    code, _, err = run_main("train", "--store", store, "--config", config)
+    assert code == 2
+    [line] = err.splitlines()
+    assert re.match(f"error: {message}", line)
+    assert not store.exists()
+
+
+def parse_train(*flags):
+    return run_config(build_parser().parse_args(["train", *flags]))
+
+
+def test_flags_override_the_config_file(tmp_path):
+    config = tmp_path / "run.json"
+    config.write_text(
+        json.dumps(
+            {
+                "optimizer": "sgd",
+                "max_steps": 7,
+                "hyperparameters": {"learning_rate": 0.5, "clip_norm": 2.0},
+                "task_weights": {"parity": 0.5},
+            }
+        )
+    )
+    parsed = parse_train(
+        "--config", str(config), "--lr", "0.05", "--max-steps", "9", "--task-weight", "digit=2"
+    )
+    assert (parsed.optimizer, parsed.max_steps) == ("sgd", 9)
+    assert parsed.hyperparameters["learning_rate"] == 0.05
+    assert parsed.hyperparameters["clip_norm"] == 2.0
+    assert dict(parsed.task_weights) == {"digit": 2.0, "parity": 0.5}
+
+
+def test_only_the_knobs_given_are_set():
+    assert parse_train("--optimizer", "adam").hyperparameters["learning_rate"] == 0.001
+    assert parse_train("--optimizer", "sgd").hyperparameters["learning_rate"] == 0.01
+    assert parse_train("--learning-rate", "0.2").hyperparameters["learning_rate"] == 0.2
+    assert parse_train("--weight-decay", "none").hyperparameters["weight_decay"] is None
+    assert parse_train("--no-telemetry").telemetry is False
+    assert parse_train("--multitask").multitask is True
+    assert parse_train("--optimizer", "momentum", "--nesterov").hyperparameters["nesterov"]
+    rules = parse_train(
+        "--layer-rule", "dense:0.5:0.01", "--layer-rule", "ns:logits:2"
+    ).hyperparameters["layer_rules"]
+    assert [(r.pattern, r.lr_mult, r.weight_decay) for r in rules] == [
+        ("dense", 0.5, 0.01),
+        ("ns:logits", 2.0, None),
+    ]
+
+
+def test_help_lists_every_flag(capsys):
+    assert main(["--help"]) == 0
+    assert "train" in capsys.readouterr().out
+    assert main(["train", "--help"]) == 0
+    text = capsys.readouterr().out
+    for flag in TRAIN_FLAGS:
+        assert re.search(rf"{flag}\b", text), flag
+    assert "In (0, 100]" in text  # ranges come from the knobs
+    for command in ("runs", "export"):
+        assert main([command, "--help"]) == 0
+        assert "--store" in capsys.readouterr().out
+
+
+def test_progress_line():
+    status = RunStatus(
+        id="1130-abcdef",
+        name="n",
+        status="running",
+        config={},
+        step=31,
+        total_steps=62,
+        created=0.0,
+        started=0.0,
+        finished=None,
+        error=None,
+        final_metrics=None,
+    )
+    line = render_progress(status, {"loss": 0.41, "val_accuracy": 0.9}, 10.0, width=8)
+    assert line == "[####----]  31/62   50%  loss 0.41  val_acc 0.9000  10.0 steps/s  ETA 0:03"
+    starting = RunStatus(**{**status.__dict__, "step": 0})
+    assert render_progress(starting, {}, None) == "1130-abcdef  starting"
+
+
+# runs and export -------------------------------------------------------------------------
+
+
+def test_runs_json_lists_the_run(trained):
+    code, out, _ = run_main("runs", "--json", "--store", trained.store)
+    assert code == 0
+    [run] = json.loads(out)
+    assert run["id"] == trained.run_id
+    assert (run["name"], run["status"], run["optimizer"]) == ("cli run", "completed", "adamw")
+    assert (run["step"], run["total_steps"]) == (30, 30)
+    created = datetime.fromisoformat(run["created"])
+    assert created.tzinfo == UTC and abs(created.timestamp() - time.time()) < 600
+    assert 0 <= run["final_metrics"]["val_accuracy"] <= 1
+    assert run["config"]["model"] == "mlp"
+
+
+def test_runs_table(trained):
+    code, out, _ = run_main("runs", "--store", trained.store)
+    assert code == 0
+    header, row = out.splitlines()
+    assert header.split()[:5] == ["ID", "STATUS", "OPTIMIZER", "STEP", "VAL"]
+    assert row.split()[:4] == [trained.run_id, "completed", "adamw", "30/30"]
+
+
+def test_export_csv_and_tensorboard(trained, tmp_path):
+    csv_path, tb = tmp_path / "run.csv", tmp_path / "tb"
+    code, out, err = run_main(
+        "export", trained.run_id, "--store", trained.store, "--csv", csv_path, "--tensorboard", tb
+    )
+    assert code == 0, err
+    assert f"wrote {csv_path} (6 rows)" in out
+
+    with csv_path.open(newline="") as file:
+        header, *rows = list(csv.reader(file))
+    assert header[:9] == ["step", *LEADING_COLUMNS]
+    grouped = [i for i, key in enumerate(header) if "/" in key]
+    assert grouped == list(range(grouped[0], len(header)))  # per-layer series come last
+    kinds = [header[i].split("/")[0] for i in grouped]
+    assert kinds == sorted(kinds, key=kinds.index)  # and each kind together
+    with Store(trained.store) as store:
+        metrics = store.read_metrics(trained.run_id)
+    assert [int(row[0]) for row in rows] == metrics.steps.tolist() == [5, 10, 15, 20, 25, 30]
+
+    accumulator = EventAccumulator(str(tb / trained.run_id), size_guidance={"scalars": 0})
+    accumulator.Reload()
+    assert [p.step for p in accumulator.Scalars("loss")] == [5, 10, 15, 20, 25, 30]
+    assert "step_norm/dense1" in accumulator.Tags()["scalars"]
+
+    code, _, err = run_main("export", trained.run_id, "--store", trained.store, "--tensorboard", tb)
+    assert code == 2
+    assert re.match(r"error: tensorboard: \S+ already holds event files", err)
+
+
+def test_export_of_an_unknown_run_exits_2(trained, tmp_path):
+    code, out, err = run_main(
+        "export", "0000-nope", "--store", trained.store, "--csv", tmp_path / "x.csv"
+    )
+    assert (code, out) == (2, "")
+    assert err == f"error: run_id: no run '0000-nope' in {trained.store}\n"
+    assert not (tmp_path / "x.csv").exists()
+
+
+@pytest.mark.parametrize("command", [["runs"], ["export", "r1", "--csv", "x.csv"]])
+def test_a_missing_store_is_not_created(tmp_path, command):
+    store = tmp_path / "lab.sqlite"
+    code, _, err = run_main(*command, "--store", store)
+    assert code == 2
+    assert err == f"error: no store at {store}\n"
+    assert not store.exists()
+
+
+def test_a_corrupt_store_exits_2_and_is_left_unchanged(tmp_path):
+    store = tmp_path / "lab.sqlite"
+    garbage = os.urandom(8192)
+    store.write_bytes(garbage)
+    for command in (["runs"], ["train", *SHORT_RUN], ["export", "r1", "--csv", "x.csv"]):
+        code, out, err = run_main(*command, "--store", store)
+        assert (code, out) == (2, "")
+        [line] = err.splitlines()
+        assert line.startswith(f"error: {store} is not a SQLite database")
+    assert store.read_bytes() == garbage
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lab.sqlite"]
+
+
+# Real processes --------------------------------------------------------------------------
+
+
+def test_process_exits_2_on_a_bad_flag_without_creating_the_store(tmp_path):
+    store = tmp_path / "env.sqlite"  # the default store, from the environment
+    child = spawn(tmp_path, "train", "--lr", "-1", env={"OPTLAB_STORE": str(store)})
+    out, _ = child.communicate(timeout=120)
+    assert child.returncode == 2
+    assert out == ""
+    stderr = (tmp_path / "stderr.txt").read_text()
+    assert error_lines(stderr) == ["error: learning_rate: must be in (0, 100] (got -1.0)"]
+    assert not store.exists()
+
+
+def test_process_exits_2_on_a_corrupt_store_and_leaves_it(tmp_path):
+    store = tmp_path / "lab.sqlite"
+    garbage = os.urandom(8192)
+    store.write_bytes(garbage)
+    child = spawn(tmp_path, "runs", "--json", "--store", store)
+    out, _ = child.communicate(timeout=120)
+    assert (child.returncode, out) == (2, "")
+    [line] = error_lines((tmp_path / "stderr.txt").read_text())
+    assert "is not a SQLite database" in line
+    assert store.read_bytes() == garbage
+
+
+@pytest.mark.skipif(
+    signal.getsignal(signal.SIGINT) is signal.SIG_IGN,
+    reason="SIGINT is ignored here (a background job), so the child would ignore it too",
+)
+def test_ctrl_c_stops_the_run_and_exits_130(tmp_path):
+    store_path = tmp_path / "lab.sqlite"
+    child = spawn(
+        tmp_path, "train", "--store", store_path, "--model", "mlp", "--epochs", "10000",
+        "--max-steps", "100000",
+    )  # fmt: skip
+    try:
+        run_id = child.stdout.readline().strip()
+        with Store(store_path) as store:
+            deadline = time.monotonic() + 60
+            while stored_last_step(store, run_id) < 20:
+                assert time.monotonic() < deadline, "no steps stored within 60 s"
+                time.sleep(0.05)
+        child.send_signal(signal.SIGINT)
+        out, _ = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert child.returncode == 130
+    assert f"run {run_id} stopped:" in out
+    with Store(store_path) as store:
+        record = store.get_run(run_id)
+    assert record.status == "stopped"
+    assert record.step < 100_000
+
+
+@pytest.mark.slow
+def test_sigkill_loses_at_most_the_last_second_of_metrics(tmp_path):
+    """SIGKILL a training process: the run is then `interrupted`, its metrics reach to
+    within about a second of the kill (the writer commits every 0.5 s), and the file is
+    intact."""
+    store_path = tmp_path / "lab.sqlite"
+    child = spawn(
+        tmp_path, "train", "--store", store_path, "--model", "mlp", "--epochs", "10000",
+        "--max-steps", "100000", "--log-every", "1",
+    )  # fmt: skip
+    try:
+        run_id = child.stdout.readline().strip()
+        commits = []  # (when first seen, last stored step), one per commit seen
+        with Store(store_path) as store:
+            deadline = time.monotonic() + 90
+            # Watch three seconds of commits, to measure the child's speed.
+            while not commits or commits[-1][0] - commits[0][0] < 3.0:
+                assert time.monotonic() < deadline, "too few steps stored within 90 s"
+                step = stored_last_step(store, run_id)
+                if step and (not commits or step > commits[-1][1]):
+                    commits.append((time.monotonic(), step))
+                time.sleep(0.01)
+        # Just before the next commit is due, when the most is in memory only.
+        time.sleep(0.45)
+        child.kill()
+        killed_at = time.monotonic()
+        child.wait(timeout=30)
+    finally:
+        child.kill()
+
+    (first_seen, first_step), (last_seen, last_step) = commits[1], commits[-1]
+    speed = (last_step - first_step) / (last_seen - first_seen)  # steps per second
+    # The child's step at the kill: the last commit seen plus the steps since then.
+    at_kill = last_step + speed * (killed_at - last_seen)
+
+    engine = Engine(store_path)
+    try:
+        assert engine.interrupted_at_start == [run_id]
+        assert engine.status(run_id).status == "interrupted"
+        stored = engine.metrics(run_id)
+    finally:
+        engine.close()
+    assert stored.steps.tolist() == list(range(1, stored.last_step + 1))  # no gaps
+    assert stored.last_step >= last_step
+    lost_steps = max(at_kill - stored.last_step, 0.0)
+    lost_seconds = lost_steps / speed
+    print(
+        f"\nSIGKILL at ~step {at_kill:.0f} ({speed:.0f} steps/s): {stored.last_step} steps "
+        f"stored, ~{lost_steps:.0f} steps ({lost_seconds:.2f} s) lost"
+    )
+    assert lost_seconds <= 1.0
+    with contextlib.closing(sqlite3.connect(store_path)) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
