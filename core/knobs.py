@@ -72,11 +72,14 @@ class Knob:
         """The valid range in interval notation, e.g. `(0, 10]`."""
         if self.low is None and self.high is None:
             return ""
-        low = "-inf" if self.low is None else f"{self.low:g}"
-        high = "inf" if self.high is None else f"{self.high:g}"
+        low = "-inf" if self.low is None else self._number(self.low)
+        high = "inf" if self.high is None else self._number(self.high)
         left = "(" if self.low_open or self.low is None else "["
         right = ")" if self.high_open or self.high is None else "]"
         return f"{left}{low}, {high}{right}"
+
+    def _number(self, value: float) -> str:
+        return f"{int(value):,}".replace(",", "_") if self.type == "int" else f"{value:g}"
 
     def validate(self, value: Any) -> Any:
         """Returns `value` normalized to the knob's type, or raises `ValueError` saying why."""

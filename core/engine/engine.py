@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from core.engine import owner
 from core.engine.config import RunConfig
 from core.engine.execution import RunControl, RunExecution
 from core.knobs import InvalidHyperparameters
@@ -62,7 +63,7 @@ class Engine:
     Args:
         store: A `Store`, or a path for one (default: `$OPTLAB_STORE`, else
             `runs/optlab.sqlite`). Runs left active by a process that died are marked
-            interrupted when the engine starts.
+            interrupted when the engine starts; other live processes' runs are not.
         max_concurrent: How many runs train at the same time.
     """
 
@@ -73,7 +74,7 @@ class Engine:
             raise ValueError(f"max_concurrent: must be in [1, 64] (got {max_concurrent!r})")
         self.store = store if isinstance(store, Store) else Store(store)
         self.max_concurrent = int(max_concurrent)
-        self.interrupted_at_start = self.store.mark_interrupted()
+        self.interrupted_at_start = self.store.mark_interrupted(is_alive=owner.alive)
         self._lock = threading.RLock()
         self._controls: dict[str, RunControl] = {}
         self._queue: deque[str] = deque()
@@ -91,7 +92,9 @@ class Engine:
             if self._closed:
                 raise RuntimeError("the engine is closed")
             run_id = self._new_id()
-            self.store.create_run(run_id, config.label, config.to_dict(), status="queued")
+            self.store.create_run(
+                run_id, config.label, config.to_dict(), status="queued", owner=owner.current()
+            )
             self._controls[run_id] = RunControl(run_id, config)
             self._queue.append(run_id)
             self._schedule()
@@ -240,8 +243,7 @@ class Engine:
         if control is not None:
             step = max(step, control.step)
             status = control.status if control.status in ACTIVE_STATUSES else status
-            if control.active_seconds > 0:
-                speed = control.step / control.active_seconds
+            speed = control.steps_per_second
         elif record.final_metrics:
             speed = record.final_metrics.get("steps_per_second")
             step = record.final_metrics.get("steps", step)

@@ -36,7 +36,8 @@ class RunControl:
     step: int = 0
     total_steps: int | None = None
     started: float | None = None
-    active_seconds: float = 0.0  # time spent training, pauses excluded
+    _trained_seconds: float = 0.0  # finished training intervals, pauses excluded
+    _resumed_at: float | None = None  # start of the current training interval
     updates: queue.SimpleQueue[tuple[str, float]] = field(default_factory=queue.SimpleQueue)
     wake: threading.Event = field(default_factory=threading.Event)
     done: threading.Event = field(default_factory=threading.Event)
@@ -48,6 +49,25 @@ class RunControl:
     def request_pause(self, paused: bool) -> None:
         self.paused = paused
         self.wake.set()
+
+    def clock_start(self) -> None:
+        self._resumed_at = time.perf_counter()
+
+    def clock_stop(self) -> None:
+        if self._resumed_at is not None:
+            self._trained_seconds += time.perf_counter() - self._resumed_at
+            self._resumed_at = None
+
+    @property
+    def training_seconds(self) -> float:
+        """Time spent training so far, pauses excluded, the current interval included."""
+        current = 0.0 if self._resumed_at is None else time.perf_counter() - self._resumed_at
+        return self._trained_seconds + current
+
+    @property
+    def steps_per_second(self) -> float | None:
+        seconds = self.training_seconds
+        return self.step / seconds if seconds > 0 and self.step else None
 
 
 class RunExecution:
@@ -105,14 +125,20 @@ class RunExecution:
 
     def _train(self, trainer: Any, writer: Any) -> str:
         control, config = self.control, self.config
-        last_resume = time.perf_counter()
+        control.clock_start()
+        try:
+            return self._loop(trainer, writer)
+        finally:
+            control.clock_stop()
+
+    def _loop(self, trainer: Any, writer: Any) -> str:
+        control, config = self.control, self.config
         for step in range(control.step + 1, trainer.total_steps + 1):
             if control.paused and control.stop_reason is None:
-                control.active_seconds += time.perf_counter() - last_resume
+                control.clock_stop()
                 self._wait_while_paused(step - 1)
-                last_resume = time.perf_counter()
+                control.clock_start()
             if control.stop_reason is not None:
-                control.active_seconds += time.perf_counter() - last_resume
                 return control.stop_reason
             self._apply_updates(trainer, step)
 
@@ -132,12 +158,10 @@ class RunExecution:
                 self.diverged_at = trainer.diverged_at()
             control.step = step
             if self.diverged_at is not None:
-                control.active_seconds += time.perf_counter() - last_resume
                 self.store.add_event(
                     self.run_id, self.diverged_at, "diverged", {"loss": row.get("loss")}
                 )
                 return "diverged"
-        control.active_seconds += time.perf_counter() - last_resume
         return "completed"
 
     def _wait_while_paused(self, step: int) -> None:
@@ -176,9 +200,9 @@ class RunExecution:
     def _final_metrics(self) -> dict[str, Any]:
         final: dict[str, Any] = {k: self.last[k] for k in FINAL_KEYS if k in self.last}
         final["steps"] = self.control.step
-        final["seconds"] = round(self.control.active_seconds, 3)
-        if self.control.active_seconds > 0:
-            final["steps_per_second"] = self.control.step / self.control.active_seconds
+        final["seconds"] = round(self.control.training_seconds, 3)
+        if self.control.steps_per_second:
+            final["steps_per_second"] = self.control.steps_per_second
         if self.best_val_accuracy is not None:
             final["best_val_accuracy"] = self.best_val_accuracy
         if self.diverged_at is not None:

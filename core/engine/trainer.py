@@ -129,7 +129,8 @@ class Trainer:
         return self.optimizer.set_knob(name, value)
 
     def diverged_at(self) -> int | None:
-        """The first step whose loss was not finite, if any (reads one scalar)."""
+        """The first step whose loss (or, with telemetry, parameter norm) was not finite,
+        if any (reads one scalar)."""
         step = int(self._first_nonfinite.numpy())
         return None if step < 0 else step
 
@@ -142,7 +143,11 @@ class Trainer:
             else:
                 self._sums[name].assign_add(self.strategy.reduce("SUM", value, axis=None))
         loss = self.strategy.reduce("SUM", sums["loss"], axis=None)
-        first_bad = (self._first_nonfinite < 0) & ~tf.math.is_finite(loss)
+        finite = tf.math.is_finite(loss)
+        if "param_norm" in self.optimizer.stats:
+            # A ReLU net can keep a finite loss while NaN weights spread behind dead units.
+            finite &= tf.math.is_finite(tf.convert_to_tensor(self.optimizer.stats["param_norm"]))
+        first_bad = (self._first_nonfinite < 0) & ~finite
         self._first_nonfinite.assign(
             tf.where(first_bad, self.optimizer.iterations, self._first_nonfinite)
         )

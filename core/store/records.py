@@ -53,6 +53,7 @@ class RunRecord:
     epoch: int | None
     error: str | None
     final_metrics: dict[str, Any] | None
+    owner: str | None = None  # the process that runs (or ran) it
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "RunRecord":

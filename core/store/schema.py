@@ -40,7 +40,8 @@ _DDL: Final = (
         total_steps   INTEGER,
         epoch         INTEGER,
         error         TEXT,
-        final_metrics TEXT               -- JSON object, set by finish()
+        final_metrics TEXT,              -- JSON object, set by finish()
+        owner         TEXT               -- the process that runs it (see core.engine.owner)
     )
     """,
     """

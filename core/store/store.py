@@ -6,7 +6,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -91,8 +91,12 @@ class Store:
         *,
         status: str = "queued",
         total_steps: int | None = None,
+        owner: str | None = None,
     ) -> RunRecord:
-        """Add a run and return its record; `StoreError` if the id is taken."""
+        """Add a run and return its record; `StoreError` if the id is taken.
+
+        `owner` names the process that will run it, for `mark_interrupted`.
+        """
         if not isinstance(run_id, str) or not run_id:
             raise ValueError(f"run_id must be a non-empty string; got {run_id!r}")
         check_status(status)
@@ -101,7 +105,7 @@ class Store:
             with self._pool.transaction() as conn:
                 conn.execute(
                     "INSERT INTO runs (id, name, status, config, created, updated, started,"
-                    " total_steps) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    " total_steps, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         run_id,
                         name,
@@ -111,6 +115,7 @@ class Store:
                         now,
                         now if status == "running" else None,
                         total_steps,
+                        owner,
                     ),
                 )
         except sqlite3.IntegrityError as exc:
@@ -192,26 +197,25 @@ class Store:
         with self._pool.transaction() as conn:
             return conn.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount > 0
 
-    def mark_interrupted(self) -> list[str]:
+    def mark_interrupted(self, is_alive: Callable[[str | None], bool] | None = None) -> list[str]:
         """Mark runs left queued, running or paused by a dead process as `interrupted`.
 
-        For the engine to call once when it starts, before it starts runs of its own; it
-        returns the ids it marked. Another live process's runs would be marked too.
+        `is_alive(owner)` tells whether a run's owner process still lives; runs of live
+        owners are left alone (by default every owner counts as dead). For an engine to
+        call when it starts; returns the ids it marked.
         """
         marks = ", ".join("?" * len(ACTIVE_STATUSES))
         with self._pool.transaction() as conn:
-            run_ids = [
-                row[0]
-                for row in conn.execute(
-                    f"SELECT id FROM runs WHERE status IN ({marks}) ORDER BY created",
-                    ACTIVE_STATUSES,
-                )
-            ]
-            conn.execute(
+            rows = conn.execute(
+                f"SELECT id, owner FROM runs WHERE status IN ({marks}) ORDER BY created",
+                ACTIVE_STATUSES,
+            ).fetchall()
+            run_ids = [run_id for run_id, owner in rows if not (is_alive and is_alive(owner))]
+            conn.executemany(
                 "UPDATE runs SET status = 'interrupted', updated = ?,"
                 " error = coalesce(error, 'the process running it ended while it was '"
-                f" || status) WHERE status IN ({marks})",
-                (time.time(), *ACTIVE_STATUSES),
+                " || status) WHERE id = ?",
+                [(time.time(), run_id) for run_id in run_ids],
             )
         return run_ids
 

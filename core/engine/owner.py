@@ -1,0 +1,51 @@
+"""Which process owns a run, and whether that process still lives.
+
+An engine stamps every run it creates with its process's identity: host, pid, and the
+process's start time (so a recycled pid is not mistaken for the owner). When an engine
+starts, it marks interrupted only the active runs whose owner is gone, so a CLI run on the
+dashboard's store leaves the dashboard's runs alone, and the other way round.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import socket
+from pathlib import Path
+
+
+def _start_ticks(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (Linux), None if unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # Field 22; the command name (field 2) may contain spaces, so split after its ")".
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+@functools.cache
+def current() -> str:
+    """This process's identity, `host:pid:start`."""
+    pid = os.getpid()
+    return f"{socket.gethostname()}:{pid}:{_start_ticks(pid) or '?'}"
+
+
+def alive(owner: str | None) -> bool:
+    """Whether the process `owner` names is still running. Runs without an owner, or
+    owned by a process on another host (which this host cannot see), count as dead and
+    alive respectively."""
+    if not owner:
+        return False
+    host, _, rest = owner.partition(":")
+    pid_text, _, start = rest.partition(":")
+    if host != socket.gethostname():
+        return True
+    try:
+        pid = int(pid_text)
+        os.kill(pid, 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        pass  # it exists, owned by another user
+    return start == "?" or _start_ticks(pid) == start
