@@ -124,12 +124,11 @@ class RunExecution:
         return status
 
     def _train(self, trainer: Any, writer: Any) -> str:
-        control, config = self.control, self.config
-        control.clock_start()
+        self.control.clock_start()
         try:
             return self._loop(trainer, writer)
         finally:
-            control.clock_stop()
+            self.control.clock_stop()
 
     def _loop(self, trainer: Any, writer: Any) -> str:
         control, config = self.control, self.config
