@@ -1,0 +1,41 @@
+"""Hyperparameter sweeps: Optuna studies whose trials are runs of the lab's engine.
+
+    >>> from core.sweep import Dimension, SearchSpace, Sweep
+    >>> space = SearchSpace((Dimension("learning_rate", 1e-3, 1.0, log=True),))
+    >>> sweep = Sweep(engine, base_config, space, n_trials=20, sampler="tpe", pruning=True)
+    >>> sweep.start()                      # returns at once; a driver thread runs the trials
+    >>> sweep.status().best_value          # the best validation accuracy so far
+    >>> sweep.results()                    # one row per trial, for a live table
+    >>> engine.start(sweep.best_config())  # the base config with the best values
+
+The study lives in the lab's SQLite file unless `storage` names another database, and
+keeps the sweep's plan: `list_studies(engine)` lists past sweeps and `Sweep.load(engine,
+name)` reopens (and can resume) one.
+
+Modules: `space` (dimensions, checked against knobs), `plan` (a sweep's storable
+definition), `trial_run` (one trial as one run, and how each run's end is told),
+`driver` (the driver thread's loop), `samplers` (the Optuna sampler and pruner), `studies`
+(storages and listing), `sweep` (the `Sweep` facade). Importing `core.sweep` imports
+neither TensorFlow nor Optuna.
+"""
+
+from core.sweep.plan import SAMPLERS, SweepPlan
+from core.sweep.space import Axis, Dimension, SearchSpace, sweepable_knobs
+from core.sweep.studies import SweepSummary, list_studies, storage_url
+from core.sweep.sweep import Sweep, SweepState, SweepStatus, TrialRow
+
+__all__ = [
+    "SAMPLERS",
+    "Axis",
+    "Dimension",
+    "SearchSpace",
+    "Sweep",
+    "SweepPlan",
+    "SweepState",
+    "SweepStatus",
+    "SweepSummary",
+    "TrialRow",
+    "list_studies",
+    "storage_url",
+    "sweepable_knobs",
+]

@@ -1,0 +1,180 @@
+"""The loop a sweep's driver thread executes: ask trials, start runs, watch them, tell.
+
+Every `poll_interval` seconds the driver reads each in-flight run's new validation
+accuracies (reporting them, and stopping the run if the pruner says so), tells the study
+how each ended run went, and starts new trials while fewer than `parallel` are in flight
+and the budget is not spent. The budget counts every trial of the study (across resumes,
+and across machines sharing a storage) except those cut short from outside, whose values
+are queued again when the driver starts. Only this thread touches Optuna `Trial` objects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final, Literal
+
+from core.knobs import InvalidHyperparameters
+from core.store import UnknownRunError
+from core.sweep.trial_run import (
+    CUT_SHORT,
+    REASON,
+    RETRY_OF,
+    RUN_ID,
+    SWEEP_STOPPED,
+    Outcome,
+    TrialRun,
+)
+
+if TYPE_CHECKING:
+    import optuna
+
+    from core.engine import Engine
+    from core.sweep.plan import SweepPlan
+
+#: How long stopping waits for in-flight runs to end before it fails their trials anyway.
+STOP_TIMEOUT: Final = 60.0
+
+
+class Driver:
+    """Runs a sweep's trials to the end of its budget, or until `stop_requested` is set."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        study: optuna.Study,
+        plan: SweepPlan,
+        *,
+        poll_interval: float,
+        stop_requested: threading.Event,
+    ) -> None:
+        self.engine = engine
+        self.study = study
+        self.plan = plan
+        self.poll_interval = poll_interval
+        self.stop_requested = stop_requested
+        self.in_flight: dict[int, TrialRun] = {}  # by trial number
+
+    def __call__(self) -> Literal["done", "stopped"]:
+        """Drives the sweep in the calling thread; returns how it ended. Whatever it
+        raises, every trial it started has been told first (as far as storage allows)."""
+        try:
+            self._settle_orphans()
+            self._queue_retries()
+            while not self.stop_requested.is_set():
+                self._poll()
+                while len(self.in_flight) < self.plan.parallel and self._budget_left():
+                    self._launch()
+                if not self.in_flight and not self._budget_left():
+                    return "done"
+                self.stop_requested.wait(self.poll_interval)
+            return "stopped"
+        finally:
+            self._stop_all()
+
+    # Trials in flight ---------------------------------------------------------------------
+
+    def _launch(self) -> None:
+        """Asks for a trial and starts its run; a trial whose run cannot start fails."""
+        trial = self.study.ask(self.plan.distributions())
+        name = f"sweep {self.study.study_name} #{trial.number}"
+        try:
+            config = self.plan.config_for(trial.params, name=name)
+            run_id = self.engine.start(config)
+        except InvalidHyperparameters as exc:
+            trial.set_user_attr(REASON, f"invalid config: {exc}")
+            self.study.tell(trial, state=_state("FAIL"))
+            return
+        except Exception:
+            # The engine closed (or worse): the values were never tried, so a resume retries.
+            trial.set_user_attr(CUT_SHORT, True)
+            self.study.tell(trial, state=_state("FAIL"))
+            raise
+        trial.set_user_attr(RUN_ID, run_id)
+        self.in_flight[trial.number] = TrialRun(trial, run_id)
+
+    def _poll(self) -> None:
+        for number, trial_run in list(self.in_flight.items()):
+            outcome = trial_run.poll(self.engine, self.plan.pruning)
+            if outcome is not None:
+                self._finish(number, outcome)
+
+    def _finish(self, number: int, outcome: Outcome) -> None:
+        trial_run = self.in_flight.pop(number)
+        trial_run.tell(self.study, outcome)
+
+    def _stop_all(self) -> None:
+        """Stops every in-flight run, waits for them to end, and tells their trials. It
+        runs on every way out, an error's included, so it raises nothing itself: a trial
+        that storage cannot update is left running, for a resume to settle."""
+        for trial_run in self.in_flight.values():
+            with contextlib.suppress(Exception):  # e.g. a closed store; the poll drops it
+                trial_run.stop(self.engine, SWEEP_STOPPED)
+        deadline = time.monotonic() + STOP_TIMEOUT
+        while self.in_flight and time.monotonic() < deadline:
+            for number, trial_run in list(self.in_flight.items()):
+                self._quietly(number, functools.partial(trial_run.poll, self.engine, False))
+            if self.in_flight:
+                time.sleep(min(self.poll_interval, 0.1))
+        for number in list(self.in_flight):
+            self._quietly(number, lambda: Outcome("FAIL", reason=SWEEP_STOPPED, cut_short=True))
+
+    def _quietly(self, number: int, outcome: Callable[[], Outcome | None]) -> None:
+        """Finishes trial `number` with `outcome()` if it has one; drops it on any error."""
+        try:
+            if (result := outcome()) is not None:
+                self._finish(number, result)
+        except Exception:
+            self.in_flight.pop(number, None)
+
+    # The budget and resuming ----------------------------------------------------------------
+
+    def _budget_left(self) -> bool:
+        """Whether the study holds fewer counted trials than the budget, or queued ones."""
+        trials = self.study.get_trials(deepcopy=False)
+        queued = any(t.state.name == "WAITING" for t in trials)
+        return queued or _counted(trials) < self.plan.n_trials
+
+    def _settle_orphans(self) -> None:
+        """Tells the study how the runs of trials left running have ended: trials of a
+        process that died, or of a driver whose storage failed. Trials whose runs are not
+        in this store (another machine's) or still train (another driver's) stay as they
+        are."""
+        import optuna
+
+        for frozen in self.study.get_trials(deepcopy=False, states=(_state("RUNNING"),)):
+            run_id = frozen.user_attrs.get(RUN_ID)
+            try:
+                if run_id is None or self.engine.status(run_id).active:
+                    continue
+            except UnknownRunError:
+                continue
+            # Optuna has no public way to take over a running trial after a restart.
+            trial = optuna.Trial(self.study, frozen._trial_id)
+            trial_run = TrialRun(trial, run_id, max(frozen.intermediate_values, default=None))
+            outcome = trial_run.poll(self.engine, pruning=False)
+            if outcome is not None:
+                trial_run.tell(self.study, outcome)
+
+    def _queue_retries(self) -> None:
+        """Queues the values of trials cut short that have no retry yet, as many as the
+        budget has room for, the earliest first."""
+        trials = self.study.get_trials(deepcopy=False)
+        retried = {t.user_attrs.get(RETRY_OF) for t in trials}
+        cut_short = [t for t in trials if t.user_attrs.get(CUT_SHORT) and t.number not in retried]
+        for trial in cut_short[: max(self.plan.n_trials - _counted(trials), 0)]:
+            self.study.enqueue_trial(trial.params, user_attrs={RETRY_OF: trial.number})
+
+
+def _counted(trials: list[optuna.trial.FrozenTrial]) -> int:
+    """How many of `trials` count toward the budget: all but those cut short."""
+    return sum(not t.user_attrs.get(CUT_SHORT) for t in trials)
+
+
+def _state(name: str) -> optuna.trial.TrialState:
+    from optuna.trial import TrialState
+
+    return TrialState[name]

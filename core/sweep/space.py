@@ -1,0 +1,284 @@
+"""What a sweep varies: `Dimension`s over run fields and optimizer knobs, checked by `Knob`.
+
+A `Dimension` names a setting and gives either a range (`low`, `high`, `log`) or a list of
+`choices`; whether a range holds integers or floats comes from the setting's `Knob`, and so
+do the bounds it must stay within. A `SearchSpace` resolves its dimensions against a base
+`RunConfig` into `Axis`es, refusing every bad one at once with errors named like
+`dimensions[1].low`, the way `RunConfig` names its fields.
+
+Importing this module imports neither TensorFlow nor Optuna.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from core.engine.config import FIELDS
+from core.knobs import InvalidHyperparameters, Knob
+
+if TYPE_CHECKING:
+    from optuna.distributions import BaseDistribution
+
+    from core.engine import RunConfig
+
+#: Knob types a dimension can vary; text and rules have no order to search along.
+SWEEPABLE_TYPES = frozenset({"float", "int", "bool", "choice"})
+#: Run fields a sweep cannot vary: the optimizer fixes which knobs exist, and the rest
+#: label or locate a run rather than change how it trains.
+FIXED_FIELDS = frozenset({"name", "optimizer", "data_dir"})
+MAX_POINTS = 100
+RUN_FIELDS: Mapping[str, Knob] = {knob.name: knob for knob in FIELDS}
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One setting a sweep varies, as the user wrote it.
+
+    Attributes:
+        name: A run field (`batch_size`, `seed`, ...) or a knob of the base config's
+            optimizer (`learning_rate`, `radius`, ...).
+        low, high: The range, inclusive; within the knob's own range. Integers for an
+            integer knob.
+        log: Sample (and lay out grid points) evenly in log space; needs `low > 0`.
+        choices: The values to pick from, instead of a range. A bool or choice knob given
+            neither takes all its values.
+        points: How many grid points a range contributes to a grid search, spread evenly
+            (in log space when `log`) from `low` to `high`. Other samplers ignore it.
+    """
+
+    name: str
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    choices: tuple[Any, ...] = ()
+    points: int = 5
+
+    def __post_init__(self) -> None:
+        if isinstance(self.choices, list):  # keeps the dimension hashable
+            object.__setattr__(self, "choices", tuple(self.choices))
+
+    @property
+    def categorical(self) -> bool:
+        return bool(self.choices)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready values; `from_dict(to_dict())` gives an equal dimension."""
+        return {f.name: getattr(self, f.name) for f in fields(self)} | {
+            "choices": list(self.choices)
+        }
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> Dimension:
+        """The dimension `values` describe. Raises `InvalidHyperparameters` for a missing
+        name, unknown keys and choices that are not a list; `SearchSpace.axes` checks the
+        values themselves."""
+        errors = {}
+        if "name" not in values:
+            errors["name"] = "is required"
+        if unknown := sorted(set(values) - {f.name for f in fields(cls)}):
+            errors["fields"] = f"unknown field(s) {unknown}"
+        choices = values.get("choices", ())
+        if isinstance(choices, str | bytes) or not isinstance(choices, Sequence):
+            errors["choices"] = f"must be a list (got {choices!r})"
+        if errors:
+            raise InvalidHyperparameters(errors)
+        return cls(**{**values, "choices": tuple(choices)})
+
+
+@dataclass(frozen=True)
+class Axis:
+    """A checked dimension with its knob: what Optuna samples, and where the value goes.
+
+    `dimension` is normalized: bounds have the knob's type, and a bool or choice knob
+    given neither range nor choices carries all its values as choices.
+    """
+
+    dimension: Dimension
+    knob: Knob
+    is_run_field: bool
+
+    @property
+    def name(self) -> str:
+        return self.dimension.name
+
+    def distribution(self) -> BaseDistribution:
+        """The Optuna distribution of this axis."""
+        from optuna.distributions import (
+            CategoricalDistribution,
+            FloatDistribution,
+            IntDistribution,
+        )
+
+        d = self.dimension
+        if d.categorical:
+            return CategoricalDistribution(d.choices)
+        if self.knob.type == "int":
+            return IntDistribution(int(d.low), int(d.high), log=d.log)
+        return FloatDistribution(float(d.low), float(d.high), log=d.log)
+
+    def grid(self) -> list[Any]:
+        """The values a grid search tries: the choices, or `points` values from `low` to
+        `high` (log-spaced when `log`), without repeats once rounded to the knob's type."""
+        d = self.dimension
+        if d.categorical:
+            return list(d.choices)
+        spread = np.geomspace if d.log else np.linspace
+        values = spread(d.low, d.high, d.points).tolist()
+        if self.knob.type == "int":
+            return list(dict.fromkeys(min(max(round(v), d.low), d.high) for v in values))
+        # 12 significant digits drop the spacing's float noise: 0.01, not 0.010000000000000002.
+        return list(dict.fromkeys(min(max(float(f"{v:.12g}"), d.low), d.high) for v in values))
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """The dimensions of a sweep; `axes` checks them against a base config."""
+
+    dimensions: tuple[Dimension, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dimensions", tuple(self.dimensions))
+
+    def axes(self, config: RunConfig) -> tuple[Axis, ...]:
+        """The dimensions resolved against `config`'s run fields and optimizer knobs.
+
+        Raises `InvalidHyperparameters` naming every bad part, e.g. `dimensions[0].low`:
+        an unknown or unsweepable name, a repeated name, bounds outside the knob's range
+        or in the wrong order, `log` with `low <= 0`, a bad choice or grid size.
+        """
+        knobs = sweepable_knobs(config.optimizer)
+        errors: dict[str, str] = {}
+        if not self.dimensions:
+            errors["dimensions"] = "give at least one setting to vary"
+        axes, seen = [], set()
+        for i, dimension in enumerate(self.dimensions):
+            where = f"dimensions[{i}]"
+            if not isinstance(dimension, Dimension):
+                errors[where] = f"must be a Dimension (got {dimension!r})"
+                continue
+            knob = knobs.get(dimension.name) if isinstance(dimension.name, str) else None
+            if knob is None:
+                errors[f"{where}.name"] = _unknown_name(dimension.name, config.optimizer)
+                continue
+            if dimension.name in seen:
+                errors[f"{where}.name"] = f"{dimension.name} is already varied by another dimension"
+                continue
+            seen.add(dimension.name)
+            try:
+                normalized = _check(dimension, knob)
+            except InvalidHyperparameters as exc:
+                errors |= {f"{where}.{part}": why for part, why in exc.errors.items()}
+                continue
+            axes.append(Axis(normalized, knob, dimension.name in RUN_FIELDS))
+        if errors:
+            raise InvalidHyperparameters(errors)
+        return tuple(axes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"dimensions": [dimension.to_dict() for dimension in self.dimensions]}
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> SearchSpace:
+        """The space `values` describe; raises `InvalidHyperparameters` naming each bad entry."""
+        items = values.get("dimensions", ())
+        if isinstance(items, str | bytes) or not isinstance(items, Sequence):
+            raise InvalidHyperparameters({"dimensions": f"must be a list (got {items!r})"})
+        dimensions, errors = [], {}
+        for i, item in enumerate(items):
+            if not isinstance(item, Mapping):
+                errors[f"dimensions[{i}]"] = f"must be a mapping (got {item!r})"
+                continue
+            try:
+                dimensions.append(Dimension.from_dict(item))
+            except InvalidHyperparameters as exc:
+                errors |= {f"dimensions[{i}].{part}": why for part, why in exc.errors.items()}
+        if errors:
+            raise InvalidHyperparameters(errors)
+        return cls(tuple(dimensions))
+
+
+def sweepable_knobs(optimizer: str) -> dict[str, Knob]:
+    """Every setting a sweep of `optimizer` can vary, by name: run fields first, then the
+    optimizer's knobs (its `telemetry` knob is the run field of that name)."""
+    return {name: knob for name, knob in _settings(optimizer).items() if _sweepable(knob)}
+
+
+def _settings(optimizer: str) -> dict[str, Knob]:
+    """Every run field, then every knob of `optimizer` (but `telemetry`, a run field)."""
+    from core.optimizers import get_spec  # imports TensorFlow, as any RunConfig already has
+
+    knobs = {knob.name: knob for knob in get_spec(optimizer).knobs if knob.name not in RUN_FIELDS}
+    return {**RUN_FIELDS, **knobs}
+
+
+def _sweepable(knob: Knob) -> bool:
+    return knob.type in SWEEPABLE_TYPES and knob.name not in FIXED_FIELDS
+
+
+def _unknown_name(name: Any, optimizer: str) -> str:
+    settings = _settings(optimizer)
+    if isinstance(name, str) and name in settings:
+        return f"{name} cannot be swept"
+    known = ", ".join(name for name, knob in settings.items() if _sweepable(knob))
+    return f"unknown run field or {optimizer} knob {name!r} (sweepable: {known})"
+
+
+def _check(dimension: Dimension, knob: Knob) -> Dimension:
+    """`dimension` with values of the knob's type; raises with errors keyed by attribute."""
+    if dimension.categorical or knob.type in ("bool", "choice"):
+        return _check_choices(dimension, knob)
+    errors: dict[str, str] = {}
+    bounds = {}
+    for part in ("low", "high"):
+        value = getattr(dimension, part)
+        try:
+            if value is None:
+                raise ValueError(f"is required for a range of {knob.name} (or give choices)")
+            bounds[part] = knob.validate(value)
+        except ValueError as exc:
+            errors[part] = str(exc)
+    if not isinstance(dimension.log, bool):
+        errors["log"] = f"must be true or false (got {dimension.log!r})"
+    elif dimension.log and "low" in bounds and bounds["low"] <= 0:
+        errors["low"] = f"must be above 0 on a log scale (got {bounds['low']!r})"
+    elif dimension.log and knob.type == "int" and "low" in bounds and bounds["low"] < 1:
+        errors["low"] = f"must be at least 1 for integers on a log scale (got {bounds['low']!r})"
+    if len(bounds) == 2 and bounds["low"] > bounds["high"]:
+        errors["high"] = f"must be at least low ({bounds['low']!r}; got {bounds['high']!r})"
+    points = dimension.points
+    if isinstance(points, bool) or not isinstance(points, int) or not 1 <= points <= MAX_POINTS:
+        errors["points"] = f"must be a whole number in [1, {MAX_POINTS}] (got {points!r})"
+    if errors:
+        raise InvalidHyperparameters(errors)
+    return Dimension(dimension.name, bounds["low"], bounds["high"], dimension.log, (), points)
+
+
+def _check_choices(dimension: Dimension, knob: Knob) -> Dimension:
+    errors: dict[str, str] = {}
+    if dimension.low is not None or dimension.high is not None:
+        errors["low"] = (
+            "give either a range or choices, not both"
+            if dimension.categorical
+            else f"{knob.name} takes choices, not a range"
+        )
+    if dimension.log:
+        errors["log"] = "applies to a range, not to choices"
+    choices = dimension.choices or (knob.choices if knob.type == "choice" else (False, True))
+    values = []
+    for j, choice in enumerate(choices):
+        try:
+            value = knob.validate(choice)
+        except ValueError as exc:
+            errors[f"choices[{j}]"] = str(exc)
+            continue
+        if value in values:
+            errors[f"choices[{j}]"] = f"repeats {choice!r}"
+            continue
+        values.append(value)
+    if errors:
+        raise InvalidHyperparameters(errors)
+    return Dimension(dimension.name, choices=tuple(values), points=len(values))

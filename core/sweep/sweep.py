@@ -1,0 +1,419 @@
+"""`Sweep`: a hyperparameter search whose trials are engine runs, driven by a thread."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from core.knobs import InvalidHyperparameters
+from core.store import UnknownRunError
+from core.sweep.driver import Driver
+from core.sweep.plan import SweepPlan
+from core.sweep.studies import DRIVERS, PLAN_ATTR, open_storage, storage_url
+from core.sweep.trial_run import CUT_SHORT, REASON, RUN_ID, RUN_STATUS
+
+if TYPE_CHECKING:
+    import optuna
+
+    from core.engine import Engine, RunConfig
+    from core.sweep.space import SearchSpace
+
+SweepState = Literal["idle", "running", "stopping", "done", "stopped", "failed"]
+MAX_STUDY_NAME: Final = 100
+
+
+@dataclass(frozen=True)
+class SweepStatus:
+    """Where a sweep stands.
+
+    Attributes:
+        study_name: The sweep's study.
+        state: `idle` (not started), `running`, `stopping` (waiting for its runs to stop),
+            `done` (the budget is spent), `stopped`, or `failed` (see `error`).
+        n_trials: The budget.
+        finished: Trials that have ended and count toward the budget.
+        running: Trials training now (in a shared storage, other machines' too).
+        best_value: The best validation accuracy of a completed trial, if any.
+        best_params: That trial's sampled values.
+        best_trial: That trial's number.
+        best_run_id: That trial's run.
+        error: Why the driver failed, in the `failed` state.
+    """
+
+    study_name: str
+    state: SweepState
+    n_trials: int
+    finished: int
+    running: int
+    best_value: float | None = None
+    best_params: dict[str, Any] | None = None
+    best_trial: int | None = None
+    best_run_id: str | None = None
+    error: str | None = None
+
+    @property
+    def active(self) -> bool:
+        """Whether the driver thread is still at work."""
+        return self.state in ("running", "stopping")
+
+    @property
+    def progress(self) -> float:
+        return min(self.finished / self.n_trials, 1.0)
+
+
+@dataclass(frozen=True)
+class TrialRow:
+    """One trial, as a row of a live table.
+
+    Attributes:
+        number: The trial's number in its study.
+        state: `WAITING`, `RUNNING`, `COMPLETE`, `PRUNED` or `FAIL`.
+        params: The sampled values.
+        value: The run's best validation accuracy (COMPLETE), or its last reported one
+            (PRUNED); None otherwise.
+        run_id: The trial's run, once started.
+        run_status: The run's status: read live while the trial runs, as it ended after.
+        step: The run's step while it trains; afterwards the last step it validated at.
+        total_steps: The run's length, while it trains.
+        reason: Why the trial failed.
+    """
+
+    number: int
+    state: str
+    params: dict[str, Any]
+    value: float | None
+    run_id: str | None
+    run_status: str | None
+    step: int | None
+    total_steps: int | None
+    reason: str | None
+
+
+class Sweep:
+    """A search over `space` around `base_config`; each trial is one run of `engine`.
+
+    Construction checks everything and starts nothing; `start` creates the study and
+    launches the driver thread (see `driver.py`), and returns at once. Every method may
+    be called from any thread while the driver works.
+
+    Args:
+        engine: Starts the trials' runs; its store holds them (and, by default, the study).
+        base_config: What every trial runs, before the trial's values are applied.
+        space: The settings to vary; checked against `base_config`.
+        n_trials: How many trials to run. Default (grid only): every grid point; a
+            larger number is lowered to the grid size.
+        sampler: `grid`, `random` or `tpe`.
+        pruning: Stop trials whose validation accuracy trails the others' at the same
+            step (`default_pruner` in `samplers.py`, unless `pruner` is given).
+        pruner: An Optuna pruner to use instead of the default; needs `pruning`. It
+            sees every validation accuracy a run logs, at the run's step.
+        storage: An SQLAlchemy URL for the study; default: the engine's store file.
+        study_name: The study's name, unique in `storage`; default: made from the time.
+        parallel: How many trials train at once.
+        seed: The sampler's seed. Give each machine sharing a study its own.
+        poll_interval: Seconds between two looks at the runs: how late a report (and so a
+            pruning decision) may come.
+
+    Raises `InvalidHyperparameters` naming every bad argument, e.g. `dimensions[0].low`.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        base_config: RunConfig,
+        space: SearchSpace,
+        *,
+        n_trials: int | None = None,
+        sampler: Literal["grid", "random", "tpe"] = "tpe",
+        pruning: bool = False,
+        pruner: optuna.pruners.BasePruner | None = None,
+        storage: str | None = None,
+        study_name: str | None = None,
+        parallel: int = 2,
+        seed: int = 0,
+        poll_interval: float = 0.25,
+    ) -> None:
+        errors: dict[str, str] = {}
+        plan = None
+        try:
+            plan = SweepPlan.create(
+                base_config,
+                space,
+                n_trials=n_trials,
+                sampler=sampler,
+                pruning=pruning,
+                parallel=parallel,
+                seed=seed,
+            )
+        except InvalidHyperparameters as exc:
+            errors |= exc.errors
+        if study_name is None:
+            study_name = f"sweep-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+        elif not isinstance(study_name, str) or not 0 < len(study_name) <= MAX_STUDY_NAME:
+            errors["study_name"] = f"must be 1 to {MAX_STUDY_NAME} characters (got {study_name!r})"
+        elif not study_name.isprintable():
+            errors["study_name"] = "must contain only printable characters"
+        if pruner is not None and not pruning:
+            errors["pruner"] = "is given, but pruning is off"
+        if reason := _poll_interval_error(poll_interval):
+            errors["poll_interval"] = reason
+        try:
+            url = storage_url(engine, storage)
+        except InvalidHyperparameters as exc:
+            errors |= exc.errors
+        if errors:
+            raise InvalidHyperparameters(errors)
+        assert plan is not None
+        self._setup(engine, plan, url, study_name, pruner, poll_interval)
+
+    @classmethod
+    def load(
+        cls,
+        engine: Engine,
+        study_name: str,
+        storage: str | None = None,
+        *,
+        n_trials: int | None = None,
+        parallel: int | None = None,
+        pruner: optuna.pruners.BasePruner | None = None,
+        poll_interval: float = 0.25,
+    ) -> Sweep:
+        """The sweep of an existing study, to show its trials or to resume it with `start`.
+
+        `n_trials` and `parallel` replace the stored ones (to extend a finished sweep);
+        `pruner` replaces the default one of a sweep with pruning. Trials the sweep's
+        last driver left running, or that were cut short, run again on `start`.
+
+        Raises `InvalidHyperparameters` naming `study_name` if there is no such study or
+        no `Sweep` made it, or the stored plan's field that is no longer valid.
+        """
+        import optuna
+
+        if reason := _poll_interval_error(poll_interval):
+            raise InvalidHyperparameters({"poll_interval": reason})
+        url = storage_url(engine, storage)
+        try:
+            study = optuna.load_study(study_name=study_name, storage=open_storage(url))
+        except KeyError:
+            raise InvalidHyperparameters(
+                {"study_name": f"no study {study_name!r} in {url}"}
+            ) from None
+        stored = study.user_attrs.get(PLAN_ATTR)
+        if stored is None or study.directions != [optuna.study.StudyDirection.MAXIMIZE]:
+            raise InvalidHyperparameters(
+                {"study_name": f"{study_name} is not an Optimizer Lab sweep"}
+            )
+        plan = SweepPlan.from_dict(stored)
+        changes = {"n_trials": n_trials, "parallel": parallel}
+        plan = plan.with_changes(**{k: v for k, v in changes.items() if v is not None})
+        if pruner is not None and not plan.pruning:
+            raise InvalidHyperparameters({"pruner": "is given, but the sweep has no pruning"})
+        sweep = cls.__new__(cls)
+        sweep._setup(engine, plan, url, study_name, pruner, poll_interval, study)
+        return sweep
+
+    def _setup(
+        self,
+        engine: Engine,
+        plan: SweepPlan,
+        url: str,
+        study_name: str,
+        pruner: optuna.pruners.BasePruner | None,
+        poll_interval: float,
+        study: optuna.Study | None = None,
+    ) -> None:
+        self.engine = engine
+        self.plan = plan
+        self.storage = url
+        self.study_name = study_name
+        self._pruner = pruner
+        self._poll_interval = float(poll_interval)
+        self._lock = threading.Lock()  # guards the five fields below
+        self._started = False
+        self._study = study
+        self._state: SweepState = "idle"
+        self._error: str | None = None
+        self._thread: threading.Thread | None = None
+        self._stop_requested = threading.Event()
+
+    # Control ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Creates the study (or takes up the loaded one) and starts the driver thread.
+
+        Raises `InvalidHyperparameters` naming `study_name` if a new sweep's study name is
+        taken, or if this process already runs the study; `RuntimeError` if this sweep has
+        started before (load it again to resume it).
+        """
+        with self._lock:
+            if self._started:
+                raise RuntimeError(f"sweep {self.study_name} has started before")
+            self._started = True
+        try:
+            DRIVERS.claim(self.storage, self.study_name)
+            try:
+                study = self._open_study()  # outside the lock: it may wait on the database
+            except BaseException:
+                DRIVERS.release(self.storage, self.study_name)
+                raise
+        except BaseException:
+            with self._lock:
+                self._started = False
+            raise
+        driver = Driver(
+            self.engine,
+            study,
+            self.plan,
+            poll_interval=self._poll_interval,
+            stop_requested=self._stop_requested,
+        )
+        thread = threading.Thread(
+            target=self._drive, args=(driver,), name=f"sweep-{self.study_name}", daemon=True
+        )
+        with self._lock:
+            self._study, self._thread, self._state = study, thread, "running"
+        thread.start()
+
+    def stop(self) -> None:
+        """Asks the driver to stop the sweep and its runs (within a step each); returns at
+        once. The stopped trials fail, marked to run again if the sweep is resumed."""
+        with self._lock:
+            if self._state == "running":
+                self._state = "stopping"
+                self._stop_requested.set()
+
+    def wait(self, timeout: float | None = None) -> SweepStatus:
+        """Blocks until the driver has ended (or `timeout` passes); returns the status."""
+        with self._lock:
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+        return self.status()
+
+    # Reading ------------------------------------------------------------------------------
+
+    @property
+    def study(self) -> optuna.Study | None:
+        """The Optuna study (for its plots), once started or loaded."""
+        with self._lock:
+            return self._study
+
+    def status(self) -> SweepStatus:
+        """Where the sweep stands, read from its study (which other machines may share)."""
+        with self._lock:
+            state, error, study = self._state, self._error, self._study
+        trials = study.get_trials(deepcopy=False) if study is not None else []
+        states = [t.state.name for t in trials]
+        finished = sum(
+            s in ("COMPLETE", "PRUNED", "FAIL") and not t.user_attrs.get(CUT_SHORT)
+            for s, t in zip(states, trials, strict=True)
+        )
+        best = _best(trials)
+        return SweepStatus(
+            study_name=self.study_name,
+            state=state,
+            n_trials=self.plan.n_trials,
+            finished=finished,
+            running=states.count("RUNNING"),
+            best_value=best.value if best else None,
+            best_params=dict(best.params) if best else None,
+            best_trial=best.number if best else None,
+            best_run_id=best.user_attrs.get(RUN_ID) if best else None,
+            error=error,
+        )
+
+    def results(self) -> list[TrialRow]:
+        """Every trial of the study, by number, with its run's live progress."""
+        study = self.study
+        trials = study.get_trials(deepcopy=False) if study is not None else []
+        return [self._row(trial) for trial in trials]
+
+    def best_config(self) -> RunConfig:
+        """The base config with the best completed trial's values; raises `LookupError`
+        while no trial has completed."""
+        study = self.study
+        best = _best(study.get_trials(deepcopy=False)) if study is not None else None
+        if best is None:
+            raise LookupError(f"no trial of sweep {self.study_name} has completed yet")
+        return self.plan.config_for(best.params)
+
+    # Internals ----------------------------------------------------------------------------
+
+    def _open_study(self) -> optuna.Study:
+        import optuna
+
+        from core.sweep.samplers import default_pruner, make_sampler
+
+        if self.plan.pruning:
+            pruner = self._pruner or default_pruner()
+        else:
+            pruner = optuna.pruners.NopPruner()
+        storage = open_storage(self.storage)
+        loaded = self.study
+        if loaded is not None:  # resume where its trials stopped
+            loaded.sampler = make_sampler(self.plan, len(loaded.trials))
+            loaded.pruner = pruner
+            return loaded
+        try:
+            study = optuna.create_study(
+                storage=storage,
+                sampler=make_sampler(self.plan, 0),
+                pruner=pruner,
+                study_name=self.study_name,
+                direction="maximize",
+            )
+        except optuna.exceptions.DuplicatedStudyError:
+            raise InvalidHyperparameters(
+                {"study_name": f"{self.study_name} exists; Sweep.load resumes it"}
+            ) from None
+        study.set_user_attr(PLAN_ATTR, self.plan.to_dict())
+        return study
+
+    def _drive(self, driver: Driver) -> None:
+        state: SweepState
+        error = None
+        try:
+            state = driver()
+        except Exception as exc:
+            state, error = "failed", f"{type(exc).__name__}: {exc}"
+        finally:
+            DRIVERS.release(self.storage, self.study_name)
+        with self._lock:
+            self._state, self._error = state, error
+
+    def _row(self, trial: optuna.trial.FrozenTrial) -> TrialRow:
+        run_id = trial.user_attrs.get(RUN_ID)
+        run_status = trial.user_attrs.get(RUN_STATUS)
+        step = max(trial.intermediate_values, default=None)
+        total_steps = None
+        if trial.state.name == "RUNNING" and run_id is not None:
+            try:
+                live = self.engine.status(run_id)
+                run_status, step, total_steps = live.status, live.step, live.total_steps
+            except UnknownRunError:
+                pass  # another machine's run, in a shared storage
+        return TrialRow(
+            number=trial.number,
+            state=trial.state.name,
+            params=dict(trial.params),
+            value=trial.value,
+            run_id=run_id,
+            run_status=run_status,
+            step=step,
+            total_steps=total_steps,
+            reason=trial.user_attrs.get(REASON),
+        )
+
+
+def _best(trials: list[optuna.trial.FrozenTrial]) -> optuna.trial.FrozenTrial | None:
+    complete = [t for t in trials if t.state.name == "COMPLETE" and t.value is not None]
+    return max(complete, key=lambda t: t.value, default=None)
+
+
+def _poll_interval_error(value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 60:
+        return f"must be a number of seconds in (0, 60] (got {value!r})"
+    return None

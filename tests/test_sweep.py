@@ -1,0 +1,331 @@
+"""Sweeps: search spaces checked against knobs, trials as engine runs, grid, pruning,
+divergence, stopping, resuming, and the study kept in the lab's SQLite file."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+
+from core.engine import Engine, RunConfig
+from core.knobs import InvalidHyperparameters
+from core.store import Store
+from core.sweep import (
+    Dimension,
+    SearchSpace,
+    Sweep,
+    SweepPlan,
+    list_studies,
+    storage_url,
+)
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+# 8×8 digits: 22 steps per epoch at batch 64, validated every 11 steps; about a second a run.
+BASE = RunConfig(
+    dataset="digits",
+    model="mlp",
+    optimizer="sgd",
+    hyperparameters={"learning_rate": 0.1},
+    max_steps=44,
+    epochs=2,
+    val_every=11,
+)
+LR = Dimension("learning_rate", 1e-3, 1.0, log=True)
+FAST = {"poll_interval": 0.05}
+
+
+@pytest.fixture
+def engine(tmp_path):
+    # Metrics reach the store within 50 ms, so reports (and pruning) follow runs closely.
+    engine = Engine(Store(tmp_path / "lab.sqlite", flush_interval=0.05), max_concurrent=4)
+    yield engine
+    engine.close()
+
+
+def space(*dimensions: Dimension) -> SearchSpace:
+    return SearchSpace(dimensions)
+
+
+def wait_for(predicate, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError("condition not met in time")
+        time.sleep(0.02)
+
+
+def load_study(engine: Engine, name: str) -> optuna.Study:
+    """The study as any Optuna program opens it, from the lab's file."""
+    return optuna.load_study(study_name=name, storage=f"sqlite:///{engine.store.path}")
+
+
+# Search spaces --------------------------------------------------------------------------
+
+
+def test_importing_core_sweep_imports_neither_tensorflow_nor_optuna() -> None:
+    code = "import sys, core.sweep; print(sorted({'tensorflow', 'optuna'} & set(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"
+
+
+def test_axes_take_their_type_and_grid_from_the_knob() -> None:
+    lr, batch, seed, multitask, model = space(
+        Dimension("learning_rate", 1e-3, 1.0, log=True, points=4),
+        Dimension("batch_size", 16, 128, log=True, points=4),
+        Dimension("seed", 0, 2, points=5),
+        Dimension("multitask"),
+        Dimension("model", choices=("mlp",)),
+    ).axes(BASE)
+    assert lr.grid() == [0.001, 0.01, 0.1, 1.0] and not lr.is_run_field
+    assert lr.distribution() == optuna.distributions.FloatDistribution(1e-3, 1.0, log=True)
+    assert batch.grid() == [16, 32, 64, 128] and batch.is_run_field
+    assert batch.distribution() == optuna.distributions.IntDistribution(16, 128, log=True)
+    assert seed.grid() == [0, 1, 2]  # five points, rounded to whole seeds, without repeats
+    assert multitask.grid() == [False, True]  # a bool knob given nothing takes both values
+    assert model.distribution() == optuna.distributions.CategoricalDistribution(("mlp",))
+
+
+def test_a_trial_config_puts_run_fields_and_knobs_in_their_places() -> None:
+    plan = SweepPlan.create(
+        BASE,
+        space(LR, Dimension("batch_size", choices=(32, 128))),
+        n_trials=3,
+        sampler="random",
+        pruning=False,
+        parallel=2,
+        seed=0,
+    )
+    config = plan.config_for({"learning_rate": 0.03, "batch_size": 32}, name="t")
+    assert config.batch_size == 32 and config.hyperparameters["learning_rate"] == 0.03
+    assert config.name == "t" and config.replace(name=None, batch_size=64) == BASE.replace(
+        hyperparameters={"learning_rate": 0.03}
+    )
+    assert SweepPlan.from_dict(plan.to_dict()) == plan
+
+
+@pytest.mark.parametrize(
+    ("dimension", "field", "reason"),
+    [
+        (Dimension("learning_rate", 0.0, 1.0), "dimensions[0].low", "(0, 100]"),
+        (Dimension("learning_rate", 1e-3, 1e3), "dimensions[0].high", "(0, 100]"),
+        (Dimension("learning_rate", 1.0, 0.1), "dimensions[0].high", "at least low"),
+        (Dimension("weight_decay", 0.0, 0.1, log=True), "dimensions[0].low", "log scale"),
+        (Dimension("beta_1", 0.8, 0.99), "dimensions[0].name", "unknown"),
+        (Dimension("optimizer", choices=("sgd", "adam")), "dimensions[0].name", "cannot be swept"),
+        (Dimension("batch_size", 16.5, 64), "dimensions[0].low", "whole number"),
+        (Dimension("radius"), "dimensions[0].low", "is required"),
+        (Dimension("model", choices=("mlp", "transformer")), "dimensions[0].choices[1]", "one of"),
+        (Dimension("learning_rate", 0.1, 1.0, points=0), "dimensions[0].points", "[1, 100]"),
+    ],
+)
+def test_an_invalid_dimension_is_refused_naming_it(engine, dimension, field, reason) -> None:
+    with pytest.raises(InvalidHyperparameters) as caught:
+        Sweep(engine, BASE, space(dimension), n_trials=2, sampler="random")
+    assert reason in caught.value.errors[field]
+    assert engine.list() == [] and list_studies(engine) == []
+
+
+def test_every_bad_argument_is_named_at_once(engine) -> None:
+    with pytest.raises(InvalidHyperparameters) as caught:
+        Sweep(
+            engine,
+            BASE,
+            space(LR, Dimension("learning_rate", 0.1, 0.2)),
+            n_trials=0,
+            sampler="bayes",
+            parallel=0,
+            study_name="",
+        )
+    assert set(caught.value.errors) == {
+        "dimensions[1].name",  # varied twice
+        "n_trials",
+        "sampler",
+        "parallel",
+        "study_name",
+    }
+    with pytest.raises(InvalidHyperparameters, match="n_trials: is required"):
+        Sweep(engine, BASE, space(LR), sampler="tpe")
+
+
+# Sweeps -------------------------------------------------------------------------------
+
+
+def test_a_random_sweep_runs_each_trial_as_an_engine_run(engine) -> None:
+    sweep = Sweep(engine, BASE, space(LR), n_trials=4, sampler="random", parallel=2, seed=3, **FAST)
+    assert sweep.status().state == "idle"
+    sweep.start()
+    status = sweep.wait(120)
+    assert status.state == "done" and status.finished == status.n_trials == 4
+
+    study = load_study(engine, sweep.study_name)  # the lab's SQLite file holds the study
+    trials = study.get_trials()
+    assert [t.state.name for t in trials] == ["COMPLETE"] * 4
+    runs = {run.id: run for run in engine.list()}
+    assert len(runs) == 4
+    for trial in trials:
+        run = runs[trial.user_attrs["run_id"]]
+        assert run.name == f"sweep {sweep.study_name} #{trial.number}"
+        assert run.config["hyperparameters"]["learning_rate"] == trial.params["learning_rate"]
+        assert trial.value == run.final_metrics["best_val_accuracy"]
+        assert sorted(trial.intermediate_values) == [11, 22, 33, 44]
+    # Never more than `parallel` runs at once, though the engine would take four.
+    spans = [(run.created, run.finished) for run in runs.values()]
+    assert max(sum(c <= start < f for c, f in spans) for start, _ in spans) == 2
+
+    best = max(trials, key=lambda t: t.value)
+    assert (status.best_value, status.best_params) == (best.value, best.params)
+    assert status.best_run_id == best.user_attrs["run_id"]
+    assert sweep.best_config() == BASE.replace(
+        hyperparameters={"learning_rate": best.params["learning_rate"]}
+    )
+    rows = sweep.results()
+    assert [(r.number, r.state, r.run_status, r.value) for r in rows] == [
+        (t.number, "COMPLETE", "completed", t.value) for t in trials
+    ]
+
+    [summary] = list_studies(engine)
+    assert (summary.study_name, summary.trials, summary.loadable) == (sweep.study_name, 4, True)
+    with pytest.raises(InvalidHyperparameters, match="study_name"):  # the name is taken
+        Sweep(engine, BASE, space(LR), n_trials=1, study_name=sweep.study_name).start()
+    with Store(engine.store.path) as reopened:  # Optuna's tables do not upset the store
+        assert len(reopened.list_runs()) == 4
+
+
+def test_a_grid_sweep_enumerates_exactly_the_grid(engine) -> None:
+    grid = space(
+        Dimension("learning_rate", 0.01, 1.0, log=True, points=3),
+        Dimension("seed", choices=(0, 1)),
+    )
+    sweep = Sweep(engine, BASE.replace(max_steps=22), grid, sampler="grid", **FAST)
+    assert sweep.plan.n_trials == 6  # the grid size, by default
+    sweep.start()
+    assert sweep.wait(120).state == "done"
+    tried = [(r.params["learning_rate"], r.params["seed"]) for r in sweep.results()]
+    assert sorted(tried) == [(lr, seed) for lr in (0.01, 0.1, 1.0) for seed in (0, 1)]
+    configs = [
+        (r.config["hyperparameters"]["learning_rate"], r.config["seed"]) for r in engine.list()
+    ]
+    assert sorted(configs) == sorted(tried)
+    capped = Sweep(engine, BASE, grid, sampler="grid", n_trials=100)
+    assert capped.plan.n_trials == 6
+
+
+def test_pruned_trials_stop_their_runs_early(engine) -> None:
+    long = BASE.replace(max_steps=440, epochs=20)  # about ten seconds unless pruned
+    sweep = Sweep(
+        engine,
+        long,
+        space(LR),
+        n_trials=2,
+        sampler="random",
+        pruning=True,
+        pruner=optuna.pruners.ThresholdPruner(lower=1.1),  # prunes at every first report
+        **FAST,
+    )
+    sweep.start()
+    assert sweep.wait(120).state == "done"
+    trials = load_study(engine, sweep.study_name).trials
+    for row, trial in zip(sweep.results(), trials, strict=True):
+        run = engine.status(row.run_id)
+        assert row.state == "PRUNED" and row.run_status == run.status == "stopped"
+        assert row.step <= run.step < run.total_steps == 440
+        assert row.value == trial.intermediate_values[row.step]  # its last report
+
+
+def test_a_diverged_run_fails_its_trial_with_the_reason(engine) -> None:
+    # Heavy-ball momentum at η = 100 overflows within a few steps.
+    base = BASE.replace(optimizer="momentum", hyperparameters={"momentum": 0.99})
+    lr = Dimension("learning_rate", choices=(0.1, 100.0))
+    sweep = Sweep(engine, base, space(lr), sampler="grid", **FAST)
+    sweep.start()
+    assert sweep.wait(120).state == "done"
+    rows = {row.params["learning_rate"]: row for row in sweep.results()}
+    assert (rows[0.1].state, rows[0.1].run_status) == ("COMPLETE", "completed")
+    assert (rows[100.0].state, rows[100.0].run_status, rows[100.0].value) == (
+        "FAIL",
+        "diverged",
+        None,
+    )
+    diverged_at = engine.status(rows[100.0].run_id).final_metrics["diverged_at"]
+    assert rows[100.0].reason == f"the loss diverged at step {diverged_at}"
+    assert sweep.status().best_params == {"learning_rate": 0.1}
+
+
+def test_stop_ends_the_sweep_and_its_runs_promptly(engine) -> None:
+    long = BASE.replace(max_steps=20_000, epochs=1000)  # minutes a run
+    sweep = Sweep(engine, long, space(LR), n_trials=6, sampler="random", **FAST)
+    sweep.start()
+    wait_for(lambda: sum(run.step > 0 for run in engine.list()) == 2)
+    with pytest.raises(InvalidHyperparameters, match="already being run"):
+        Sweep.load(engine, sweep.study_name).start()  # one driver per study
+    began = time.monotonic()
+    sweep.stop()
+    status = sweep.wait(60)
+    # Well under a second on an idle machine; a busy one may take seconds to reach the
+    # next step (the first validation traces a graph).
+    assert status.state == "stopped" and time.monotonic() - began < 30
+    runs = engine.list()
+    assert [run.status for run in runs] == ["stopped", "stopped"]
+    assert all(run.step < 20_000 for run in runs)
+    rows = sweep.results()
+    assert [(r.state, r.reason) for r in rows] == [("FAIL", "the sweep was stopped")] * 2
+    assert status.finished == 0  # cut short: they run again if the sweep resumes
+
+
+def test_a_loaded_sweep_resumes_its_unfinished_trials(engine) -> None:
+    sweep = Sweep(engine, BASE, space(LR), n_trials=3, sampler="random", parallel=1, **FAST)
+    sweep.start()
+    wait_for(lambda: len(sweep.results()) == 2 and sweep.results()[1].run_id)
+    engine.pause(sweep.results()[1].run_id)  # holds the second trial mid-run
+    wait_for(lambda: sweep.results()[1].run_status == "paused")
+    sweep.stop()
+    assert sweep.wait(30).state == "stopped"
+    first, cut = sweep.results()
+    assert (first.state, cut.state, cut.reason) == ("COMPLETE", "FAIL", "the sweep was stopped")
+
+    resumed = Sweep.load(engine, sweep.study_name, **FAST)
+    assert resumed.plan == sweep.plan and resumed.results() == [first, cut]
+    assert (resumed.status().state, resumed.status().finished) == ("idle", 1)
+    resumed.start()
+    status = resumed.wait(120)
+    assert status.state == "done" and status.finished == 3
+    rows = resumed.results()
+    assert [r.state for r in rows] == ["COMPLETE", "FAIL", "COMPLETE", "COMPLETE"]
+    retry = load_study(engine, sweep.study_name).trials[2]  # the cut trial's values, again
+    assert retry.user_attrs["retry_of"] == cut.number and retry.params == cut.params
+    assert rows[3].params != cut.params  # then a new trial fills the budget
+
+
+def test_a_sweep_resumes_after_its_engine_closed(tmp_path) -> None:
+    path = tmp_path / "lab.sqlite"
+    engine = Engine(Store(path, flush_interval=0.05))
+    long = BASE.replace(max_steps=20_000, epochs=1000)
+    sweep = Sweep(engine, long, space(LR), n_trials=1, sampler="random", parallel=1, **FAST)
+    sweep.start()
+    wait_for(lambda: any(run.step > 0 for run in engine.list()))
+    engine.close()  # as when the app exits: the run ends interrupted, the store closes
+    status = sweep.wait(30)
+    assert status.state == "failed" and "closed" in status.error
+    [orphan] = load_study(engine, sweep.study_name).trials
+    assert orphan.state.name == "RUNNING"  # nothing could tell the study how the run ended
+
+    engine = Engine(Store(path, flush_interval=0.05))  # the app starts again
+    try:
+        resumed = Sweep.load(engine, sweep.study_name, **FAST)
+        resumed.start()
+        wait_for(lambda: len(resumed.results()) == 2 and resumed.results()[1].step)
+        resumed.stop()
+        assert resumed.wait(30).state == "stopped"
+        settled, retry = resumed.results()
+        assert (settled.state, settled.run_status) == ("FAIL", "interrupted")
+        assert retry.params == settled.params and retry.run_id != settled.run_id
+    finally:
+        engine.close()
+    assert storage_url(engine) == f"sqlite:///{path.resolve()}"
