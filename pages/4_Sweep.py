@@ -43,25 +43,43 @@ def dimension_rows(optimizer: str) -> list[dict[str, Any]]:
             "high": knob.default * 10,
             "log": True,
             "points": 3,
+            "choices": "",
         }
     ]
 
 
 def read_dimensions(frame: pd.DataFrame) -> SearchSpace:
+    """The editor's rows as dimensions: a range (low, high, log, grid points), or a
+    comma-separated list of choices (numbers, true/false or names)."""
     dimensions = []
     for row in frame.to_dict("records"):
         if not isinstance(row.get("name"), str) or not row["name"]:
             continue
-        dimensions.append(
-            Dimension(
-                row["name"],
-                low=_number(row.get("low")),
-                high=_number(row.get("high")),
-                log=bool(row.get("log")),
-                points=int(_number(row.get("points")) or 5),
+        choices = tuple(_choice(c) for c in str(row.get("choices") or "").split(",") if c.strip())
+        if choices:
+            dimensions.append(Dimension(row["name"], choices=choices))
+        else:
+            dimensions.append(
+                Dimension(
+                    row["name"],
+                    low=_number(row.get("low")),
+                    high=_number(row.get("high")),
+                    log=bool(row.get("log")),
+                    points=int(_number(row.get("points")) or 5),
+                )
             )
-        )
     return SearchSpace(tuple(dimensions))
+
+
+def _choice(text: str) -> Any:
+    text = text.strip()
+    if text.lower() in {"true", "false"}:
+        return text.lower() == "true"
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return int(number) if number.is_integer() and "." not in text and "e" not in text else number
 
 
 def _number(value: Any) -> float | None:
@@ -98,6 +116,7 @@ def new_sweep_form() -> None:
                     "name": st.column_config.SelectboxColumn("knob", options=names),
                     "log": st.column_config.CheckboxColumn("log scale"),
                     "points": st.column_config.NumberColumn("grid points", min_value=1),
+                    "choices": st.column_config.TextColumn("or choices (a, b, …)"),
                 },
             )
             sampler = st.radio(
@@ -108,7 +127,12 @@ def new_sweep_form() -> None:
                 key="sweep:sampler",
             )
             n_trials = st.number_input(
-                "trials (grid: every point when empty)", 1, 10_000, 8, key="sweep:n_trials"
+                "trials (empty for a grid: every point)",
+                1,
+                10_000,
+                8,
+                key="sweep:n_trials",
+                placeholder="every grid point",
             )
             parallel = st.number_input("trials at once", 1, 16, 2, key="sweep:parallel")
             pruning = st.toggle("prune trials that trail", True, key="sweep:pruning")
@@ -131,7 +155,7 @@ def new_sweep_form() -> None:
                     engine,
                     base,
                     read_dimensions(frame),
-                    n_trials=int(n_trials),
+                    n_trials=None if n_trials is None else int(n_trials),
                     sampler=sampler,
                     pruning=pruning,
                     storage=storage or None,
