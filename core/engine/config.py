@@ -19,6 +19,14 @@ from core import data, models
 from core.knobs import InvalidHyperparameters, Knob
 
 STRATEGIES = ("default", "mirrored", "multiworker")
+# The instruments (core/engine/instruments.py) and their default intervals, chosen so that
+# together they cost at most about 15% of the step time of LeNet on mnist-5k (`make bench`).
+INSTRUMENT_INTERVALS = (
+    ("alpha", 50, "Measure alpha, the step's landing point in its valley,"),
+    ("sharpness", 500, "Measure sharpness, the top Hessian eigenvalue,"),
+    ("noise_scale", 10, "Estimate the gradient noise scale"),
+    ("histogram", 100, "Record gradient and weight histograms per layer"),
+)
 TASKS = ("digit", "parity")
 
 FIELDS: tuple[Knob, ...] = (
@@ -74,6 +82,17 @@ FIELDS: tuple[Knob, ...] = (
         True,
         "Record norms, clipping, projection and per-layer statistics, not only the loss.",
     ),
+    *(
+        Knob(
+            f"{name}_every",
+            "int",
+            every,
+            f"{what} every this many steps (0: off).",
+            low=0,
+            high=10**6,
+        )
+        for name, every, what in INSTRUMENT_INTERVALS
+    ),
     Knob(
         "multitask",
         "bool",
@@ -89,6 +108,7 @@ FIELDS: tuple[Knob, ...] = (
     ),
     Knob("data_dir", "text", None, "TFDS data dir, for TFDS datasets.", optional=True),
 )
+DEFAULTS: dict[str, Any] = {f.name: f.default for f in FIELDS}
 FIELD_NAMES = (*(f.name for f in FIELDS), "hyperparameters", "task_weights")
 
 
@@ -102,22 +122,27 @@ class RunConfig:
         task_weights: The loss weight of each task of the multi-task model.
     """
 
-    dataset: str = data.DEFAULT_DATASET
-    model: str = models.DEFAULT_MODEL
-    optimizer: str = "adamw"
+    # Defaults come from FIELDS, where the ranges and help are.
+    dataset: str = DEFAULTS["dataset"]
+    model: str = DEFAULTS["model"]
+    optimizer: str = DEFAULTS["optimizer"]
     hyperparameters: Mapping[str, Any] = field(default_factory=dict)
-    batch_size: int = 64
-    epochs: int = 10
-    max_steps: int | None = None
-    seed: int = 0
-    log_every: int = 1
-    val_every: int | None = None
-    telemetry: bool = True
-    multitask: bool = False
+    batch_size: int = DEFAULTS["batch_size"]
+    epochs: int = DEFAULTS["epochs"]
+    max_steps: int | None = DEFAULTS["max_steps"]
+    seed: int = DEFAULTS["seed"]
+    log_every: int = DEFAULTS["log_every"]
+    val_every: int | None = DEFAULTS["val_every"]
+    telemetry: bool = DEFAULTS["telemetry"]
+    alpha_every: int = DEFAULTS["alpha_every"]
+    sharpness_every: int = DEFAULTS["sharpness_every"]
+    noise_scale_every: int = DEFAULTS["noise_scale_every"]
+    histogram_every: int = DEFAULTS["histogram_every"]
+    multitask: bool = DEFAULTS["multitask"]
     task_weights: Mapping[str, float] = field(default_factory=lambda: dict.fromkeys(TASKS, 1.0))
-    strategy: str = "default"
-    name: str | None = None
-    data_dir: str | None = None
+    strategy: str = DEFAULTS["strategy"]
+    name: str | None = DEFAULTS["name"]
+    data_dir: str | None = DEFAULTS["data_dir"]
 
     def __post_init__(self) -> None:
         for key, value in _check(asdict(self)).items():

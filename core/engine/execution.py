@@ -141,11 +141,13 @@ class RunExecution:
                 return control.stop_reason
             self._apply_updates(trainer, step)
 
-            trainer.step()
-            row = {}
+            measured = trainer.step(step)
+            row = dict(measured.values)
+            if measured.histograms is not None:
+                self.store.add_event(self.run_id, step, "histogram", measured.histograms)
             last_step = step == trainer.total_steps
             if step % config.log_every == 0 or last_step:
-                row = trainer.snapshot()
+                row |= trainer.snapshot()
                 row["epoch"] = step / trainer.steps_per_epoch
                 row["wall_time"] = time.time()  # when the step was logged (Unix seconds)
             validate_every = config.val_every or trainer.steps_per_epoch

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import keras
@@ -21,12 +22,27 @@ import numpy as np
 import tensorflow as tf
 
 from core import data, models, optimizers
+from core.engine import instruments
 from core.engine.config import TASKS, RunConfig
 
 EVAL_BATCH = 500
+ALPHA_TERMS = ("f0", "f1", "df0", "df1")
+NOISE_SCALE_KEYS = ("noise_scale", "noise_scale/grad_sq", "noise_scale/trace")
+# Single noise-scale estimates are noisy: the ratio is taken of running averages.
+NOISE_SCALE_DECAY = 0.9
+SHARPNESS_ITERATIONS = 10  # warm-started from the last eigenvector
 # Below this magnitude a parameter counts as zero for `sparsity/<layer>` (unless pruning
 # is on: then the pruning threshold is the line).
 ZERO = 1e-6
+
+
+@dataclass
+class Measurements:
+    """What the instruments measured at a step: scalar values for the metrics, and
+    per-layer histograms (`{"edges": [...], "grad"|"weight": {layer: counts}}`) when due."""
+
+    values: dict[str, float] = field(default_factory=dict)
+    histograms: dict[str, Any] | None = None
 
 
 def layer_of(path: str) -> str:
@@ -112,17 +128,53 @@ class Trainer:
             ]
         self._sums = {n: tf.Variable(0.0, trainable=False, name=n.replace("/", "_")) for n in names}
         self._first_nonfinite = tf.Variable(tf.constant(-1, tf.int64), trainable=False)
+        # Instrument state: θ₀ for the distance from init, running averages of the noise
+        # scale's terms, and the fixed batch and last eigenvector of the sharpness.
+        self._initial = [tf.Variable(tf.convert_to_tensor(v), trainable=False) for v in variables]
+        self._noise_averages = tf.Variable(tf.zeros(3), trainable=False)  # grad_sq, trace, n
+        self._sharpness_batch = next(iter(train.take(1)))
+        rng = tf.random.Generator.from_seed(config.seed)
+        self._eigenvector = [tf.Variable(rng.normal(v.shape), trainable=False) for v in variables]
         # TensorFlow counts retraces per function code, so the methods of many trainers
         # would share one count and warn of retracing; a partial is counted on its own.
         self._train_step = tf.function(functools.partial(Trainer._train_step_fn, self))
+        self._sharpness = tf.function(functools.partial(Trainer._sharpness_fn, self))
         self._snapshot = tf.function(functools.partial(Trainer._snapshot_fn, self))
         self._eval_batch = tf.function(functools.partial(Trainer._eval_batch_fn, self))
 
     # Training ---------------------------------------------------------------------------
 
-    def step(self) -> None:
-        """Runs one optimizer step on the next batch."""
-        self._train_step(next(self._batches))
+    def step(self, step: int) -> Measurements:
+        """Runs optimizer step number `step` (1-based) on the next batch, with the
+        instruments whose interval divides `step`; returns what they measured."""
+        config = self.config
+        due = {
+            name: every > 0 and step % every == 0
+            for name, every in (
+                ("alpha", config.alpha_every),
+                ("noise_scale", config.noise_scale_every),
+                ("histogram", config.histogram_every),
+            )
+        }
+        outputs = self._train_step(next(self._batches), **due)
+        measured = Measurements()
+        if due["alpha"]:
+            measured.values["alpha"] = float(outputs["alpha"])
+        if due["noise_scale"]:
+            measured.values |= {key: float(outputs[key]) for key in NOISE_SCALE_KEYS}
+        if due["histogram"]:
+            measured.histograms = {"edges": instruments.histogram_edges().tolist()} | {
+                kind: {
+                    layer: counts.tolist()
+                    for layer, counts in zip(
+                        self.layers, outputs[f"histogram/{kind}"].numpy(), strict=True
+                    )
+                }
+                for kind in ("grad", "weight")
+            }
+        if config.sharpness_every and step % config.sharpness_every == 0:
+            measured.values["sharpness"] = float(self._sharpness())
+        return measured
 
     def set_knob(self, name: str, value: float) -> float:
         """Changes a live optimizer knob from the next step on; returns the value set."""
@@ -134,15 +186,28 @@ class Trainer:
         step = int(self._first_nonfinite.numpy())
         return None if step < 0 else step
 
-    def _train_step_fn(self, batch: tuple[Any, Any]) -> None:
+    def _train_step_fn(
+        self, batch: tuple[Any, Any], *, alpha: bool, noise_scale: bool, histogram: bool
+    ) -> dict[str, tf.Tensor]:
         x, y = batch
-        sums = self.strategy.run(self._replica_step, args=(x, y))
-        for name, value in sums.items():
-            if name.startswith("grad_norm/"):  # the same all-reduced value in every replica
-                self._sums[name].assign(self.strategy.reduce("MEAN", value, axis=None))
+        step = functools.partial(
+            self._replica_step, alpha=alpha, noise_scale=noise_scale, histogram=histogram
+        )
+        per_replica = self.strategy.run(step, args=(x, y))
+        outputs: dict[str, tf.Tensor] = {}
+        for name, value in per_replica.items():
+            if name in self._sums:
+                reduce = "MEAN" if name.startswith("grad_norm/") else "SUM"
+                total = self.strategy.reduce(reduce, value, axis=None)
+                if name.startswith("grad_norm/"):  # the same all-reduced value everywhere
+                    self._sums[name].assign(total)
+                else:
+                    self._sums[name].assign_add(total)
             else:
-                self._sums[name].assign_add(self.strategy.reduce("SUM", value, axis=None))
-        loss = self.strategy.reduce("SUM", sums["loss"], axis=None)
+                # Linear terms add up over replicas; all-reduced ones are alike everywhere.
+                reduce = "SUM" if name.startswith("alpha/") else "MEAN"
+                outputs[name] = self.strategy.reduce(reduce, value, axis=None)
+        loss = self.strategy.reduce("SUM", per_replica["loss"], axis=None)
         finite = tf.math.is_finite(loss)
         if "param_norm" in self.optimizer.stats:
             # A ReLU net can keep a finite loss while NaN weights spread behind dead units.
@@ -151,8 +216,67 @@ class Trainer:
         self._first_nonfinite.assign(
             tf.where(first_bad, self.optimizer.iterations, self._first_nonfinite)
         )
+        if alpha:
+            outputs["alpha"] = instruments.alpha(*(outputs.pop(f"alpha/{k}") for k in ALPHA_TERMS))
+        if noise_scale:
+            outputs |= self._noise_scale(outputs.pop("noise/small_sq"), outputs.pop("noise/big_sq"))
+        if histogram:
+            outputs["histogram/weight"] = self._per_layer_histograms(self.model.trainable_variables)
+        return outputs
 
-    def _replica_step(self, x: tf.Tensor, y: Any) -> dict[str, tf.Tensor]:
+    def _replica_step(
+        self, x: tf.Tensor, y: Any, *, alpha: bool, noise_scale: bool, histogram: bool
+    ) -> dict[str, tf.Tensor]:
+        variables = self.model.trainable_variables
+        context = tf.distribute.get_replica_context()
+
+        def all_reduced(grads: list[tf.Tensor]) -> list[tf.Tensor]:
+            return context.all_reduce("SUM", grads) if context.num_replicas_in_sync > 1 else grads
+
+        out: dict[str, tf.Tensor] = {}
+        if noise_scale:
+            # Two half batches: their gradients add up to the batch's, and their norms
+            # against the whole batch's give the noise scale (McCandlish et al.).
+            halves = [self._gradients(*part) for part in _halves(x, y)]
+            grads = [a + b for a, b in zip(halves[0][0], halves[1][0], strict=True)]
+            sums = {k: halves[0][1][k] + halves[1][1][k] for k in halves[0][1]}
+            task_grads = _add_tasks(halves[0][2], halves[1][2])
+            # Each half's gradient was averaged over the whole global batch: ×2 for its own.
+            small = [all_reduced([2.0 * g for g in half[0]]) for half in halves]
+            out["noise/small_sq"] = (
+                instruments.dot(small[0], small[0]) + instruments.dot(small[1], small[1])
+            ) / 2
+            full = all_reduced(grads)
+            out["noise/big_sq"] = instruments.dot(full, full)
+        else:
+            grads, sums, task_grads = self._gradients(x, y)
+        out |= sums
+        for task, gradient in (task_grads or {}).items():
+            out[f"grad_norm/{task}"] = tf.linalg.global_norm(all_reduced(gradient))
+        if histogram:
+            out["histogram/grad"] = self._per_layer_histograms(all_reduced(grads))
+        if alpha:
+            before = [tf.identity(v) for v in variables]
+        self.optimizer.apply(grads, variables)
+        if alpha:
+            # The same batch, after the step: loss and slope at both ends of the step d.
+            direction = [
+                tf.convert_to_tensor(v) - b for v, b in zip(variables, before, strict=True)
+            ]
+            grads_after, sums_after, _ = self._gradients(x, y)
+            batch = float(self.config.batch_size)
+            out["alpha/f0"] = sums["loss"] / batch
+            out["alpha/f1"] = sums_after["loss"] / batch
+            out["alpha/df0"] = instruments.dot(grads, direction)
+            out["alpha/df1"] = instruments.dot(grads_after, direction)
+        return out
+
+    def _gradients(
+        self, x: tf.Tensor, y: Any
+    ) -> tuple[list[tf.Tensor], dict[str, tf.Tensor], dict[str, list[tf.Tensor]] | None]:
+        """Gradients of this replica's share of the batch loss (averaged over the global
+        batch, so they add up over replicas), its running sums, and per-task gradients of
+        the multi-task model."""
         variables = self.model.trainable_variables
         multitask = self.config.multitask
         with tf.GradientTape(persistent=multitask) as tape:
@@ -162,38 +286,83 @@ class Trainer:
             batch_loss = self._average(total)
             task_losses = {task: self._average(loss) for task, loss in losses.items()}
         sums = {"loss": tf.reduce_sum(total), "count": tf.cast(tf.shape(total)[0], tf.float32)}
-        if multitask:
-            # A head's variables get no gradient from the other task: zeros, not None.
-            task_grads = {
-                task: [
-                    tf.zeros(v.shape, v.dtype) if g is None else g
-                    for g, v in zip(
-                        tape.gradient(task_losses[task], variables), variables, strict=True
-                    )
-                ]
-                for task in TASKS
-            }
-            del tape
-            grads = [
-                tf.add_n([self.config.task_weights[t] * task_grads[t][i] for t in TASKS])
-                for i in range(len(variables))
-            ]
-            context = tf.distribute.get_replica_context()
-            for task in TASKS:
-                reduced = (
-                    context.all_reduce("SUM", task_grads[task])
-                    if context.num_replicas_in_sync > 1
-                    else task_grads[task]
-                )
-                sums[f"grad_norm/{task}"] = tf.linalg.global_norm(reduced)
-                sums[f"loss/{task}"] = tf.reduce_sum(losses[task])
-            sums["correct"] = _correct(outputs["digit"], y["digit"])
-            sums["correct/parity"] = _correct(outputs["parity"], y["parity"])
-        else:
-            grads = tape.gradient(batch_loss, variables)
+        if not multitask:
             sums["correct"] = _correct(outputs, y)
-        self.optimizer.apply(grads, variables)
-        return sums
+            return tape.gradient(batch_loss, variables), sums, None
+        # A head's variables get no gradient from the other task: zeros, not None.
+        task_grads = {
+            task: [
+                tf.zeros(v.shape, v.dtype) if g is None else g
+                for g, v in zip(tape.gradient(task_losses[task], variables), variables, strict=True)
+            ]
+            for task in TASKS
+        }
+        del tape
+        grads = [
+            tf.add_n([self.config.task_weights[t] * task_grads[t][i] for t in TASKS])
+            for i in range(len(variables))
+        ]
+        sums |= {f"loss/{task}": tf.reduce_sum(losses[task]) for task in TASKS}
+        sums["correct"] = _correct(outputs["digit"], y["digit"])
+        sums["correct/parity"] = _correct(outputs["parity"], y["parity"])
+        return grads, sums, task_grads
+
+    def _noise_scale(self, small_sq: tf.Tensor, big_sq: tf.Tensor) -> dict[str, tf.Tensor]:
+        """B = tr(Σ)/‖G‖² from bias-corrected running averages of both estimates."""
+        batch = float(self.config.batch_size)
+        grad_sq, trace = instruments.noise_scale_terms(small_sq, big_sq, batch / 2, batch)
+        decay = NOISE_SCALE_DECAY
+        averages = self._noise_averages.assign(
+            decay * self._noise_averages + (1 - decay) * tf.stack([grad_sq, trace, 1.0])
+        )
+        grad_sq_avg, trace_avg = averages[0] / averages[2], averages[1] / averages[2]
+        # Unbiased estimates can come out negative while noise dominates: B is then unknown.
+        known = (grad_sq_avg > 0) & (trace_avg > 0)
+        scale = tf.where(known, trace_avg / tf.where(known, grad_sq_avg, 1.0), float("nan"))
+        return {
+            "noise_scale": scale,
+            "noise_scale/grad_sq": grad_sq_avg,
+            "noise_scale/trace": trace_avg,
+        }
+
+    def _per_layer_histograms(self, tensors: list[Any]) -> tf.Tensor:
+        """[layers, bins] magnitude histograms, each layer's variables together."""
+        return tf.stack(
+            [
+                instruments.magnitude_histogram(
+                    [
+                        t
+                        for t, v in zip(tensors, self.model.trainable_variables, strict=True)
+                        if layer_of(v.path) == layer
+                    ]
+                )
+                for layer in self.layers
+            ]
+        )
+
+    def _sharpness_fn(self) -> tf.Tensor:
+        """The top Hessian eigenvalue of the loss on the run's first batch, by power
+        iteration from the previous eigenvector (on all of the batch: the same value an
+        all-reduce over replicas would give)."""
+        x, y = self._sharpness_batch
+        variables = self.model.trainable_variables
+
+        def hvp(vector: list[tf.Tensor]) -> list[tf.Tensor]:
+            with tf.GradientTape() as outer:
+                with tf.GradientTape() as inner:
+                    loss = tf.reduce_mean(
+                        self._weighted(self._per_example_losses(self.model(x, training=True), y))
+                    )
+                grads = inner.gradient(loss, variables)
+                slope = instruments.dot(grads, vector)
+            return outer.gradient(slope, variables)
+
+        eigenvalue, vector = instruments.power_iteration(
+            hvp, [tf.convert_to_tensor(v) for v in self._eigenvector], SHARPNESS_ITERATIONS
+        )
+        for variable, value in zip(self._eigenvector, vector, strict=True):
+            variable.assign(value)
+        return eigenvalue
 
     def _per_example_losses(self, outputs: Any, y: Any) -> dict[str, tf.Tensor]:
         if self.config.multitask:
@@ -234,6 +403,8 @@ class Trainer:
             out[name] = tf.cast(variable, tf.float32)
         stats = self.optimizer.stats
         per_layer = self._layer_statistics(stats) if stats else {}
+        if stats:
+            out["distance_from_init"] = tf.norm(per_layer["distance_from_init"])
         out |= {
             name: tf.convert_to_tensor(stats[name])
             for name in stats
@@ -258,11 +429,18 @@ class Trainer:
                 for v in self.model.trainable_variables
             ]
         )
+        moved = tf.stack(
+            [
+                tf.reduce_sum(tf.square(tf.convert_to_tensor(v) - start))
+                for v, start in zip(self.model.trainable_variables, self._initial, strict=True)
+            ]
+        )
         return {
             "step_norm": step_norm,
             "param_norm": param_norm,
             "update_ratio": step_norm / tf.maximum(param_norm, 1e-12),
             "sparsity": per_layer(zeros) / per_layer(self._sizes),
+            "distance_from_init": tf.sqrt(per_layer(moved)),
         }
 
     # Validation -------------------------------------------------------------------------
@@ -303,3 +481,20 @@ def _sha256(arrays: Any) -> str:
     for array in tf.nest.flatten(arrays):
         digest.update(np.ascontiguousarray(np.asarray(array)).tobytes())
     return digest.hexdigest()
+
+
+def _halves(x: tf.Tensor, y: Any) -> list[tuple[tf.Tensor, Any]]:
+    """The first and second half of a batch (targets may be a dict, for multi-task)."""
+    half = tf.shape(x)[0] // 2
+    return [
+        (x[:half], tf.nest.map_structure(lambda t: t[:half], y)),
+        (x[half:], tf.nest.map_structure(lambda t: t[half:], y)),
+    ]
+
+
+def _add_tasks(
+    a: dict[str, list[tf.Tensor]] | None, b: dict[str, list[tf.Tensor]] | None
+) -> dict[str, list[tf.Tensor]] | None:
+    if a is None or b is None:
+        return None
+    return {task: [x + y for x, y in zip(a[task], b[task], strict=True)] for task in a}
