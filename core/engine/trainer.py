@@ -147,15 +147,8 @@ class Trainer:
     def step(self, step: int) -> Measurements:
         """Runs optimizer step number `step` (1-based) on the next batch, with the
         instruments whose interval divides `step`; returns what they measured."""
-        config = self.config
-        due = {
-            name: every > 0 and step % every == 0
-            for name, every in (
-                ("alpha", config.alpha_every),
-                ("noise_scale", config.noise_scale_every),
-                ("histogram", config.histogram_every),
-            )
-        }
+        due = self._due(step)
+        sharpness = due.pop("sharpness")
         outputs = self._train_step(next(self._batches), **due)
         measured = Measurements()
         if due["alpha"]:
@@ -163,18 +156,28 @@ class Trainer:
         if due["noise_scale"]:
             measured.values |= {key: float(outputs[key]) for key in NOISE_SCALE_KEYS}
         if due["histogram"]:
-            measured.histograms = {"edges": instruments.histogram_edges().tolist()} | {
-                kind: {
-                    layer: counts.tolist()
-                    for layer, counts in zip(
-                        self.layers, outputs[f"histogram/{kind}"].numpy(), strict=True
-                    )
-                }
-                for kind in ("grad", "weight")
-            }
-        if config.sharpness_every and step % config.sharpness_every == 0:
+            measured.histograms = {"edges": instruments.histogram_edges().tolist()}
+            for kind in ("grad", "weight"):
+                counts = outputs[f"histogram/{kind}"].numpy()
+                measured.histograms[kind] = dict(zip(self.layers, counts.tolist(), strict=True))
+        if sharpness:
             measured.values["sharpness"] = float(self._sharpness())
         return measured
+
+    def _due(self, step: int) -> dict[str, bool]:
+        """Which instruments measure at `step`; none without telemetry (they are part of
+        it)."""
+        config = self.config
+        intervals = {
+            "alpha": config.alpha_every,
+            "noise_scale": config.noise_scale_every,
+            "histogram": config.histogram_every,
+            "sharpness": config.sharpness_every,
+        }
+        return {
+            name: config.telemetry and every > 0 and step % every == 0
+            for name, every in intervals.items()
+        }
 
     def set_knob(self, name: str, value: float) -> float:
         """Changes a live optimizer knob from the next step on; returns the value set."""
