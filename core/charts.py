@@ -31,6 +31,7 @@ class RunView:
     label: str
     metrics: Metrics
     events: Sequence[Event] = ()
+    batch_size: int | None = None  # drawn beside the gradient noise scale
 
 
 def live_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
@@ -59,6 +60,73 @@ def live_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
         )
         for key, (title, log, traces) in charts.items()
     }
+
+
+# One sentence on how to read each instrument, shown under its chart.
+INSTRUMENT_HELP = {
+    "distance_from_init": "How far the weights have moved from where they started: a "
+    "layer that stays near 0 is not learning; one that keeps growing may be overfitting.",
+    "alpha": "Where each step lands along its own direction: about −1 barely moved, 0 hit "
+    "the valley's floor, +1 jumped to the far side; mostly > 0 means the steps are too big.",
+    "sharpness": "The largest Hessian eigenvalue: when it reaches 2/η (dotted) plain "
+    "gradient descent is at the edge of stability and the loss starts to oscillate.",
+    "noise_scale": "The gradient noise scale B: batches much larger than B (dotted: the "
+    "batch size) waste compute; much smaller ones make noisy steps.",
+    "histogram/grad": "Gradient magnitudes per layer over time (colour: share of entries "
+    "per power of ten): a band sliding to the bottom means vanishing gradients.",
+    "histogram/weight": "Weight magnitudes per layer over time: pruning and weight decay "
+    "push mass to the bottom; exploding weights climb to the top.",
+}
+
+
+def instrument_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
+    """The Instruments panel: the four scalar instruments, and heat strips of the first
+    run's gradient and weight histograms."""
+    charts: dict[str, tuple[str, bool, Callable[[RunView, int], list[dict]]]] = {
+        "distance_from_init": (
+            "Distance from the initial weights ‖θ − θ₀‖",
+            False,
+            _distance_from_init,
+        ),
+        "alpha": ("α: where each step landed in its valley", False, _alpha),
+        "sharpness": ("Sharpness (top Hessian eigenvalue) against 2/η", True, _sharpness),
+        "noise_scale": ("Gradient noise scale B against the batch size", True, _noise_scale),
+    }
+    marks = _knob_change_marks(runs)
+    figures = {
+        key: _figure(
+            key,
+            title,
+            [t for i, run in enumerate(runs) for t in traces(run, i)],
+            log=log,
+            marks=marks,
+        )
+        for key, (title, log, traces) in charts.items()
+    }
+    figures["alpha"].update_layout(
+        shapes=[
+            *figures["alpha"].layout.shapes,
+            *(
+                {
+                    "type": "line",
+                    "xref": "paper",
+                    "x0": 0,
+                    "x1": 1,
+                    "y0": y,
+                    "y1": y,
+                    "line": {"dash": "dot", "width": 1, "color": "#888"},
+                }
+                for y in (-1, 0, 1)
+            ),
+        ]
+    )
+    histograms = [e for e in runs[0].events if e.kind == "histogram"] if runs else []
+    for kind, title in (
+        ("grad", "Gradient magnitudes per layer"),
+        ("weight", "Weight magnitudes per layer"),
+    ):
+        figures[f"histogram/{kind}"] = _heat_strips(histograms, kind, title)
+    return figures
 
 
 def hyperparameter_figure(rows: Sequence[dict[str, float]], target: str) -> go.Figure:
@@ -150,6 +218,99 @@ def _per_layer(kind: str) -> Callable[[RunView, int], list[dict]]:
     return traces
 
 
+def _distance_from_init(run: RunView, i: int) -> list[dict]:
+    return [
+        *_line(run, "distance_from_init", i, "all layers"),
+        *_per_layer("distance_from_init")(run, i),
+    ]
+
+
+def _alpha(run: RunView, i: int) -> list[dict]:
+    return _line(run, "alpha", i, "α", markers=True, lines=False)
+
+
+def _sharpness(run: RunView, i: int) -> list[dict]:
+    traces = _line(run, "sharpness", i, "sharpness", markers=True)
+    if traces and "learning_rate" in run.metrics:
+        steps, rates = downsample(run.metrics.steps, run.metrics["learning_rate"])
+        traces.append(
+            {
+                "type": "scatter",
+                "x": steps,
+                "y": 2.0 / rates,
+                "name": f"{run.label} · 2/η",
+                "legendgroup": run.run_id,
+                "mode": "lines",
+                "line": {"color": PALETTE[i % len(PALETTE)], "dash": "dot", "shape": "hv"},
+            }
+        )
+    return traces
+
+
+def _noise_scale(run: RunView, i: int) -> list[dict]:
+    traces = _line(run, "noise_scale", i, "B", markers=True)
+    if traces and run.batch_size:
+        steps = run.metrics.steps
+        traces.append(
+            {
+                "type": "scatter",
+                "x": [steps[0], steps[-1]],
+                "y": [run.batch_size] * 2,
+                "name": f"{run.label} · batch size",
+                "legendgroup": run.run_id,
+                "mode": "lines",
+                "line": {"color": PALETTE[i % len(PALETTE)], "dash": "dot"},
+            }
+        )
+    return traces
+
+
+def _heat_strips(events: Sequence[Event], kind: str, title: str) -> go.Figure:
+    """One heatmap: a band of magnitude bins per layer, stacked, with steps across."""
+    key = f"histogram/{kind}"
+    if not events:
+        return _figure(key, title, [])
+    edges = events[0].payload["edges"]
+    layers = list(events[0].payload[kind])
+    bins = len(edges) - 1
+    columns = []
+    for event in events:
+        column = []
+        for layer in layers:
+            counts = np.asarray(event.payload[kind][layer], dtype=float)
+            column.extend(counts / max(counts.sum(), 1.0))
+            column.append(np.nan)  # a gap between layers
+        columns.append(column)
+    labels = [f"{layer} 1e{edges[b]:+.0f}" for layer in layers for b in range(bins)]
+    rows = [
+        label
+        for j, layer in enumerate(layers)
+        for label in (*labels[j * bins : (j + 1) * bins], f"{layer} ·")
+    ]
+    figure = _figure(
+        key,
+        title,
+        [
+            {
+                "type": "heatmap",
+                "x": [e.step for e in events],
+                "y": list(range(len(rows))),
+                "z": np.array(columns).T,
+                "colorscale": "Viridis",
+                "zmin": 0,
+                "zmax": 1,
+                "customdata": np.array([rows] * len(events)).T,
+                "hovertemplate": "%{customdata}: %{z:.1%} at step %{x}<extra></extra>",
+                "colorbar": {"title": {"text": "share"}},
+            }
+        ],
+    )
+    middles = [j * (bins + 1) + bins // 2 for j in range(len(layers))]
+    figure.update_yaxes(tickvals=middles, ticktext=layers)
+    figure.update_layout(height=max(340, 26 * len(layers) * 4))
+    return figure
+
+
 # Pieces ---------------------------------------------------------------------------------
 
 
@@ -162,6 +323,7 @@ def _line(
     dash: str = "solid",
     color: str | None = None,
     markers: bool = False,
+    lines: bool = True,
     shape: str = "linear",
 ) -> list[dict]:
     if key not in run.metrics:
@@ -169,6 +331,7 @@ def _line(
     steps, values = downsample(run.metrics.steps, run.metrics[key])
     if len(steps) == 0:
         return []
+    mode = "+".join(m for m, on in (("lines", lines), ("markers", markers)) if on)
     return [
         {
             "type": "scatter",
@@ -176,7 +339,7 @@ def _line(
             "y": values,
             "name": f"{run.label} · {what}",
             "legendgroup": run.run_id,
-            "mode": "lines+markers" if markers else "lines",
+            "mode": mode,
             "line": {
                 "color": color or PALETTE[index % len(PALETTE)],
                 "dash": dash,

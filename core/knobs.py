@@ -79,7 +79,7 @@ class Knob:
         return f"{left}{low}, {high}{right}"
 
     def _number(self, value: float) -> str:
-        return f"{int(value):,}".replace(",", "_") if self.type == "int" else f"{value:g}"
+        return str(int(value)) if self.type == "int" else f"{value:g}"
 
     def validate(self, value: Any) -> Any:
         """Returns `value` normalized to the knob's type, or raises `ValueError` saying why."""

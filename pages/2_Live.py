@@ -6,25 +6,16 @@ import numpy as np
 import streamlit as st
 
 from core import optimizers
-from core.charts import RunView, live_figures
+from core.charts import INSTRUMENT_HELP, RunView, instrument_figures, live_figures
 from core.engine import RunStatus
 from core.knobs import InvalidHyperparameters
-from ui import format, nav, state
+from ui import format, nav, state, views
 
 st.set_page_config(page_title="Live · Optimizer Lab", page_icon="📈", layout="wide")
 nav.sidebar()
 st.title("📈 Live")
 
 SELECTION = "live_runs"
-CHART_ORDER = (
-    "loss",
-    "accuracy",
-    "grad_norm",
-    "param_norm",
-    "step_norm",
-    "update_ratio",
-    "sparsity",
-)
 engine = state.engine()
 
 
@@ -160,14 +151,17 @@ any_active = any(runs[i].active for i in selected)
 @st.fragment(run_every=state.refresh_interval(any_active))
 def live_view(run_ids: list[str], was_active: bool) -> None:
     statuses = [engine.status(run_id) for run_id in run_ids]
-    views = [RunView(s.id, s.name, engine.metrics(s.id), engine.events(s.id)) for s in statuses]
-    for status, view in zip(statuses, views, strict=True):
+    shown = [views.run_view(engine, s) for s in statuses]
+    for status, view in zip(statuses, shown, strict=True):
         run_panel(status, latest_values(view))
-    figures = live_figures(views)
-    left, right = st.columns(2)
-    for i, key in enumerate(CHART_ORDER):
-        with left if i % 2 == 0 else right:
-            st.plotly_chart(figures[key], key=f"chart:{key}")
+    views.show_in_columns(live_figures(shown))
+    st.subheader("Instruments")
+    st.caption(
+        "Measured each at its own interval (see the run's `*_every` fields), so that "
+        "together they cost a bounded share of the step time. Heat strips show the "
+        "first selected run."
+    )
+    views.show_in_columns(instrument_figures(shown), captions=INSTRUMENT_HELP)
     if was_active and not any(s.active for s in statuses):
         st.rerun()  # everything ended: a full rerun turns the refresh timer off
 

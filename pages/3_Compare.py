@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.charts import RunView, hyperparameter_figure, live_figures
+from core.charts import INSTRUMENT_HELP, hyperparameter_figure, instrument_figures, live_figures
 from core.engine import RunStatus
-from ui import format, nav, state
+from ui import format, nav, state, views
 
 st.set_page_config(page_title="Compare · Optimizer Lab", page_icon="📊", layout="wide")
 nav.sidebar()
@@ -68,9 +68,7 @@ st.plotly_chart(
     key="chart:hyperparameters",
 )
 
-views = [RunView(r.id, r.name, engine.metrics(r.id), engine.events(r.id)) for r in chosen]
-figures = live_figures(views)
-left, right = st.columns(2)
-for i, (key, figure) in enumerate(figures.items()):
-    with left if i % 2 == 0 else right:
-        st.plotly_chart(figure, key=f"chart:{key}")
+shown = [views.run_view(engine, run) for run in chosen]
+views.show_in_columns(live_figures(shown))
+st.subheader("Instruments")
+views.show_in_columns(instrument_figures(shown), captions=INSTRUMENT_HELP)

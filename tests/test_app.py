@@ -137,8 +137,8 @@ def test_live_page_shows_a_run_with_every_chart(lab) -> None:
     at.session_state["watch"] = [run_id]
     at.run()
     assert not at.exception
-    charts = [element for element in at.get("plotly_chart")]
-    assert len(charts) == 7
+    charts = list(at.get("plotly_chart"))
+    assert len(charts) == 7 + 6  # the live charts and the instruments panel
     assert "completed" in at.markdown[0].value
 
 
@@ -168,7 +168,7 @@ def test_compare_page_overlays_runs(lab) -> None:
     at.run()
     assert not at.exception
     assert len(at.dataframe[0].value) == 2
-    assert len(at.get("plotly_chart")) == 8  # parallel coordinates + the 7 charts
+    assert len(at.get("plotly_chart")) == 1 + 7 + 6  # parallel axes, charts, instruments
 
 
 def test_optimizers_page_lists_every_optimizer(lab) -> None:

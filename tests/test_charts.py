@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.charts import RunView, hyperparameter_figure, live_figures
+from core.charts import (
+    INSTRUMENT_HELP,
+    RunView,
+    hyperparameter_figure,
+    instrument_figures,
+    live_figures,
+)
 from core.series import downsample, flags_to_steps
 from core.store import Event, Metrics
 
@@ -108,3 +114,39 @@ def test_hyperparameter_figure_keeps_varying_columns_and_logs_wide_ranges() -> N
     labels = [d.label for d in parcoords.dimensions]
     assert labels == ["log₁₀ learning_rate", "val_accuracy"]
     np.testing.assert_allclose(parcoords.dimensions[0].values, [-4, -2, 0])
+
+
+def test_instrument_figures_draw_the_instruments_and_the_heat_strips() -> None:
+    n = 100
+    steps = np.arange(1, n + 1)
+    every = lambda k: np.where(steps % k == 0, 1.0, np.nan)  # noqa: E731
+    logged = metrics(
+        n,
+        learning_rate=np.full(n, 0.1),
+        distance_from_init=np.linspace(0, 2, n),
+        **{"distance_from_init/conv1": np.linspace(0, 1, n)},
+        alpha=every(10) * 0.3,
+        sharpness=every(50) * 12.0,
+        noise_scale=every(5) * 40.0,
+    )
+    histogram = Event(id=2, run_id="a", step=50, time=0.0, kind="histogram", payload={
+        "edges": [-2.0, -1.0, 0.0],
+        "grad": {"conv1": [3, 1], "logits": [0, 4]},
+        "weight": {"conv1": [1, 1], "logits": [2, 2]},
+    })
+    figures = instrument_figures([RunView("a", "run a", logged, [histogram], batch_size=64)])
+    assert set(figures) == set(INSTRUMENT_HELP)
+    names = {key: [t.name for t in figure.data] for key, figure in figures.items()}
+    assert names["sharpness"] == ["run a · sharpness", "run a · 2/η"]
+    np.testing.assert_allclose(figures["sharpness"].data[1].y, 20.0)
+    assert names["noise_scale"] == ["run a · B", "run a · batch size"]
+    assert list(figures["noise_scale"].data[1].y) == [64, 64]
+    assert list(figures["alpha"].data[0].x) == list(range(10, 101, 10))
+    assert [s.y0 for s in figures["alpha"].layout.shapes] == [-1, 0, 1]
+    assert names["distance_from_init"] == ["run a · all layers", "run a · conv1"]
+    (strip,) = figures["histogram/grad"].data
+    assert list(strip.x) == [50]
+    # conv1: 3/4 and 1/4, a gap, then logits: 0 and 1, a gap.
+    np.testing.assert_allclose(np.asarray(strip.z, dtype=float)[:, 0],
+                               [0.75, 0.25, np.nan, 0.0, 1.0, np.nan])
+    assert list(figures["histogram/grad"].layout.yaxis.ticktext) == ["conv1", "logits"]
