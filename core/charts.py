@@ -36,7 +36,7 @@ class RunView:
 
 def live_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
     """Every chart of the Live page, by key, for one or more runs overlaid."""
-    charts: dict[str, tuple[str, bool, Callable[[RunView, int], list[dict]]]] = {
+    charts: dict[str, Chart] = {
         "loss": ("Loss", True, _loss),
         "accuracy": ("Accuracy", False, _accuracy),
         "grad_norm": ("Gradient global norm, before and after clipping", True, _grad_norm),
@@ -49,17 +49,7 @@ def live_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
         ),
         "sparsity": ("Sparsity per layer", False, _per_layer("sparsity")),
     }
-    marks = _knob_change_marks(runs)
-    return {
-        key: _figure(
-            key,
-            title,
-            [trace for i, run in enumerate(runs) for trace in traces(run, i)],
-            log=log,
-            marks=marks,
-        )
-        for key, (title, log, traces) in charts.items()
-    }
+    return _overlaid(charts, runs)
 
 
 # One sentence on how to read each instrument, shown under its chart.
@@ -82,7 +72,7 @@ INSTRUMENT_HELP = {
 def instrument_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
     """The Instruments panel: the four scalar instruments, and heat strips of the first
     run's gradient and weight histograms."""
-    charts: dict[str, tuple[str, bool, Callable[[RunView, int], list[dict]]]] = {
+    charts: dict[str, Chart] = {
         "distance_from_init": (
             "Distance from the initial weights ‖θ − θ₀‖",
             False,
@@ -92,17 +82,7 @@ def instrument_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
         "sharpness": ("Sharpness (top Hessian eigenvalue) against 2/η", True, _sharpness),
         "noise_scale": ("Gradient noise scale B against the batch size", True, _noise_scale),
     }
-    marks = _knob_change_marks(runs)
-    figures = {
-        key: _figure(
-            key,
-            title,
-            [t for i, run in enumerate(runs) for t in traces(run, i)],
-            log=log,
-            marks=marks,
-        )
-        for key, (title, log, traces) in charts.items()
-    }
+    figures = _overlaid(charts, runs)
     figures["alpha"].update_layout(
         shapes=[
             *figures["alpha"].layout.shapes,
@@ -161,6 +141,24 @@ def hyperparameter_figure(rows: Sequence[dict[str, float]], target: str) -> go.F
             }
         )
     return _figure(f"hyperparameters/{target}", f"Hyperparameters and {target}", traces)
+
+
+Chart = tuple[str, bool, Callable[[RunView, int], list[dict]]]  # title, log y, traces
+
+
+def _overlaid(charts: dict[str, Chart], runs: Sequence[RunView]) -> dict[str, go.Figure]:
+    """One figure per chart, every run's traces overlaid, knob changes marked."""
+    marks = _knob_change_marks(runs)
+    return {
+        key: _figure(
+            key,
+            title,
+            [t for i, run in enumerate(runs) for t in traces(run, i)],
+            log=log,
+            marks=marks,
+        )
+        for key, (title, log, traces) in charts.items()
+    }
 
 
 # The traces of one run, per chart ---------------------------------------------------------

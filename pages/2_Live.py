@@ -85,30 +85,20 @@ def run_panel(run: RunStatus, latest: dict[str, float]) -> None:
             )
         with buttons:
             pause, stop, clone = st.columns(3)
-            if run.status == "paused":
-                pause.button(
-                    "▶ Resume",
-                    key=f"resume:{run.id}",
-                    on_click=engine.resume,
-                    args=(run.id,),
-                    width="stretch",
-                )
-            elif run.active:
-                pause.button(
-                    "⏸ Pause",
-                    key=f"pause:{run.id}",
-                    on_click=engine.pause,
-                    args=(run.id,),
-                    width="stretch",
-                )
-            if run.active:
-                stop.button(
-                    "⏹ Stop",
-                    key=f"stop:{run.id}",
-                    on_click=engine.stop,
-                    args=(run.id,),
-                    width="stretch",
-                )
+            controls = (
+                (pause, "▶ Resume", "resume", engine.resume, run.status == "paused"),
+                (pause, "⏸ Pause", "pause", engine.pause, run.status in ("queued", "running")),
+                (stop, "⏹ Stop", "stop", engine.stop, run.active),
+            )
+            for column, label, action, handler, shown in controls:
+                if shown:
+                    column.button(
+                        label,
+                        key=f"{action}:{run.id}",
+                        on_click=handler,
+                        args=(run.id,),
+                        width="stretch",
+                    )
             if clone.button(
                 "⧉ Clone",
                 key=f"clone:{run.id}",
@@ -133,14 +123,11 @@ def run_panel(run: RunStatus, latest: dict[str, float]) -> None:
                 knob_sliders(run, latest)
 
 
-if state.WATCH in st.session_state:
-    st.session_state[SELECTION] = st.session_state.pop(state.WATCH)
-runs = {run.id: run for run in engine.list()}
-default = [r for r in runs.values() if r.active][:4] or list(runs.values())[:1]
-st.session_state.setdefault(SELECTION, [r.id for r in default])
-st.session_state[SELECTION] = [i for i in st.session_state[SELECTION] if i in runs]
-selected = st.multiselect(
-    "Runs", list(runs), key=SELECTION, format_func=lambda i: format.label(runs[i])
+runs, selected = views.pick_runs(
+    engine,
+    SELECTION,
+    state.WATCH,
+    default=lambda runs: [r.id for r in runs if r.active][:4] or [r.id for r in runs[:1]],
 )
 if not selected:
     st.info("Nothing to watch yet: start a run on **Train**, or the demo race on **Home**.")

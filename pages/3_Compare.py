@@ -48,14 +48,11 @@ def numeric_row(run: RunStatus) -> dict[str, float]:
     return values
 
 
-if state.COMPARE in st.session_state:
-    st.session_state[SELECTION] = st.session_state.pop(state.COMPARE)
-runs = {run.id: run for run in engine.list()}
-ended = [r.id for r in runs.values() if not r.active]
-st.session_state.setdefault(SELECTION, ended[:4])
-st.session_state[SELECTION] = [i for i in st.session_state[SELECTION] if i in runs]
-selected = st.multiselect(
-    "Runs", list(runs), key=SELECTION, format_func=lambda i: format.label(runs[i])
+runs, selected = views.pick_runs(
+    engine,
+    SELECTION,
+    state.COMPARE,
+    default=lambda runs: [r.id for r in runs if not r.active][:4],
 )
 if not selected:
     st.info("Pick runs to compare (any number; finished runs are listed first on Home).")

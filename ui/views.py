@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import plotly.graph_objects as go
 import streamlit as st
 
 from core.charts import RunView
 from core.engine import Engine, RunStatus
+from ui import format
 
 
 def run_view(engine: Engine, run: RunStatus) -> RunView:
@@ -28,3 +31,25 @@ def show_in_columns(figures: dict[str, go.Figure], captions: dict[str, str] | No
             st.plotly_chart(figure, key=f"chart:{key}")
             if captions and key in captions:
                 st.caption(captions[key])
+
+
+def pick_runs(
+    engine: Engine,
+    key: str,
+    handed_over: str,
+    default: Callable[[list[RunStatus]], list[str]],
+) -> tuple[dict[str, RunStatus], list[str]]:
+    """Every run by id, and the ones picked in a multiselect stored under `key`.
+
+    Runs handed over by another page (session state `handed_over`) replace the pick; the
+    first time, `default(runs)` picks; runs that no longer exist drop out.
+    """
+    if handed_over in st.session_state:
+        st.session_state[key] = st.session_state.pop(handed_over)
+    runs = {run.id: run for run in engine.list()}
+    st.session_state.setdefault(key, default(list(runs.values())))
+    st.session_state[key] = [run_id for run_id in st.session_state[key] if run_id in runs]
+    picked = st.multiselect(
+        "Runs", list(runs), key=key, format_func=lambda run_id: format.label(runs[run_id])
+    )
+    return runs, picked
