@@ -115,9 +115,14 @@ def settle(page, timeout: float = 60_000) -> None:
     )
 
 
-def screenshot(page, name: str) -> None:
+def screenshot(page, name: str, height: int = 1000) -> None:
+    """Saves the page; Streamlit scrolls inside its own container, so a tall page needs a
+    tall window rather than `full_page`."""
     ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+    page.set_viewport_size({"width": 1400, "height": height})
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+    page.set_viewport_size({"width": 1400, "height": 1000})
 
 
 def loss_points(page) -> tuple[int, float]:
@@ -179,7 +184,7 @@ def test_start_watch_and_stop_a_run_in_the_browser(server, browser) -> None:
     (ARTIFACTS / "latency.txt").write_text(
         f"step logged to on screen, median of {len(latencies)}: {latency:.3f} s\n"
     )
-    screenshot(page, "live-training")
+    screenshot(page, "live-training", height=3600)
 
     page.get_by_role("button", name="⏹ Stop").click()
     page.wait_for_function("() => document.body.innerText.includes('stopped')", timeout=30_000)
@@ -187,7 +192,7 @@ def test_start_watch_and_stop_a_run_in_the_browser(server, browser) -> None:
         (run,) = store.list_runs()
     assert run.status == "stopped"
     settle(page)
-    screenshot(page, "live-stopped")
+    screenshot(page, "live-stopped", height=3600)
     assert page.locator("[data-testid='stException']").count() == 0
 
     for path, name in (
