@@ -130,6 +130,7 @@ def test_a_diverging_run_exits_1_with_the_reason(tmp_path):
         (["--epochs", "2.5"], "epochs"),
         (["--optimizer", "sgd", "--beta-1", "0.5"], "beta_1"),
         (["--task-weight", "digit=0", "--task-weight", "parity=0"], "task_weights"),
+        (["--alpha-every", "-1"], "alpha_every"),
     ],
 )
 def test_bad_flags_exit_2_with_one_line_and_write_nothing(tmp_path, flags, field):
@@ -193,6 +194,21 @@ def test_flags_override_the_config_file(tmp_path):
     assert parsed.hyperparameters["learning_rate"] == 0.05
     assert parsed.hyperparameters["clip_norm"] == 2.0
     assert dict(parsed.task_weights) == {"digit": 2.0, "parity": 0.5}
+
+
+def test_instrument_intervals_are_flags():
+    parsed = parse_train(
+        "--alpha-every",
+        "0",
+        "--sharpness-every",
+        "25",
+        "--noise-scale-every",
+        "3",
+        "--histogram-every",
+        "7",
+    )
+    assert (parsed.alpha_every, parsed.sharpness_every) == (0, 25)
+    assert (parsed.noise_scale_every, parsed.histogram_every) == (3, 7)
 
 
 def test_only_the_knobs_given_are_set():
