@@ -202,6 +202,23 @@ def parse_layer_rules(value: Any) -> tuple[LayerRule, ...]:
     return tuple(rules)
 
 
+def live_change(knobs: Iterable[Knob], name: str, value: Any, *, was_on: bool) -> Any:
+    """`value` validated as a mid-run change of knob `name`; raises `ValueError` saying why
+    it cannot be: the knob is not live, it was off when training started (an off knob is
+    not in the traced step), or the value is invalid or would turn it off."""
+    knobs = tuple(knobs)
+    knob = next((k for k in knobs if k.name == name), None)
+    if knob is None or not knob.live:
+        live = ", ".join(k.name for k in knobs if k.live)
+        raise ValueError(f"is not a live knob (live: {live})")
+    if not was_on:
+        raise ValueError("was off when training started; start with a value to change it")
+    value = knob.validate(value)
+    if value is None:
+        raise ValueError("cannot be turned off while training")
+    return value
+
+
 def validate(knobs: Iterable[Knob], values: Mapping[str, Any], *, owner: str) -> dict[str, Any]:
     """Validates `values` against `knobs`, filling defaults.
 

@@ -20,7 +20,7 @@ from typing import Any
 from core.engine import owner
 from core.engine.config import RunConfig
 from core.engine.execution import RunControl, RunExecution
-from core.knobs import InvalidHyperparameters
+from core.knobs import InvalidHyperparameters, live_change
 from core.store import ACTIVE_STATUSES, Event, Metrics, RunRecord, Store, UnknownRunError
 
 
@@ -125,19 +125,11 @@ class Engine:
 
         control = self._active(run_id)
         spec = optimizers.get_spec(control.config.optimizer)
-        by_name = {k.name: k for k in spec.knobs}
         errors, values = {}, {}
         for name, value in knobs.items():
-            knob = by_name.get(name)
+            was_on = control.config.hyperparameters.get(name) is not None
             try:
-                if knob is None or not knob.live:
-                    live = ", ".join(k.name for k in spec.knobs if k.live)
-                    raise ValueError(f"is not a live knob of {spec.name} (live: {live})")
-                if control.config.hyperparameters.get(name) is None:
-                    raise ValueError("was off when the run started; start one with a value")
-                values[name] = knob.validate(value)
-                if values[name] is None:
-                    raise ValueError("cannot be turned off while training")
+                values[name] = live_change(spec.knobs, name, value, was_on=was_on)
             except ValueError as exc:
                 errors[name] = str(exc)
         if errors:

@@ -5,7 +5,7 @@ One optimizer step, for gradients g and parameters θ (all trainable variables a
     1. g  ← Σ_replicas g                           all-reduce, under `tf.distribute`
     2. g  ← g · min(1, c / ‖g‖)                    clip_norm c, ‖·‖ over all gradients
     3. g  ← g + σ·ξ,  ξ ~ N(0, I)                  noise_std σ (a standard deviation)
-    4. g  ← topk(g + e);  e ← (g + e) − g          top_k per tensor; e only with error feedback
+    4. k  ← topk(g + e);  e ← g + e − k;  g ← k    top_k per tensor; e only with error feedback
     5. Δ  ← algorithm(g)                           the subclass's step (it includes −η)
     6. Δ  ← m_l · Δ                                layer_rules step multiplier m_l
     7. θ' ← θ − θ·λ_l·η·m_l + Δ                    decoupled weight decay λ_l (layer_rules or
@@ -32,7 +32,14 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from core.knobs import COMMON_KNOBS, InvalidHyperparameters, Knob, LayerRule, validate
+from core.knobs import (
+    COMMON_KNOBS,
+    InvalidHyperparameters,
+    Knob,
+    LayerRule,
+    live_change,
+    validate,
+)
 from core.optimizers import transforms
 
 Assignment = tuple[tf.Variable, tf.Tensor]
@@ -143,24 +150,15 @@ class LabOptimizer(keras.optimizers.Optimizer):
         Raises `InvalidHyperparameters` naming the field when the value is invalid, the
         knob is not live, or it was off (`None`) when the optimizer was made.
         """
-        knob = next((k for k in self.knobs if k.name == name), None)
-        if knob is None or not knob.live:
-            live = [k.name for k in self.knobs if k.live]
-            raise InvalidHyperparameters({name: f"is not a live knob (live: {', '.join(live)})"})
+        was_on = name == "learning_rate" or name in self._live
         try:
-            value = knob.validate(value)
-            if value is None:
-                raise ValueError("cannot be turned off while training")
+            value = live_change(self.knobs, name, value, was_on=was_on)
         except ValueError as exc:
             raise InvalidHyperparameters({name: str(exc)}) from None
         if name == "learning_rate":
             self.learning_rate = value
-        elif name in self._live:
-            self._live[name].assign(value)
         else:
-            raise InvalidHyperparameters(
-                {name: "was off when the optimizer was made; start it with a value to change it"}
-            )
+            self._live[name].assign(value)
         return value
 
     @property
