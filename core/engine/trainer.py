@@ -1,6 +1,7 @@
 """`Trainer`: one run's data, model and optimizer, and its instrumented, traced steps.
 
-The training step is a custom loop step (not `model.fit`), traced once. It keeps running
+The training step is a custom loop step (not `model.fit`), traced once for each set of
+instruments due at a step (a handful in all: their intervals are fixed). It keeps running
 sums of the loss and accuracy in variables and leaves the optimizer's telemetry in the
 optimizer's `stats`, so no value crosses to the host until `snapshot()` reads everything
 at once: one host round trip per logged step, however often steps run. Under a
@@ -91,7 +92,9 @@ class Trainer:
             epochs=1,
             multitask=config.multitask,
         )
-        self.first_batch_sha256 = _sha256(next(iter(train.take(1))))
+        # The first batch fingerprints the batch order and is the sharpness's fixed batch.
+        self._first_batch = next(iter(train.take(1)))
+        self.first_batch_sha256 = _sha256(self._first_batch)
         with strategy.scope():
             self.model = models.build(
                 config.model,
@@ -132,7 +135,6 @@ class Trainer:
         # scale's terms, and the fixed batch and last eigenvector of the sharpness.
         self._initial = [tf.Variable(tf.convert_to_tensor(v), trainable=False) for v in variables]
         self._noise_averages = tf.Variable(tf.zeros(3), trainable=False)  # grad_sq, trace, n
-        self._sharpness_batch = next(iter(train.take(1)))
         rng = tf.random.Generator.from_seed(config.seed)
         self._eigenvector = [tf.Variable(rng.normal(v.shape), trainable=False) for v in variables]
         # TensorFlow counts retraces per function code, so the methods of many trainers
@@ -347,7 +349,7 @@ class Trainer:
         """The top Hessian eigenvalue of the loss on the run's first batch, by power
         iteration from the previous eigenvector (on all of the batch: the same value an
         all-reduce over replicas would give)."""
-        x, y = self._sharpness_batch
+        x, y = self._first_batch
         variables = self.model.trainable_variables
 
         def hvp(vector: list[tf.Tensor]) -> list[tf.Tensor]:
