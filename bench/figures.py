@@ -1,0 +1,155 @@
+"""Every figure of the bench: its number, what it measures, its target, and its code.
+
+The targets live here and only here, next to the figure's name, so that they can be read
+(and reviewed) in one place; the figure functions only measure. A figure function takes
+the run's `Settings` and returns a `Measured`. It is named as `"module:function"` and
+imported only when it runs, so `--only 6` does not load TensorFlow.
+
+To add a figure, write its function in the module of its group and add a line below.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from bench.rows import Measured, Target
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How much each figure measures.
+
+    Attributes:
+        pairs: Measured pairs per comparison (at least 5 for results).
+        warmup: Pairs run and dropped before them.
+        quick: Smaller workloads, for a smoke test; its numbers are not results.
+    """
+
+    pairs: int
+    warmup: int = 1
+    quick: bool = False
+
+    def pick(self, full: T, quick: T) -> T:
+        """The workload size for this run: `full`, or `quick` in a quick run."""
+        return quick if self.quick else full
+
+
+# A full run keeps more than the 5 pairs it must: this machine is shared, and its load moves.
+FULL = Settings(pairs=7)
+QUICK = Settings(pairs=2, quick=True)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One row of the results table, before it is measured.
+
+    Attributes:
+        number: The figure's number in the issue; `--only` selects by it.
+        label: The number as shown, with a suffix for a secondary row (`"3 ref"`).
+        name: What is measured, naming A and B.
+        target: The bound the row is held to, or `None` for a row reported without one.
+        function: `"module:function"` of the code that measures it.
+    """
+
+    number: int
+    label: str
+    name: str
+    target: Target | None
+    function: str
+
+    def load(self) -> Callable[[Settings], Measured]:
+        """The figure function, imported now."""
+        module, _, name = self.function.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+
+FIGURES: tuple[Figure, ...] = (
+    Figure(
+        1,
+        "1",
+        "Training steps/s, LeNet mnist-5k batch 64: engine with telemetry every step (A) "
+        "vs Keras model.fit with AdamW (B)",
+        Target(">=", 1.0),
+        "bench.training:engine_vs_keras",
+    ),
+    Figure(
+        2,
+        "2",
+        "Time per training step: engine with telemetry every step (A) vs telemetry off (B)",
+        Target("<=", 1.10),
+        "bench.training:telemetry_cost",
+    ),
+    Figure(
+        3,
+        "3",
+        "Optimizer step, 10M-parameter MLP: projected_gd (A) vs keras.optimizers.SGD (B)",
+        Target("<=", 1.05),
+        "bench.optimizer_step:projected_gd",
+    ),
+    Figure(
+        3,
+        "3 ref",
+        "Optimizer step, 10M-parameter MLP: the articles' concatenate-and-split projected GD "
+        "(A) vs keras.optimizers.SGD (B)",
+        None,
+        "bench.optimizer_step:concatenated_projected_gd",
+    ),
+    Figure(
+        4,
+        "4",
+        "Optimizer step, 10M-parameter MLP: sgd with clip_norm=1 (A) vs "
+        "keras.optimizers.SGD(global_clipnorm=1) (B)",
+        Target("<=", 1.05),
+        "bench.optimizer_step:clip_norm",
+    ),
+    Figure(
+        5,
+        "5",
+        "Dashboard: building the Live page's figures for 4 runs × 50,000 steps (A), "
+        "their JSON payload (B)",
+        Target("<=", 0.250, on="a", unit="s"),
+        "bench.dashboard:live_figures",
+    ),
+    Figure(
+        6,
+        "6a",
+        "Store: telemetry rows (one per step) committed per second from a training thread",
+        None,
+        "bench.storage:write_rate",
+    ),
+    Figure(
+        6,
+        "6b",
+        "Store: reading back the metrics of a 50,000-step run",
+        Target("<=", 0.100, on="a", unit="s"),
+        "bench.storage:read_time",
+    ),
+    Figure(
+        7,
+        "7",
+        "Total steps/s of two LeNet runs of 300 steps: at once, max_concurrent=2 (A) vs "
+        "one after the other (B)",
+        Target(">=", 0.95),
+        "bench.training:two_runs_at_once",
+    ),
+)
+
+
+def select(numbers: Iterable[int] | None) -> list[Figure]:
+    """The figures with these numbers (all when `None`), in table order.
+
+    Raises `ValueError` naming any number that is not a figure.
+    """
+    if numbers is None:
+        return list(FIGURES)
+    wanted = set(numbers)
+    unknown = wanted - {figure.number for figure in FIGURES}
+    if unknown:
+        known = ", ".join(str(n) for n in sorted({f.number for f in FIGURES}))
+        raise ValueError(f"no figure {sorted(unknown)} (figures: {known})")
+    return [figure for figure in FIGURES if figure.number in wanted]

@@ -1,0 +1,333 @@
+"""Figures 1, 2 and 7: the engine's training speed against Keras, itself, and in parallel.
+
+All three train LeNet on mnist-5k at batch 64 through `core.engine.Engine`, with its
+store on a temporary file, and time steps with a `ClockedStore`. Figures 1 and 2 time the
+steady part of each run: from the end of the first epoch (tracing and warm-up done) to the
+end of the last whole epoch before the final step (whose validation is left out). Keras
+is timed over the same window of the same number of batches, by a callback.
+
+The engine's instruments (alpha, sharpness, noise scale, histograms) are off in all
+three: these figures are about training and telemetry, and figure 8 about instruments.
+
+Every run leaves its model and traced graphs in reference cycles that only a full garbage
+collection frees, and in a process that has trained a few runs a full collection takes
+seconds, with every thread stopped. So garbage is collected before each sample, untimed:
+otherwise one sample in a few would carry a collection of the others' garbage.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import math
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import keras
+
+from bench.figures import Settings
+from bench.machine import available_cores
+from bench.rows import Measured, Quantity
+from bench.sampler import StackSampler
+from bench.step_clock import ClockedStore
+from bench.timing import Sampler, interleave
+from core import data, models
+from core.engine import Engine, RunConfig, RunStatus, execution
+from core.engine.config import INSTRUMENT_INTERVALS
+
+MODEL = "lenet"
+DATASET = "mnist-5k"
+BATCH = 64
+LEARNING_RATE = 1e-3
+# Seconds one run may take before its figure gives up and fails.
+RUN_TIMEOUT = 300.0
+# Calls of the run loop named when explaining where a step's time goes.
+PROFILE_TOP = 5
+# These figures time training and telemetry; what the instruments cost is figure 8's.
+INSTRUMENTS_OFF = {f"{name}_every": 0 for name, *_ in INSTRUMENT_INTERVALS}
+
+
+def engine_vs_keras(settings: Settings) -> Measured:
+    """Figure 1: steady steps/s of the engine (telemetry every step) and of `model.fit`."""
+    first, last = _window(settings)
+    config = _config(last + 1, telemetry=True)
+    with _clocked_engine() as (engine, store):
+        paired = interleave(
+            _engine_rate(engine, store, config, first, last),
+            _keras_rate(first, last),
+            pairs=settings.pairs,
+            warmup=settings.warmup,
+            settle=gc.collect,
+        )
+    keras_step = 1 / paired.b_median
+    return Measured(
+        a=Quantity(paired.a_median, "steps/s"),
+        b=Quantity(paired.b_median, "steps/s"),
+        ratio=paired.ratio,
+        diagnose=lambda: (
+            "Sampled in one more run, an engine step took "
+            f"{_engine_profile(config, first, last)}; "
+            f"a Keras fit step took {keras_step * 1e3:.2f} ms in the figure."
+        ),
+    )
+
+
+def telemetry_cost(settings: Settings) -> Measured:
+    """Figure 2: seconds per step with telemetry every step, and with it off."""
+    first, last = _window(settings)
+    on_config = _config(last + 1, telemetry=True)
+    # Off, a row is still logged once an epoch: the clock needs both window ends.
+    off_config = _config(last + 1, telemetry=False, log_every=first)
+    with _clocked_engine() as (engine, store):
+        on = _engine_rate(engine, store, on_config, first, last)
+        off = _engine_rate(engine, store, off_config, first, last)
+        paired = interleave(
+            lambda: 1 / on(),
+            lambda: 1 / off(),
+            pairs=settings.pairs,
+            warmup=settings.warmup,
+            settle=gc.collect,
+        )
+    return Measured(
+        a=Quantity(paired.a_median, "s"),
+        b=Quantity(paired.b_median, "s"),
+        ratio=paired.ratio,
+        diagnose=lambda: (
+            "Sampled in one more run each, a step with telemetry took "
+            f"{_engine_profile(on_config, first, last)}; without, "
+            f"{_engine_profile(off_config, first, last)}."
+        ),
+    )
+
+
+def two_runs_at_once(settings: Settings) -> Measured:
+    """Figure 7: total steps/s of two runs trained together and one after the other.
+
+    Each sample times the two runs from `start` to the end of both, setup and validation
+    included: what a user waiting for both sees. The runs are the engine's defaults
+    (`adamw`, telemetry every step, validation every epoch) with seeds 0 and 1, and the
+    instruments off.
+    """
+    steps = settings.pick(300, 130)
+    configs = [
+        RunConfig(
+            model=MODEL,
+            dataset=DATASET,
+            batch_size=BATCH,
+            max_steps=steps,
+            seed=seed,
+            **INSTRUMENTS_OFF,
+        )
+        for seed in (0, 1)
+    ]
+    # Steady: from the first epoch's end to the last epoch end before the final step.
+    first = _steps_per_epoch()
+    last = (steps - 1) // first * first
+    with tempfile.TemporaryDirectory() as folder:
+        at_once = _Pair(Path(folder) / "at_once.sqlite", max_concurrent=2)
+        in_turn = _Pair(Path(folder) / "in_turn.sqlite", max_concurrent=1)
+        try:
+            paired = interleave(
+                lambda: at_once.train(configs, first, last),
+                lambda: in_turn.train(configs, first, last),
+                pairs=settings.pairs,
+                warmup=settings.warmup,
+                settle=gc.collect,
+            )
+        finally:
+            at_once.engine.close()
+            in_turn.engine.close()
+    return Measured(
+        a=Quantity(paired.a_median, "steps/s"),
+        b=Quantity(paired.b_median, "steps/s"),
+        ratio=paired.ratio,
+        diagnose=lambda: (
+            f"Both at once, a run took {at_once.describe()}; "
+            f"one at a time, {in_turn.describe()} (of {available_cores()} cores)."
+        ),
+    )
+
+
+class _Pair:
+    """Figure 7's side: an engine that trains the two runs, and what its samples saw."""
+
+    def __init__(self, path: Path, max_concurrent: int) -> None:
+        self.store = ClockedStore(path)
+        self.engine = Engine(self.store, max_concurrent=max_concurrent)
+        self.setup: list[float] = []  # running → first step logged, per run
+        self.steady: list[float] = []  # steps/s after the first epoch, per run
+        self.busy: list[float] = []  # cores this process kept busy, per sample
+
+    def train(self, configs: list[RunConfig], first: int, last: int) -> float:
+        """Trains the runs; returns their total steps per second, start to end."""
+        start, cpu = time.perf_counter(), time.process_time()
+        run_ids = [self.engine.start(config) for config in configs]
+        steps = sum(_wait(self.engine, run_id).step for run_id in run_ids)
+        elapsed = time.perf_counter() - start
+        self.busy.append((time.process_time() - cpu) / elapsed)
+        for run_id in run_ids:
+            self.setup.append(self.store.times(run_id)[1] - self.store.started(run_id))
+            self.steady.append(self.store.steady_rate(run_id, first, last))
+        return steps / elapsed
+
+    def describe(self) -> str:
+        return (
+            f"{statistics.median(self.setup):.2f} s from starting to its first step, then "
+            f"trained at {statistics.median(self.steady):.0f} steps/s, with "
+            f"{statistics.median(self.busy):.2f} cores busy"
+        )
+
+
+# Samplers -------------------------------------------------------------------------------
+
+
+def _engine_rate(
+    engine: Engine, store: ClockedStore, config: RunConfig, first: int, last: int
+) -> Sampler:
+    """A sampler that trains one run and returns its steps/s from step `first` to `last`."""
+
+    def sample() -> float:
+        run_id = engine.start(config)
+        _wait(engine, run_id)
+        return store.steady_rate(run_id, first, last)
+
+    return sample
+
+
+def _keras_rate(first: int, last: int) -> Sampler:
+    """A sampler that fits one `last`-batch epoch with Keras and returns its steps/s from
+    batch `first` to batch `last`. The model is compiled once and keeps training: its
+    first sample traces, and later ones run warm."""
+    dataset = data.load(DATASET)
+    model = models.build(
+        MODEL, input_shape=dataset.input_shape, num_classes=dataset.num_classes, seed=0
+    )
+    model.compile(
+        optimizer=keras.optimizers.AdamW(learning_rate=LEARNING_RATE),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
+    clock = _BatchClock()
+
+    def sample() -> float:
+        batches = data.pipeline(
+            dataset,
+            "train",
+            batch_size=BATCH,
+            seed=0,
+            drop_remainder=True,
+            epochs=math.ceil(last / _steps_per_epoch()),
+        )
+        clock.times.clear()
+        # shuffle=False: the pipeline shuffles already (and Keras warns otherwise).
+        model.fit(
+            batches, epochs=1, steps_per_epoch=last, shuffle=False, verbose=0, callbacks=[clock]
+        )
+        return (last - first) / (clock.times[last - 1] - clock.times[first - 1])
+
+    return sample
+
+
+class _BatchClock(keras.callbacks.Callback):
+    """Records `time.perf_counter()` at the end of every training batch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.times: list[float] = []
+
+    def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
+        self.times.append(time.perf_counter())
+
+
+# Where an engine step's time goes -------------------------------------------------------
+
+
+def _engine_profile(config: RunConfig, first: int, last: int) -> str:
+    """Where the steps of one more run of `config` go: the calls of the engine's run loop
+    (`core.engine.execution`), sampled in the run's thread from step `first` to `last`.
+
+    Returns e.g. "4.02 ms (Trainer.step 3.10 ms, Trainer.snapshot 0.61 ms, …)".
+    """
+    gc.collect()  # as before every sample: see the module docstring
+    sampler = StackSampler(execution.__file__)
+
+    def on_append(run_id: str, step: int) -> None:
+        if step == first:
+            sampler.start(threading.get_ident())
+        elif step == last:
+            sampler.stop()
+
+    with _clocked_engine(on_append=on_append) as (engine, store):
+        try:
+            run_id = engine.start(config)
+            _wait(engine, run_id)
+        finally:
+            sampler.stop()  # if the run ended early: restores the switch interval
+        step_seconds = 1 / store.steady_rate(run_id, first, last)
+    total = sum(sampler.seconds.values())
+    parts = ", ".join(
+        f"{call} {seconds / total * step_seconds * 1e3:.2f} ms"
+        for call, seconds in sampler.seconds.most_common(PROFILE_TOP)
+    )
+    return f"{step_seconds * 1e3:.2f} ms ({parts})"
+
+
+# Runs -----------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _clocked_engine(
+    on_append: Callable[[str, int], None] | None = None,
+) -> Iterator[tuple[Engine, ClockedStore]]:
+    """An engine that trains one run at a time, on a `ClockedStore` in a temporary folder."""
+    with tempfile.TemporaryDirectory() as folder:
+        store = ClockedStore(Path(folder) / "bench.sqlite", on_append=on_append)
+        engine = Engine(store, max_concurrent=1)
+        try:
+            yield engine, store
+        finally:
+            engine.close()
+
+
+def _config(steps: int, *, telemetry: bool, log_every: int = 1) -> RunConfig:
+    """Figures 1 and 2's run: `steps` steps, validating only at the last one."""
+    return RunConfig(
+        model=MODEL,
+        dataset=DATASET,
+        optimizer="adamw",
+        hyperparameters={"learning_rate": LEARNING_RATE},
+        batch_size=BATCH,
+        log_every=log_every,
+        telemetry=telemetry,
+        max_steps=steps,
+        epochs=math.ceil(steps / _steps_per_epoch()),
+        val_every=steps,
+        **INSTRUMENTS_OFF,
+    )
+
+
+def _window(settings: Settings) -> tuple[int, int]:
+    """(first, last): the steps whose ends bound the timed window, whole epochs after
+    the first one."""
+    steps_per_epoch = _steps_per_epoch()
+    return steps_per_epoch, steps_per_epoch * (1 + settings.pick(4, 1))
+
+
+def _steps_per_epoch() -> int:
+    return len(data.load(DATASET).y_train) // BATCH
+
+
+def _wait(engine: Engine, run_id: str) -> RunStatus:
+    """Waits for the run to complete and returns its status; raises if it fails or takes
+    over `RUN_TIMEOUT`."""
+    status = engine.wait(run_id, RUN_TIMEOUT)
+    if status.active:
+        engine.stop(run_id)
+        engine.wait(run_id)
+        raise TimeoutError(f"run {run_id} took over {RUN_TIMEOUT:.0f} s")
+    if status.status != "completed":
+        raise RuntimeError(f"run {run_id} ended {status.status}: {status.error}")
+    return status

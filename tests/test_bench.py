@@ -1,0 +1,256 @@
+"""The bench's machinery: interleaved timing, the report, the store clock, the synthetic
+telemetry, and a smoke run of one cheap figure. The benchmark itself is not run here."""
+
+from __future__ import annotations
+
+import re
+import statistics
+import threading
+import time
+from fractions import Fraction
+
+import pytest
+
+from bench import report, synthetic
+from bench.__main__ import main
+from bench.figures import FIGURES, select
+from bench.rows import Measured, Quantity, Row, Target, format_value
+from bench.sampler import ANCHOR_ITSELF, StackSampler
+from bench.step_clock import ClockedStore
+from bench.timing import interleave, median_seconds, seconds_per_call
+from core.engine import Engine, RunConfig
+
+
+def test_interleave_alternates_and_measures_relative_cost() -> None:
+    order: list[str] = []
+
+    def sleeper(name: str, seconds: float):
+        def call() -> None:
+            order.append(name)
+            time.sleep(seconds)
+
+        return seconds_per_call(call, calls=3)
+
+    paired = interleave(sleeper("a", 0.004), sleeper("b", 0.008), pairs=5, warmup=1)
+
+    assert order == ["a", "a", "a", "b", "b", "b"] * 6
+    assert len(paired.a) == len(paired.b) == 5
+    # B sleeps twice as long; sleep overshoots a little, which pulls the ratio toward 1.
+    assert 1.5 <= 1 / paired.ratio <= 2.1
+    assert 0.004 <= paired.a_median <= 0.008
+
+
+def test_interleave_drops_the_warmup_and_takes_medians() -> None:
+    counts = {"a": 0, "b": 0}
+
+    def counter(name: str, scale: float):
+        def sample() -> float:
+            counts[name] += 1
+            return counts[name] * scale
+
+        return sample
+
+    paired = interleave(counter("a", 1.0), counter("b", 4.0), pairs=3, warmup=2)
+
+    assert paired.a == (3.0, 4.0, 5.0) and paired.b == (12.0, 16.0, 20.0)
+    assert paired.a_median == 4.0 and paired.b_median == 16.0
+    assert paired.ratio == 0.25
+
+
+def test_interleave_settles_before_every_sample() -> None:
+    order: list[str] = []
+
+    def sampler(name: str):
+        return lambda: order.append(name) or 1.0
+
+    interleave(sampler("a"), sampler("b"), pairs=2, warmup=1, settle=lambda: order.append("-"))
+
+    assert order == ["-", "a", "-", "b"] * 3
+
+
+def test_bad_counts_are_refused() -> None:
+    with pytest.raises(ValueError):
+        interleave(lambda: 1.0, lambda: 1.0, pairs=0)
+    with pytest.raises(ValueError):
+        interleave(lambda: 1.0, lambda: 1.0, pairs=1, warmup=-1)
+    with pytest.raises(ValueError):
+        seconds_per_call(lambda: None, calls=0)
+    with pytest.raises(ValueError):
+        median_seconds(lambda: None, runs=0)
+
+
+@pytest.mark.parametrize(
+    ("value", "unit", "text"),
+    [
+        (0.0041, "s", "4.10 ms"),
+        (0.25, "s", "250 ms"),
+        (12.5, "s", "12.5 s"),
+        (3.2e-5, "s", "32.0 µs"),
+        (2_500_000, "B", "2.50 MB"),
+        (152.34, "steps/s", "152 steps/s"),
+        (9.876, "steps/s", "9.88 steps/s"),
+        (116_224.4, "rows/s", "116,224 rows/s"),
+    ],
+)
+def test_values_are_formatted_with_three_digits(value, unit, text) -> None:
+    assert format_value(value, unit) == text
+
+
+def test_targets_judge_ratios_and_values() -> None:
+    faster = Target(">=", 1.0)
+    assert str(faster) == "≥ 1.00×"
+    assert faster.accepts(1.0) and not faster.accepts(0.99) and not faster.accepts(float("nan"))
+    quick = Target("<=", 0.25, on="a", unit="s")
+    assert str(quick) == "≤ 250 ms"
+    assert quick.accepts(0.2) and not quick.accepts(0.3)
+
+
+def _rows() -> list[Row]:
+    steps = Quantity(150.0, "steps/s")
+    return [
+        Row("1", "fast", Target(">=", 1.0), Measured(steps, Quantity(140.0, "steps/s"), 1.07)),
+        Row("2", "slow", Target("<=", 1.1), Measured(Quantity(0.006, "s"), None, 1.3), "why"),
+        Row("3 ref", "reference", None, Measured(steps, steps, 1.0)),
+        Row("5", "charts", Target("<=", 0.25, on="a", unit="s"), None, "Not measured: x."),
+        Row("6b", "read", Target("<=", 0.1, on="a", unit="s"), Measured(Quantity(0.02, "s"))),
+    ]
+
+
+def test_met_is_computed_from_the_target() -> None:
+    assert [row.met for row in _rows()] == [True, False, None, False, True]
+
+
+def test_the_table_has_a_line_per_row_and_the_verdicts() -> None:
+    lines = report.table(_rows()).splitlines()
+
+    assert len(lines) == 2 + 5
+    assert len({len(line) for line in lines}) == 1  # columns line up
+    cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
+    assert cells[0] == list(report.COLUMNS)
+    assert [row[-1] for row in cells[2:]] == ["yes", "no", "—", "no", "yes"]
+    assert cells[2][2:6] == ["150 steps/s", "140 steps/s", "1.07×", "≥ 1.00×"]
+    assert cells[5][2:5] == ["—", "—", "—"]  # not measured
+
+
+def test_the_final_line_counts_targets_met() -> None:
+    assert report.summary(_rows()) == "bench: 2/4 targets met"
+    assert report.summary([]) == "bench: 0/0 targets met"
+
+
+def test_notes_explain_misses() -> None:
+    notes = report.notes(_rows())
+    assert notes == ["- 2: Missed. why", "- 5: Not measured: x."]
+
+
+def test_the_results_file_describes_the_machine_and_ends_with_the_final_line() -> None:
+    text = report.results_file(
+        _rows(), machine={"CPU": "a CPU", "Cores": "2"}, pairs=5, warmup=1, seconds=75
+    )
+    assert "- CPU: a CPU" in text and "1 min 15 s" in text
+    assert "the first pair is dropped as warm-up, and each\nfigure keeps the next 5." in text
+    assert report.table(_rows()) in text
+    assert text.rstrip().splitlines()[-1] == "bench: 2/4 targets met"
+
+
+def test_figures_are_selected_by_number() -> None:
+    assert [f.label for f in select([3, 6])] == ["3", "3 ref", "6a", "6b"]
+    assert select(None) == list(FIGURES)
+    with pytest.raises(ValueError, match="no figure"):
+        select([99])
+    for figure in FIGURES:
+        assert callable(figure.load())
+
+
+def test_the_sampler_charges_time_to_the_call_the_anchor_is_in() -> None:
+    # This file is the anchor: time in `statistics.mean` (pure Python) is charged to
+    # "mean", sleeping (a built-in, which has no frame) to the anchor itself.
+    sampler = StackSampler(__file__, interval=0.001)
+    numbers = [Fraction(i, 7) for i in range(100_000)]  # about 20 ms of mean
+    done = threading.Event()
+
+    def work() -> None:
+        sampler.start(threading.get_ident())
+        deadline = time.perf_counter() + 0.8
+        while time.perf_counter() < deadline:
+            statistics.mean(numbers)
+            time.sleep(0.02)
+        sampler.stop()
+        done.set()
+
+    started = time.perf_counter()
+    threading.Thread(target=work).start()
+    done.wait(10)
+    elapsed = time.perf_counter() - started
+
+    # A moment may go to starting the sampler's own thread.
+    assert (
+        {"mean", ANCHOR_ITSELF} <= set(sampler.seconds) <= {"mean", ANCHOR_ITSELF, "Thread.start"}
+    )
+    total = sum(sampler.seconds.values())
+    assert 0.5 * elapsed <= total <= elapsed
+    # About half the time goes to `mean`.
+    assert 0.25 <= sampler.seconds["mean"] / total <= 0.75
+
+
+@pytest.fixture(scope="module")
+def clocked_run(tmp_path_factory):
+    """A real two-step LeNet run through a `ClockedStore`, and the hook's calls."""
+    calls = []
+    store = ClockedStore(
+        tmp_path_factory.mktemp("bench") / "lab.sqlite",
+        on_append=lambda run_id, step: calls.append((run_id, step, threading.get_ident())),
+    )
+    engine = Engine(store, max_concurrent=1)
+    config = RunConfig(
+        model="lenet", dataset="mnist-5k", optimizer="adamw", max_steps=2, log_every=1
+    )
+    run_id = engine.start(config)
+    status = engine.wait(run_id, 120)
+    yield store, run_id, status, calls
+    engine.close()
+
+
+def test_the_clock_notes_the_start_and_every_logged_step(clocked_run) -> None:
+    store, run_id, status, calls = clocked_run
+    assert status.status == "completed"
+    times = store.times(run_id)
+    assert sorted(times) == [1, 2]
+    assert store.started(run_id) < times[1] < times[2]
+    assert store.steady_rate(run_id, 1, 2) == pytest.approx(1 / (times[2] - times[1]))
+    # The hook runs in the run's own thread, after each append.
+    assert [(r, step) for r, step, _ in calls] == [(run_id, 1), (run_id, 2)]
+    assert calls[0][2] != threading.get_ident()
+
+
+def test_synthetic_telemetry_has_the_keys_of_a_real_run(clocked_run) -> None:
+    store, run_id, *_ = clocked_run
+    real = store.read_metrics(run_id).keys
+    assert set(real) == {*synthetic.STEP_KEYS, *synthetic.EPOCH_KEYS}
+
+    rows = synthetic.rows(2 * synthetic.STEPS_PER_EPOCH)
+    assert [step for step, _ in rows] == list(range(1, 2 * synthetic.STEPS_PER_EPOCH + 1))
+    with_epoch_keys = [step for step, values in rows if "val_loss" in values]
+    assert with_epoch_keys == [synthetic.STEPS_PER_EPOCH, 2 * synthetic.STEPS_PER_EPOCH]
+    assert {values["clip_active"] for _, values in rows} <= {0.0, 1.0}
+
+
+def test_a_quick_run_of_the_store_figures(tmp_path, capsys) -> None:
+    results = tmp_path / "results.md"
+
+    assert main(["--quick", "--only", "6", "--results", str(results)]) == 0
+
+    out = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(r"bench: [01]/1 targets met", out[-1])
+    assert any(line.startswith("| 6a ") for line in out)
+    assert any(line.startswith("| 6b ") for line in out)
+    text = results.read_text()
+    assert "## Machine" in text and "| 6b " in text
+    assert text.rstrip().splitlines()[-1] == out[-1]
+
+
+def test_bad_arguments_exit_with_status_2(capsys) -> None:
+    for argv in (["--only", "42"], ["--only", "x"], ["--pairs", "0"]):
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == 2
+    assert "no figure" in capsys.readouterr().err
