@@ -9,6 +9,7 @@ closed). Metrics logged before any of these stay in the store.
 
 from __future__ import annotations
 
+import gc
 import math
 import queue
 import threading
@@ -107,7 +108,11 @@ class RunExecution:
                 },
             )
             writer = self.store.metrics_writer(self.run_id)
-            status = self._train(trainer, writer)
+            try:
+                status = self._train(trainer, writer)
+            finally:
+                trainer.close()
+                gc.collect()  # what is left of the run now, while it is little
             writer.close()
         except StoreError as exc:
             error = f"store: {exc}"
@@ -141,22 +146,22 @@ class RunExecution:
                 return control.stop_reason
             self._apply_updates(trainer, step)
 
-            measured = trainer.step(step)
-            row = dict(measured.values)
-            if measured.histograms is not None:
-                self.store.add_event(self.run_id, step, "histogram", measured.histograms)
             last_step = step == trainer.total_steps
-            if step % config.log_every == 0 or last_step:
-                row |= trainer.snapshot()
+            log = step % config.log_every == 0 or last_step
+            measured = trainer.step(step, log=log)
+            row = dict(measured.values)
+            if log:
                 row["epoch"] = step / trainer.steps_per_epoch
                 row["wall_time"] = time.time()  # when the step was logged (Unix seconds)
+            if measured.histograms is not None:
+                self.store.add_event(self.run_id, step, "histogram", measured.histograms)
             validate_every = config.val_every or trainer.steps_per_epoch
             if step % validate_every == 0 or last_step:
                 row |= trainer.evaluate()
             if row:
                 writer.append(step, row)
                 self._remember(row)
-                self.diverged_at = trainer.diverged_at()
+            self.diverged_at = measured.diverged_at or self.diverged_at
             control.step = step
             if self.diverged_at is not None:
                 self.store.add_event(

@@ -3,8 +3,8 @@
 The training step is a custom loop step (not `model.fit`), traced once for each set of
 instruments due at a step (a handful in all: their intervals are fixed). It keeps running
 sums of the loss and accuracy in variables and leaves the optimizer's telemetry in the
-optimizer's `stats`, so no value crosses to the host until `snapshot()` reads everything
-at once: one host round trip per logged step, however often steps run. Under a
+optimizer's `stats`, so no value crosses to the host except on a step that logs, when the
+step itself returns everything at once: one host round trip per logged step. Under a
 `tf.distribute` strategy every statistic comes from all-reduced quantities.
 
 A `Trainer` is made and used in one thread: Keras keeps name and seed state per thread.
@@ -39,11 +39,13 @@ ZERO = 1e-6
 
 @dataclass
 class Measurements:
-    """What the instruments measured at a step: scalar values for the metrics, and
-    per-layer histograms (`{"edges": [...], "grad"|"weight": {layer: counts}}`) when due."""
+    """What a step measured: values for the metrics (logged telemetry and instruments),
+    per-layer histograms (`{"edges": [...], "grad"|"weight": {layer: counts}}`) when due,
+    and the step the run diverged at, if it has (known on steps that log or measure)."""
 
     values: dict[str, float] = field(default_factory=dict)
     histograms: dict[str, Any] | None = None
+    diverged_at: int | None = None  # the first step with a non-finite loss or weights
 
 
 def layer_of(path: str) -> str:
@@ -108,7 +110,7 @@ class Trainer:
             )
             self.optimizer.build(self.model.trainable_variables)
         self.weights_sha256 = _sha256(self.model.get_weights())
-        self._batches = iter(
+        self._batches = iter(  # passed into the traced step, which takes each batch
             strategy.experimental_distribute_dataset(train)
             if strategy.num_replicas_in_sync > 1
             else train
@@ -141,18 +143,27 @@ class Trainer:
         # would share one count and warn of retracing; a partial is counted on its own.
         self._train_step = tf.function(functools.partial(Trainer._train_step_fn, self))
         self._sharpness = tf.function(functools.partial(Trainer._sharpness_fn, self))
-        self._snapshot = tf.function(functools.partial(Trainer._snapshot_fn, self))
         self._eval_batch = tf.function(functools.partial(Trainer._eval_batch_fn, self))
 
     # Training ---------------------------------------------------------------------------
 
-    def step(self, step: int) -> Measurements:
+    def step(self, step: int, *, log: bool) -> Measurements:
         """Runs optimizer step number `step` (1-based) on the next batch, with the
-        instruments whose interval divides `step`; returns what they measured."""
+        instruments whose interval divides `step`; returns what they measured and, when
+        `log`, everything to log (running means since the last log, the step's telemetry).
+
+        One call into the traced step, and one host round trip only on steps that log or
+        measure something.
+        """
         due = self._due(step)
         sharpness = due.pop("sharpness")
-        outputs = self._train_step(next(self._batches), **due)
+        outputs = self._train_step(self._batches, log=log, **due)
         measured = Measurements()
+        if log or any(due.values()):
+            first_nonfinite = int(outputs["first_nonfinite"])
+            measured.diverged_at = first_nonfinite if first_nonfinite >= 0 else None
+        if log:
+            measured.values |= self._row(outputs["logged"], outputs["per_layer"])
         if due["alpha"]:
             measured.values["alpha"] = float(outputs["alpha"])
         if due["noise_scale"]:
@@ -165,6 +176,14 @@ class Trainer:
         if sharpness:
             measured.values["sharpness"] = float(self._sharpness())
         return measured
+
+    def close(self) -> None:
+        """Lets go of the model, the optimizer and the traced functions. They hold each
+        other in reference cycles (a traced function holds the trainer), which only a full
+        garbage collection would free: seconds with every thread stopped, once enough
+        finished runs pile up."""
+        self._train_step = self._sharpness = self._eval_batch = None
+        self.model = self.optimizer = self._batches = None
 
     def _due(self, step: int) -> dict[str, bool]:
         """Which instruments measure at `step`; none without telemetry (they are part of
@@ -185,16 +204,16 @@ class Trainer:
         """Changes a live optimizer knob from the next step on; returns the value set."""
         return self.optimizer.set_knob(name, value)
 
-    def diverged_at(self) -> int | None:
-        """The first step whose loss (or, with telemetry, parameter norm) was not finite,
-        if any (reads one scalar)."""
-        step = int(self._first_nonfinite.numpy())
-        return None if step < 0 else step
-
     def _train_step_fn(
-        self, batch: tuple[Any, Any], *, alpha: bool, noise_scale: bool, histogram: bool
-    ) -> dict[str, tf.Tensor]:
-        x, y = batch
+        self,
+        batches: Any,
+        *,
+        log: bool,
+        alpha: bool,
+        noise_scale: bool,
+        histogram: bool,
+    ) -> dict[str, Any]:
+        x, y = next(batches)  # in the graph: no Python round trip for the batch
         step = functools.partial(
             self._replica_step, alpha=alpha, noise_scale=noise_scale, histogram=histogram
         )
@@ -227,6 +246,9 @@ class Trainer:
             outputs |= self._noise_scale(outputs.pop("noise/small_sq"), outputs.pop("noise/big_sq"))
         if histogram:
             outputs["histogram/weight"] = self._per_layer_histograms(self.model.trainable_variables)
+        outputs["first_nonfinite"] = self._first_nonfinite.read_value()
+        if log:
+            outputs["logged"], outputs["per_layer"] = self._logged()
         return outputs
 
     def _replica_step(
@@ -386,17 +408,19 @@ class Trainer:
 
     # Telemetry --------------------------------------------------------------------------
 
-    def snapshot(self) -> dict[str, float]:
-        """Everything to log now: means since the last snapshot, and the last step's
-        telemetry. One host round trip; resets the running sums."""
-        scalars, per_layer = self._snapshot()
-        row = {key: float(value) for key, value in scalars.items()}
+    def _row(
+        self, logged: dict[str, tf.Tensor], per_layer: dict[str, tf.Tensor]
+    ) -> dict[str, float]:
+        """The logged tensors as metric values; per-layer ones keyed `kind/layer`."""
+        row = {key: float(value) for key, value in logged.items()}
         for key, values in per_layer.items():
             for layer, value in zip(self.layers, values.numpy(), strict=True):
                 row[f"{key}/{layer}"] = float(value)
         return row
 
-    def _snapshot_fn(self) -> tuple[dict[str, tf.Tensor], dict[str, tf.Tensor]]:
+    def _logged(self) -> tuple[dict[str, tf.Tensor], dict[str, tf.Tensor]]:
+        """Means since the last log and the step's telemetry (in the graph); resets the
+        running sums."""
         sums = {k: v.read_value() for k, v in self._sums.items()}
         count = tf.maximum(sums["count"], 1.0)
         out = {"loss": sums["loss"] / count, "accuracy": sums["correct"] / count}
@@ -436,7 +460,7 @@ class Trainer:
         )
         moved = tf.stack(
             [
-                tf.reduce_sum(tf.square(tf.convert_to_tensor(v) - start))
+                2.0 * tf.nn.l2_loss(tf.convert_to_tensor(v) - start)
                 for v, start in zip(self.model.trainable_variables, self._initial, strict=True)
             ]
         )

@@ -72,6 +72,20 @@ def _as_float(value: Any) -> float:
     return float(str(np.float32(value)))
 
 
+def agreed(value: Any) -> Any:
+    """`value` made the same in every replica: their mean, computed once.
+
+    Reductions (norms, sums) that each replica computes on identical inputs may still
+    differ in the last bit (multithreaded kernels add in varying order), and a scale
+    derived from them would let mirrored copies drift apart. Outside a multi-replica step,
+    `value` itself.
+    """
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return value
+    return context.all_reduce("MEAN", value)
+
+
 def _assign_all(strategy: tf.distribute.Strategy, assignments: Sequence[Assignment]) -> None:
     """Writes each value into its variable on every device, through the strategy."""
     for variable, value in assignments:
@@ -248,7 +262,7 @@ class LabOptimizer(keras.optimizers.Optimizer):
         grads = [tf.cast(g, p.dtype) for g, p in zip(grads, params, strict=True)]
 
         if values["telemetry"] or "clip_norm" in live:
-            stats["grad_norm"] = stats["grad_norm_clipped"] = transforms.global_norm(grads)
+            stats["grad_norm"] = stats["grad_norm_clipped"] = agreed(transforms.global_norm(grads))
         if "clip_norm" in live:
             clip_norm = tf.convert_to_tensor(live["clip_norm"])
             scale = transforms.ball_scale(stats["grad_norm"], clip_norm)
@@ -276,23 +290,27 @@ class LabOptimizer(keras.optimizers.Optimizer):
         new_params = self._apply_steps(params, steps, indices, lr, stats)
 
         if values["telemetry"] or "radius" in live:
-            param_sq = [tf.reduce_sum(tf.square(p)) for p in new_params]
-            stats["param_norm"] = tf.sqrt(tf.add_n(param_sq))
+            param_sq = agreed(tf.stack([transforms.squared_norm(p) for p in new_params]))
+            stats["param_norm"] = tf.sqrt(tf.reduce_sum(param_sq))
         if "radius" in live:
             radius = tf.convert_to_tensor(live["radius"])
             scale = transforms.ball_scale(stats["param_norm"], radius)
             new_params = transforms.scale_all(new_params, scale)
             stats["projection_active"] = stats["param_norm"] > radius
             stats["param_norm"] = stats["param_norm"] * scale
-            param_sq = [sq * scale * scale for sq in param_sq]
+            param_sq = param_sq * scale * scale
 
         assignments += zip(variables, new_params, strict=True)
         if values["telemetry"]:
             stats["param_sq"] = param_sq
-            stats["step_sq"] = [
-                tf.reduce_sum(tf.square(new - old))
-                for new, old in zip(new_params, params, strict=True)
-            ]
+            stats["step_sq"] = agreed(
+                tf.stack(
+                    [
+                        transforms.squared_norm(new - old)
+                        for new, old in zip(new_params, params, strict=True)
+                    ]
+                )
+            )
             assignments += self._stat_assignments(stats, indices)
         return assignments
 
@@ -344,7 +362,7 @@ class LabOptimizer(keras.optimizers.Optimizer):
             new_params.append(new)
         if threshold is not None:
             total = sum(p.shape.num_elements() for p in params)
-            stats["pruned_frozen"] = tf.add_n(frozen_count) / total
+            stats["pruned_frozen"] = agreed(tf.add_n(frozen_count)) / total
         return new_params
 
     def _stat_assignments(self, stats: Mapping[str, Any], indices: list[int]) -> list[Assignment]:
@@ -356,7 +374,7 @@ class LabOptimizer(keras.optimizers.Optimizer):
             assignments.append((tf_variable(self._stats[name]), value))
         size = len(self._trainable_variables)
         for name in VECTOR_STATS:
-            vector = tf.scatter_nd(tf.constant(indices)[:, None], tf.stack(stats[name]), [size])
+            vector = tf.scatter_nd(tf.constant(indices)[:, None], stats[name], [size])
             assignments.append((tf_variable(self._stats[name]), vector))
         return assignments
 

@@ -14,9 +14,14 @@ from collections.abc import Sequence
 import tensorflow as tf
 
 
+def squared_norm(tensor: tf.Tensor) -> tf.Tensor:
+    """‖t‖² as a float32 scalar, in one read of `t` (no squared copy is written)."""
+    return 2.0 * tf.nn.l2_loss(tf.cast(tensor, tf.float32))
+
+
 def sum_of_squares(tensors: Sequence[tf.Tensor]) -> tf.Tensor:
     """Σ‖t‖² over all `tensors`, as a float32 scalar."""
-    return tf.add_n([tf.reduce_sum(tf.square(tf.cast(t, tf.float32))) for t in tensors])
+    return tf.add_n([squared_norm(t) for t in tensors])
 
 
 def global_norm(tensors: Sequence[tf.Tensor]) -> tf.Tensor:
