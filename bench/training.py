@@ -104,6 +104,44 @@ def telemetry_cost(settings: Settings) -> Measured:
     )
 
 
+def instrument_cost(settings: Settings) -> Measured:
+    """Figure 8: seconds per step with every instrument at its default interval, and with
+    the instruments off (telemetry on, logged every step, in both).
+
+    The window is one whole longest interval (the sharpness's), so every instrument
+    measures in it as often as it does on average in a long run, and it starts after one
+    such interval, once each mix of instruments due at a step has been traced (a one-time
+    cost at the start of a run, which a long run amortizes).
+    """
+    intervals = {f"{name}_every": every for name, every, _ in INSTRUMENT_INTERVALS}
+    if settings.quick:  # one sharpness measurement in a short window
+        intervals["sharpness_every"] = 100
+    longest = max(intervals.values())
+    first, last = longest, 2 * longest
+    off_config = _config(last + 1, telemetry=True)
+    on_config = off_config.replace(**intervals)
+    with _clocked_engine() as (engine, store):
+        on = _engine_rate(engine, store, on_config, first, last)
+        off = _engine_rate(engine, store, off_config, first, last)
+        paired = interleave(
+            lambda: 1 / on(),
+            lambda: 1 / off(),
+            pairs=settings.pairs,
+            warmup=settings.warmup,
+            settle=gc.collect,
+        )
+    return Measured(
+        a=Quantity(paired.a_median, "s"),
+        b=Quantity(paired.b_median, "s"),
+        ratio=paired.ratio,
+        diagnose=lambda: (
+            "Sampled in one more run each, a step with the instruments took "
+            f"{_engine_profile(on_config, first, last)}; without, "
+            f"{_engine_profile(off_config, first, last)}."
+        ),
+    )
+
+
 def two_runs_at_once(settings: Settings) -> Measured:
     """Figure 7: total steps/s of two runs trained together and one after the other.
 
