@@ -129,11 +129,18 @@ def test_instrument_figures_draw_the_instruments_and_the_heat_strips() -> None:
         sharpness=every(50) * 12.0,
         noise_scale=every(5) * 40.0,
     )
-    histogram = Event(id=2, run_id="a", step=50, time=0.0, kind="histogram", payload={
-        "edges": [-2.0, -1.0, 0.0],
-        "grad": {"conv1": [3, 1], "logits": [0, 4]},
-        "weight": {"conv1": [1, 1], "logits": [2, 2]},
-    })
+    histogram = Event(
+        id=2,
+        run_id="a",
+        step=50,
+        time=0.0,
+        kind="histogram",
+        payload={
+            "edges": [-2.0, -1.0, 0.0],
+            "grad": {"conv1": [3, 1], "logits": [0, 4]},
+            "weight": {"conv1": [1, 1], "logits": [2, 2]},
+        },
+    )
     figures = instrument_figures([RunView("a", "run a", logged, [histogram], batch_size=64)])
     assert set(figures) == set(INSTRUMENT_HELP)
     names = {key: [t.name for t in figure.data] for key, figure in figures.items()}
@@ -147,6 +154,7 @@ def test_instrument_figures_draw_the_instruments_and_the_heat_strips() -> None:
     (strip,) = figures["histogram/grad"].data
     assert list(strip.x) == [50]
     # conv1: 3/4 and 1/4, a gap, then logits: 0 and 1, a gap.
-    np.testing.assert_allclose(np.asarray(strip.z, dtype=float)[:, 0],
-                               [0.75, 0.25, np.nan, 0.0, 1.0, np.nan])
+    np.testing.assert_allclose(
+        np.asarray(strip.z, dtype=float)[:, 0], [0.75, 0.25, np.nan, 0.0, 1.0, np.nan]
+    )
     assert list(figures["histogram/grad"].layout.yaxis.ticktext) == ["conv1", "logits"]
