@@ -234,13 +234,16 @@ def _value_parser(knob: Knob) -> Callable[[str], Any]:
     None for `none` (optional knobs), else the text itself, for validation to refuse with
     the field's name (argparse's own message would name only the flag)."""
 
+    # A float knob's text is read as a float: as an int, `1` and 400 zeros would be a
+    # number that no float holds (1e400 reads as inf, which validation refuses).
+    numbers: tuple[type, ...] = {"int": (int, float), "float": (float,)}.get(knob.type, ())
+
     def parse(text: str) -> Any:
         if knob.optional and text.lower() == "none":
             return None
-        if knob.type in ("int", "float"):
-            for number in (int, float):
-                with contextlib.suppress(ValueError):
-                    return number(text)
+        for number in numbers:
+            with contextlib.suppress(ValueError):
+                return number(text)
         return text
 
     return parse

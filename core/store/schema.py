@@ -7,6 +7,7 @@ it is first inspected through a read-only connection, which can neither roll bac
 journal nor checkpoint a WAL into it.
 """
 
+import os
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -97,10 +98,16 @@ def prepare(path: Path, timeout: float) -> None:
     Creates the parent folder. Raises `StoreError` for a file that is not SQLite, another
     application's database, or a store of another schema version, leaving it untouched.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        exists = path.exists() and path.stat().st_size > 0
+    except OSError as exc:
+        raise StoreError(f"cannot use {path}: {exc.strerror or exc}") from exc
     ours = False
-    if path.exists() and path.stat().st_size > 0:
+    if exists:
         _check_magic(path)
+    _check_writable(path)
+    if exists:
         with closing(connect(path, timeout, read_only=True)) as conn:
             ours = _inspect(conn, path)
     with closing(connect(path, timeout)) as conn:
@@ -136,6 +143,17 @@ def _check_magic(path: Path) -> None:
             f"{path} is not a SQLite database (corrupt, or another kind of file); "
             "refusing to open it as the Optimizer Lab store"
         )
+
+
+def _check_writable(path: Path) -> None:
+    # SQLite would say only "unable to open database file" (or, worse, take the file for
+    # a damaged one): in WAL mode it must write the file and create two next to it.
+    for target in (path, path.parent) if path.exists() else (path.parent,):
+        if not os.access(target, os.W_OK):
+            raise StoreError(
+                f"cannot write {target} (a read-only file system, or no permission); the "
+                "lab needs a writable store: copy it somewhere writable or set OPTLAB_STORE"
+            )
 
 
 def _inspect(conn: sqlite3.Connection, path: Path) -> bool:

@@ -6,7 +6,8 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -28,6 +29,7 @@ from core.store.writer import MetricsWriter
 
 _RUN_COLUMNS = ", ".join(field.name for field in dataclasses.fields(RunRecord))
 _EVENT_COLUMNS = ", ".join(field.name for field in dataclasses.fields(Event))
+_FINISH = "status = ?, final_metrics = ?, error = ?, finished = ?, updated = ?"
 
 
 class Store:
@@ -38,6 +40,10 @@ class Store:
     method takes a pooled connection for its own use (see `core.store.connections`), so
     the dashboard reads while training threads write. Metrics are written through
     `metrics_writer`, which never blocks the training thread on I/O.
+
+    SQLite's errors (a full disk, a read-only file, a lock held too long) are raised as
+    `StoreError`s naming the file. A run's final status that cannot be written is kept
+    (see `finish`), so that a full disk does not leave a finished run `running`.
     """
 
     def __init__(
@@ -58,9 +64,13 @@ class Store:
         self._pool = ConnectionPool(self.path, timeout)
         self._writers_lock = threading.Lock()
         self._writers: dict[str, MetricsWriter] = {}
+        self._pending_lock = threading.Lock()
+        # run id -> the `_FINISH` values of a final status not written yet, oldest first
+        self._pending: dict[str, tuple[Any, ...]] = {}
 
     def close(self) -> None:
-        """Flush and stop every metrics writer, then close all connections; idempotent.
+        """Flush and stop every metrics writer, write the final statuses still kept in
+        memory (if the file now takes them), then close all connections; idempotent.
 
         A writer's failure stays with the writer, for its training thread to raise.
         """
@@ -68,6 +78,7 @@ class Store:
             writers, self._writers = list(self._writers.values()), {}
         for writer in writers:
             writer.shutdown()
+        self._write_pending()
         self._pool.close()
 
     def __enter__(self) -> "Store":
@@ -102,7 +113,7 @@ class Store:
         check_status(status)
         now = time.time()
         try:
-            with self._pool.transaction() as conn:
+            with self._write() as conn:
                 conn.execute(
                     "INSERT INTO runs (id, name, status, config, created, updated, started,"
                     " total_steps, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -160,41 +171,55 @@ class Store:
         final_metrics: Mapping[str, Any],
         error: str | None = None,
     ) -> None:
-        """End a run with a final status (completed, stopped, diverged, failed, interrupted)."""
+        """End a run with a final status (completed, stopped, diverged, failed, interrupted).
+
+        If SQLite cannot write it now (a full disk, a read-only file, a lock held too
+        long), the final status is kept in memory instead of raising: `get_run` and
+        `list_runs` show it, and the store writes it before its next write, or when it
+        closes, once the file takes writes again. Lost only if the process ends first
+        (the run is then marked interrupted, as any run of a process that died).
+        """
         check_status(status, FINAL_STATUSES)
         now = time.time()
-        self._update_run(
-            run_id,
-            "status = ?, final_metrics = ?, error = ?, finished = ?, updated = ?",
-            (status, to_json(final_metrics), error, now, now),
-        )
+        values = (status, to_json(final_metrics), error, now, now)
+        try:
+            self._update_run(run_id, _FINISH, values)
+        except UnknownRunError:
+            raise
+        except StoreError as exc:
+            if not isinstance(exc.__cause__, sqlite3.OperationalError):
+                raise
+            with self._pending_lock:
+                self._pending[run_id] = values
 
     def get_run(self, run_id: str) -> RunRecord | None:
         """The run's record, or None if there is no such run."""
-        with self._pool.connection() as conn:
+        with self._read() as conn:
             cursor = conn.cursor()
             cursor.row_factory = sqlite3.Row
             row = cursor.execute(
                 f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)
             ).fetchone()
-        return None if row is None else RunRecord.from_row(row)
+        return None if row is None else self._with_pending(RunRecord.from_row(row))
 
     def list_runs(self) -> list[RunRecord]:
         """All runs, newest first."""
-        with self._pool.connection() as conn:
+        with self._read() as conn:
             cursor = conn.cursor()
             cursor.row_factory = sqlite3.Row
             rows = cursor.execute(
                 f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY created DESC, rowid DESC"
             ).fetchall()
-        return [RunRecord.from_row(row) for row in rows]
+        return [self._with_pending(RunRecord.from_row(row)) for row in rows]
 
     def delete_run(self, run_id: str) -> bool:
         """Delete a run with its metrics and events; False if there was no such run.
 
         An open metrics writer of the run fails on its next commit.
         """
-        with self._pool.transaction() as conn:
+        with self._pending_lock:
+            self._pending.pop(run_id, None)
+        with self._write() as conn:
             return conn.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount > 0
 
     def mark_interrupted(self, is_alive: Callable[[str | None], bool] | None = None) -> list[str]:
@@ -205,7 +230,7 @@ class Store:
         call when it starts; returns the ids it marked.
         """
         marks = ", ".join("?" * len(ACTIVE_STATUSES))
-        with self._pool.transaction() as conn:
+        with self._write() as conn:
             rows = conn.execute(
                 f"SELECT id, owner FROM runs WHERE status IN ({marks}) ORDER BY created",
                 ACTIVE_STATUSES,
@@ -231,7 +256,7 @@ class Store:
         """Record that `kind` happened at `step` (e.g. "lr_change", {"lr": 0.01})."""
         event = Event(0, run_id, step, time.time(), kind, dict(payload or {}))
         try:
-            with self._pool.transaction() as conn:
+            with self._write() as conn:
                 event_id = conn.execute(
                     "INSERT INTO events (run_id, step, time, kind, payload) VALUES (?, ?, ?, ?, ?)",
                     (run_id, step, event.time, kind, to_json(event.payload)),
@@ -247,7 +272,7 @@ class Store:
         if kind is not None:
             query += " AND kind = ?"
             params += (kind,)
-        with self._pool.connection() as conn:
+        with self._read() as conn:
             rows = conn.execute(query + " ORDER BY step, id", params).fetchall()
         return [Event(*row[:-1], json.loads(row[-1])) for row in rows]
 
@@ -259,10 +284,11 @@ class Store:
         Its steps must follow the run's largest stored step.
         """
         with self._writers_lock:
-            current = self._writers.get(run_id)
-            if current is not None and not current.closed:
+            # Closed writers are forgotten: a long-lived store sees one per run it trains.
+            self._writers = {key: w for key, w in self._writers.items() if not w.closed}
+            if run_id in self._writers:
                 raise StoreError(f"run {run_id!r} already has an open metrics writer")
-            with self._pool.connection() as conn:
+            with self._read() as conn:
                 if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
                     raise UnknownRunError(run_id)
                 last_step = chunks.last_step(conn, run_id)
@@ -280,7 +306,7 @@ class Store:
 
         An unknown run reads as empty metrics.
         """
-        with self._pool.connection() as conn:
+        with self._read() as conn:
             blocks = chunks.select(conn, run_id, since_step)
         return stack(blocks)
 
@@ -293,7 +319,59 @@ class Store:
         return record
 
     def _update_run(self, run_id: str, assignments: str, params: tuple[Any, ...]) -> None:
-        with self._pool.transaction() as conn:
+        with self._write() as conn:
             cursor = conn.execute(f"UPDATE runs SET {assignments} WHERE id = ?", (*params, run_id))
             if cursor.rowcount == 0:
                 raise UnknownRunError(run_id)
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """A pooled connection; SQLite's errors become `StoreError`s naming the file."""
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read {self.path}: {exc}") from exc
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction, after the final statuses kept in memory; SQLite's errors
+        become `StoreError`s naming the file, except integrity errors (the caller's)."""
+        self._write_pending()
+        try:
+            with self._pool.transaction() as conn:
+                yield conn
+        except sqlite3.IntegrityError:
+            raise
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write to {self.path}: {exc}") from exc
+
+    def _write_pending(self) -> None:
+        """Write the final statuses `finish` could not, oldest first, up to a failure."""
+        with self._pending_lock:
+            pending = list(self._pending.items())
+        for run_id, values in pending:
+            try:
+                with self._pool.transaction() as conn:
+                    conn.execute(f"UPDATE runs SET {_FINISH} WHERE id = ?", (*values, run_id))
+            except (sqlite3.Error, StoreError):
+                return
+            with self._pending_lock:
+                if self._pending.get(run_id) is values:
+                    del self._pending[run_id]
+
+    def _with_pending(self, record: RunRecord) -> RunRecord:
+        """The record, with its final status if that is still waiting to be written."""
+        with self._pending_lock:
+            values = self._pending.get(record.id)
+        if values is None:
+            return record
+        status, final_metrics, error, finished, updated = values
+        return dataclasses.replace(
+            record,
+            status=status,
+            final_metrics=json.loads(final_metrics),
+            error=error,
+            finished=finished,
+            updated=updated,
+        )

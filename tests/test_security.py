@@ -1,0 +1,489 @@
+"""Security: the server listens on 127.0.0.1 with XSRF protection on, and the README says
+how to expose it; nothing a user types is run as code; custom optimizers load only from
+the plugins folder; run ids and names never lead an export out of its folder.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import http.cookiejar
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import tomllib
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core import optimizers
+from core.cli import main
+from core.engine import Engine, RunConfig
+from core.export import safe_path
+from core.knobs import InvalidHyperparameters
+from core.store import Store
+
+ROOT = Path(__file__).resolve().parents[1]
+# The lab's own code: what a user's input can reach. (plugins/ is the user's own code.)
+SOURCES = sorted(
+    [ROOT / "app.py", *(path for d in ("core", "ui", "pages") for path in (ROOT / d).rglob("*.py"))]
+)
+
+
+def run_main(*argv: object) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(arg) for arg in argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+# Where the server listens ------------------------------------------------------------------
+
+
+def test_the_config_binds_to_localhost_with_xsrf_protection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`.streamlit/config.toml` sets `server.address = 127.0.0.1` and XSRF protection, and
+    Streamlit's own config parser reads those values from it."""
+    with (ROOT / ".streamlit" / "config.toml").open("rb") as file:
+        server = tomllib.load(file)["server"]
+    assert server["address"] == "127.0.0.1"
+    assert server["enableXsrfProtection"] is True
+
+    from streamlit import config
+
+    monkeypatch.chdir(ROOT)
+    try:
+        config.get_config_options(force_reparse=True)
+        assert config.get_option("server.address") == "127.0.0.1"
+        assert config.get_option("server.enableXsrfProtection") is True
+        assert config.get_where_defined("server.address").endswith("config.toml")
+    finally:
+        config.get_config_options(force_reparse=True)
+
+
+def test_make_run_serves_on_localhost() -> None:
+    """The Makefile's `run` target passes `--server.address 127.0.0.1` to Streamlit."""
+    lines = (ROOT / "Makefile").read_text().splitlines()
+    start = lines.index(next(line for line in lines if line.startswith("run:")))
+    recipe = []
+    for line in lines[start + 1 :]:
+        if not line.startswith("\t"):
+            break
+        recipe.append(line)
+    [serve] = [line for line in recipe if "streamlit run app.py" in line]
+    assert "--server.address 127.0.0.1" in serve
+    assert "0.0.0.0" not in serve
+
+
+def test_the_readme_says_how_to_expose_the_server_deliberately() -> None:
+    """The README's Security section names the default address, XSRF, an SSH tunnel, and
+    what `--server.address 0.0.0.0` exposes."""
+    readme = (ROOT / "README.md").read_text()
+    assert "\n## Security\n" in readme
+    section = readme.split("\n## Security\n", 1)[1].split("\n## ", 1)[0]
+    for phrase in ("127.0.0.1", "XSRF", "ssh -L", "--server.address 0.0.0.0", "trust"):
+        assert phrase in section, phrase
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def default_server(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[subprocess.Popen, int]]:
+    """`streamlit run app.py` with no address flag: where it listens is the config's."""
+    folder = tmp_path_factory.mktemp("server")
+    port = _free_port()
+    log = (folder / "streamlit.log").open("w")
+    process = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "streamlit", "run", "app.py"),
+            *("--server.headless", "true", "--server.port", str(port)),
+        ],
+        cwd=ROOT,
+        env={**os.environ, "OPTLAB_STORE": str(folder / "lab.sqlite")},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2):
+                break
+        except OSError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"streamlit did not start; see {log.name}")
+        time.sleep(0.3)
+    yield process, port
+    process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+    log.close()
+
+
+def _listening(port: int) -> list[str]:
+    """The local addresses (hex, as /proc/net/tcp* writes them) listening on `port`."""
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(FileNotFoundError), open(table) as file:
+            for line in file.readlines()[1:]:
+                local, state = line.split()[1], line.split()[3]
+                address, port_hex = local.rsplit(":", 1)
+                if state == "0A" and int(port_hex, 16) == port:  # 0A: LISTEN
+                    found.append(address)
+    return found
+
+
+@pytest.mark.slow
+def test_a_server_started_without_flags_listens_on_loopback_only(
+    default_server: tuple[subprocess.Popen, int],
+) -> None:
+    """Started without `--server.address`, the server's only listening socket is on
+    127.0.0.1: no wildcard (0.0.0.0, ::) and no other interface."""
+    _, port = default_server
+    assert _listening(port) == ["0100007F"]  # 127.0.0.1, little-endian hex
+
+
+@pytest.mark.slow
+def test_an_upload_without_the_xsrf_token_is_rejected(
+    default_server: tuple[subprocess.Popen, int],
+) -> None:
+    """A PUT to the upload endpoint without the XSRF cookie and header gets 403; with the
+    cookie the server handed out, the same request passes the XSRF check (and fails only
+    on its made-up session, 400)."""
+    _, port = default_server
+    url = f"http://127.0.0.1:{port}/_stcore/upload_file/no-session/no-file"
+    body = b"--x\r\nContent-Disposition: form-data; name=file; filename=a.txt\r\n\r\nhi\r\n--x--"
+    headers = {"Content-Type": "multipart/form-data; boundary=x"}
+
+    def put(opener: urllib.request.OpenerDirector, extra: dict[str, str]) -> int:
+        request = urllib.request.Request(url, body, {**headers, **extra}, method="PUT")
+        try:
+            with opener.open(request, timeout=10) as response:
+                return response.status
+        except urllib.error.HTTPError as error:
+            return error.code
+
+    assert put(urllib.request.build_opener(), {}) == 403
+    cookies = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(cookies))
+    with opener.open(f"http://127.0.0.1:{port}/_stcore/health", timeout=10):
+        pass
+    [token] = [cookie.value for cookie in cookies if cookie.name == "_streamlit_xsrf"]
+    assert put(opener, {}) == 403  # the cookie alone is not enough
+    assert put(opener, {"X-Xsrftoken": token}) == 400
+
+
+# Nothing a user types is run as code --------------------------------------------------------
+
+FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__", "execfile"}
+FORBIDDEN_ATTRIBUTES = {
+    ("pickle", "load"),
+    ("pickle", "loads"),
+    ("marshal", "load"),
+    ("marshal", "loads"),
+    ("shelve", "open"),
+    ("yaml", "load"),
+    ("yaml", "unsafe_load"),
+    ("yaml", "full_load"),
+    ("os", "system"),
+    ("os", "popen"),
+    ("importlib", "import_module"),
+    ("runpy", "run_path"),
+    ("runpy", "run_module"),
+    ("builtins", "eval"),
+    ("builtins", "exec"),
+}
+FORBIDDEN_MODULES = {"pickle", "marshal", "shelve", "dill", "cloudpickle", "subprocess", "yaml"}
+# The one place code is loaded from a file: the plugin loader, on the plugins folder's files.
+ALLOWED = {("core/optimizers/registry.py", "exec_module")}
+# Rendering user-typed text (run names) as HTML would let it run as script.
+HTML_CALLS = {"html"}  # st.html, components.html
+HTML_KEYWORDS = {"unsafe_allow_html"}
+
+
+def violations(source: str, where: str) -> list[str]:
+    """Every construct of `source` that could run text as code (or render it as HTML)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        line = f"{where}:{getattr(node, 'lineno', '?')}"
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names += [alias.name for alias in node.names]
+            for name in names:
+                if name.split(".")[0] in FORBIDDEN_MODULES:
+                    found.append(f"{line}: imports {name}")
+        if isinstance(node, ast.keyword):
+            value = node.value
+            if node.arg == "shell" and not (
+                isinstance(value, ast.Constant) and value.value is False
+            ):
+                found.append(f"{line}: shell=")
+            if node.arg in HTML_KEYWORDS:
+                found.append(f"{line}: {node.arg}=")
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in FORBIDDEN_CALLS:
+            found.append(f"{line}: {func.id}(")
+        if isinstance(func, ast.Attribute):
+            owner = func.value.id if isinstance(func.value, ast.Name) else None
+            if (owner, func.attr) in FORBIDDEN_ATTRIBUTES or func.attr in HTML_CALLS:
+                found.append(f"{line}: {owner}.{func.attr}(")
+            if func.attr == "exec_module" and (where, "exec_module") not in ALLOWED:
+                found.append(f"{line}: .exec_module(")
+    return found
+
+
+def test_the_scanner_finds_each_way_to_run_text() -> None:
+    """The scan below is not vacuous: each forbidden construct is reported, and the safe
+    look-alikes (`re.compile`, `model.compile`, `shell=False`) are not."""
+    bad = textwrap.dedent(
+        """
+        import pickle, subprocess
+        from yaml import load
+        eval(text); exec(text); compile(text, "f", "exec"); __import__(text)
+        pickle.loads(data); os.system(text); importlib.import_module(text)
+        subprocess.run(text, shell=True); spec.loader.exec_module(module)
+        st.markdown(text, unsafe_allow_html=True); st.html(text)
+        """
+    )
+    found = " ".join(violations(bad, "bad.py"))
+    for construct in (
+        "imports pickle",
+        "imports subprocess",
+        "imports yaml",
+        "eval(",
+        "exec(",
+        "compile(",
+        "__import__(",
+        "pickle.loads(",
+        "os.system(",
+        "importlib.import_module(",
+        "shell=",
+        ".exec_module(",
+        "unsafe_allow_html=",
+        "st.html(",
+    ):
+        assert construct in found, construct
+    safe = "re.compile(p)\nmodel.compile(optimizer=o)\nrun(x, shell=False)\nst.markdown(t)"
+    assert violations(safe, "safe.py") == []
+
+
+def test_the_lab_never_runs_text_as_code() -> None:
+    """No `eval`, `exec`, `compile`, `__import__`, pickle, YAML loading, subprocess, shell,
+    `import_module` or HTML rendering anywhere in core/, ui/, pages/ and app.py; the
+    plugin loader's `exec_module` is the one allowed loading of code."""
+    assert len(SOURCES) > 30
+    found = []
+    for path in SOURCES:
+        found += violations(path.read_text(), path.relative_to(ROOT).as_posix())
+    assert found == []
+    registry = (ROOT / "core/optimizers/registry.py").read_text()
+    assert registry.count("exec_module(") == 1
+
+
+# Custom optimizers come only from the plugins folder --------------------------------------
+
+
+@pytest.fixture
+def outside_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, Path]]:
+    """A plugin file outside the plugins folder (an empty `OPTLAB_PLUGINS` folder) that
+    would leave a marker file if it were ever imported; (its path, the marker)."""
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    monkeypatch.setenv("OPTLAB_PLUGINS", str(plugins))
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    marker = tmp_path / "imported.txt"
+    plugin = outside / "evil.py"
+    plugin.write_text(
+        textwrap.dedent(
+            f"""
+            from pathlib import Path
+            Path({str(marker)!r}).write_text("imported")
+            from core.optimizers import GlobalVectorOptimizer, register
+
+            @register("evil", summary="s", update_rule="u")
+            class Evil(GlobalVectorOptimizer):
+                def update(self, x, g):
+                    return x
+            """
+        )
+    )
+    yield plugin, marker
+    assert "optlab_plugins.evil" not in sys.modules
+
+
+def test_a_plugin_outside_the_plugins_folder_is_never_imported(
+    tmp_path: Path, outside_plugin: tuple[Path, Path]
+) -> None:
+    """Naming a file outside the plugins folder as the optimizer — its path, its name, a
+    relative path, a module path — through a config, the engine, the registry or the CLI
+    is refused naming `optimizer`, and the file is never imported."""
+    plugin, marker = outside_plugin
+    names = [
+        str(plugin),
+        "evil",
+        "evil.py",
+        "../elsewhere/evil.py",
+        "elsewhere.evil",
+        plugin.as_uri(),
+    ]
+    assert optimizers.plugins_folder() == tmp_path / "plugins"
+    assert str(plugin) not in optimizers.load_plugins()
+    engine = Engine(tmp_path / "lab.sqlite")
+    try:
+        for name in names:
+            for attempt in (
+                lambda name=name: RunConfig.from_dict({"optimizer": name}),
+                lambda name=name: engine.start({"optimizer": name}),
+                lambda name=name: optimizers.get_spec(name),
+                lambda name=name: optimizers.build(name),
+            ):
+                with pytest.raises(InvalidHyperparameters) as caught:
+                    attempt()
+                assert set(caught.value.errors) == {"optimizer"}
+            config = tmp_path / "run.json"
+            config.write_text(json.dumps({"optimizer": name}))
+            for flags in (["--optimizer", name], ["--config", config]):
+                code, _, err = run_main("train", "--store", tmp_path / "cli.sqlite", *flags)
+                assert code == 2 and err.startswith("error: optimizer: "), err
+        assert engine.list() == []
+    finally:
+        engine.close()
+    assert not marker.exists()
+    assert "evil" not in {spec.name for spec in optimizers.specs()}
+
+
+def test_plugins_load_only_from_the_top_of_the_plugins_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`OPTLAB_PLUGINS` (else `plugins/` in the project) is the plugins folder; of it, only
+    the `*.py` files at its top not starting with `_` are imported: not sub-folders, not
+    other extensions."""
+    monkeypatch.delenv("OPTLAB_PLUGINS", raising=False)
+    assert optimizers.plugins_folder() == ROOT / "plugins"
+    folder = tmp_path / "plugins"
+    (folder / "nested").mkdir(parents=True)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    files = {
+        "loaded.py": folder / "loaded_plugin.py",
+        "nested": folder / "nested" / "deep.py",
+        "private": folder / "_private.py",
+        "text": folder / "notes.txt",
+        "pyc": folder / "cached.pyc",
+    }
+    for mark, path in files.items():
+        path.write_text(f"from pathlib import Path\nPath({str(marks / mark)!r}).touch()\n")
+    monkeypatch.setenv("OPTLAB_PLUGINS", str(folder))
+    assert optimizers.plugins_folder() == folder
+    optimizers.load_plugins()
+    assert sorted(p.name for p in marks.iterdir()) == ["loaded.py"]
+    sys.modules.pop("optlab_plugins.loaded_plugin", None)
+
+
+# Run ids and names never lead an export out of its folder ---------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    name=st.one_of(
+        st.text(max_size=30),
+        st.lists(st.sampled_from(["..", ".", "a", "", "/", "~", "\\", "\x00", "b.c"])).map(
+            "/".join
+        ),
+    )
+)
+def test_safe_path_never_leads_outside_its_folder(
+    tmp_path_factory: pytest.TempPathFactory, name: str
+) -> None:
+    """For any name, `safe_path(base, name)` is a path strictly inside `base`, or a
+    `ValueError` naming the field."""
+    base = tmp_path_factory.getbasetemp() / "exports"
+    try:
+        target = safe_path(base, name, field="run_id")
+    except ValueError as exc:
+        assert str(exc).startswith("run_id: ")
+        return
+    root = base.resolve()
+    assert target.is_relative_to(root) and target != root
+    assert ".." not in target.relative_to(root).parts
+
+
+def _run_with_metrics(store_path: Path, run_id: str, name: str) -> None:
+    with Store(store_path) as store:
+        store.create_run(run_id, name, {"optimizer": "sgd"}, status="running")
+        with store.metrics_writer(run_id) as writer:
+            for step in range(1, 4):
+                writer.append(step, {"loss": 1.0 / step, "wall_time": time.time()})
+        store.finish(run_id, "completed", {"steps": 3})
+
+
+def _tree(folder: Path) -> set[str]:
+    """Every path under `folder` but the store's own files."""
+    return {
+        p.relative_to(folder).as_posix()
+        for p in folder.rglob("*")
+        if not p.name.startswith("lab.sqlite")
+    }
+
+
+def test_a_hostile_run_name_exports_inside_the_folder(tmp_path: Path) -> None:
+    """A run named `../../etc/passwd` exports to DIR/RUN_ID: its name is never a path."""
+    store = tmp_path / "lab.sqlite"
+    _run_with_metrics(store, "0101-abcdef", "../../etc/passwd")
+    before = _tree(tmp_path)
+    code, _, err = run_main(
+        "export", "0101-abcdef", "--store", store, "--tensorboard", tmp_path / "tb"
+    )
+    assert code == 0, err
+    added = _tree(tmp_path) - before
+    assert {path.split("/")[0] for path in added} == {"tb"}
+    assert {path.split("/")[1] for path in added if "/" in path} == {"0101-abcdef"}
+    assert not any("passwd" in path or "etc" in path.split("/") for path in added)
+
+
+@pytest.mark.parametrize("run_id", ["../../escape", "/tmp/escape", "a/../../escape", "tb/.."])
+def test_a_hostile_run_id_is_refused_before_anything_is_written(
+    tmp_path: Path, run_id: str
+) -> None:
+    """A store whose run id would lead out of the export folder (a store may come from
+    elsewhere) exits 2 naming `run_id`, before the CSV or any event file is written."""
+    store = tmp_path / "lab.sqlite"
+    _run_with_metrics(store, run_id, "hostile")
+    before = _tree(tmp_path)
+    code, out, err = run_main(
+        "export",
+        run_id,
+        "--store",
+        store,
+        "--csv",
+        tmp_path / "run.csv",
+        "--tensorboard",
+        tmp_path / "tb",
+    )
+    assert (code, out) == (2, "")
+    assert err.startswith("error: run_id: ") and err.count("\n") == 1, err
+    assert _tree(tmp_path) - before <= {"tb"}  # at most the (empty) export folder
+    assert not Path("/tmp/escape").exists()
