@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 KnobType = Literal["float", "int", "bool", "choice", "text", "rules"]
 MAX_TEXT = 200
+FLOAT32_TINY = 2.0**-126  # the smallest normal float32
 
 
 class InvalidHyperparameters(ValueError):
@@ -110,9 +111,17 @@ class Knob:
                 raise ValueError(f"must be a whole number (got {value!r})")
             value = int(value)
         else:
-            value = float(value)
+            try:
+                value = float(value)
+            except OverflowError:
+                raise ValueError("must be a finite number (got a number too large)") from None
             if not math.isfinite(value):
                 raise ValueError(f"must be a finite number (got {value!r})")
+            if 0 < abs(value) < FLOAT32_TINY:
+                # A live knob is a float32 variable, which would hold this as 0.
+                raise ValueError(
+                    f"must be 0 or at least {FLOAT32_TINY:.3g} in size (got {value!r})"
+                )
         self._check_range(value)
         return value
 

@@ -33,7 +33,7 @@ def lab(tmp_path, monkeypatch):
     st.cache_resource.clear()
     from ui import state
 
-    engine = state.engine()
+    engine = state.shared_engine()
     yield engine
     engine.close()
     st.cache_resource.clear()

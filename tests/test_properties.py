@@ -41,7 +41,7 @@ OTHER_TYPES: tuple[Any, ...] = ("0.1", "", "nan", b"1", [], [1.0], {"v": 1}, (1,
 NOT_PRINTABLE = ("\n", "\t", "\x00", "\x1b", "\u2028", "\u200b", "\x7f")
 BAD_REGEXES = ("(", "[a-", "\\", "*", "a{2,1}", "(?P<x", "+x", "(?<", "a)", "[z-a]")
 GOOD_REGEXES = ("dense", "logits", "^conv", "kernel$", ".*", "dense[12]", "(a|b)/bias")
-# Smaller magnitudes are float32 subnormals, held as 0 (see the xfail test on them).
+# Smaller magnitudes are float32 subnormals, which a float knob refuses.
 FLOAT32_TINY = 2.0**-126
 
 
@@ -122,7 +122,7 @@ def invalid_values(knob: Knob, *, required: bool = False) -> st.SearchStrategy[A
     options: list[st.SearchStrategy[Any]] = []
     if knob.type in ("float", "int"):
         options += [st.sampled_from([math.nan, math.inf, -math.inf, True, False]), wrong_types()]
-        # Up to ±1e300 and ±1.8e308: huge, but within float range (see the xfail below).
+        # Up to ±1e300 and ±1.8e308: huge, but within float range (past it: a test below).
         if knob.low is not None:
             below = st.floats(max_value=knob.low, allow_nan=False, allow_infinity=False)
             options.append(below | st.integers(-(10**300), math.ceil(knob.low)))
@@ -325,11 +325,6 @@ def test_every_valid_hyperparameter_set_builds(data: st.DataObject) -> None:
     assert [r.pattern for r in optimizer.get_knob("layer_rules")] == [r["pattern"] for r in rules]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core/knobs.py Knob.validate accepts positive floats below float32's smallest "
-    "normal number (2**-126), which the knob's float32 variable holds as 0",
-)
 def test_a_knob_that_refuses_zero_never_holds_zero() -> None:
     """A value accepted by a knob whose range is open at 0 is not held as 0: radius=1e-45
     would project every parameter onto the zero ball."""
@@ -368,11 +363,6 @@ def test_an_unknown_knob_or_optimizer_is_refused_naming_it() -> None:
     assert set(caught.value.errors) == {"optimizer"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=OverflowError,
-    reason="core/knobs.py Knob.validate: float(10**400) raises OverflowError, not ValueError",
-)
 def test_an_integer_too_large_for_a_float_is_refused() -> None:
     """An integer beyond float range (a 400-digit JSON literal) is refused as invalid,
     not raised as an OverflowError past the validation."""
@@ -417,11 +407,6 @@ def test_every_invalid_run_config_is_refused_naming_the_field(
     assert set(caught.value.errors) == {field}, values
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core/engine/config.py _check: `values.get('hyperparameters') or {}` takes any "
-    "falsy value (0, '', [], False) for an empty mapping",
-)
 @pytest.mark.parametrize("value", [0, "", [], False])
 def test_falsy_hyperparameters_of_the_wrong_type_are_refused(value: object) -> None:
     """`hyperparameters` that is not a mapping is refused even when it is falsy."""
@@ -557,12 +542,6 @@ def test_a_float_flag_too_large_for_any_float_exits_2_naming_it(tmp_path: Path, 
     assert not store.exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=OverflowError,
-    reason="core/knobs.py Knob.validate (float(value)) and core/engine/config.py "
-    "_task_weights_error (math.isfinite(value)) raise OverflowError on a huge int",
-)
 @pytest.mark.parametrize(
     ("values", "field"),
     [

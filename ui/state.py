@@ -13,6 +13,7 @@ import os
 import streamlit as st
 
 from core.engine import Engine
+from core.store import StoreError
 
 WATCH = "watch"  # run ids on the Live page
 COMPARE = "compare"  # run ids on the Compare page
@@ -20,9 +21,18 @@ PREFILL = "prefill"  # a RunConfig dict for the Train form
 REFRESH_SECONDS = 1.0
 
 
-@st.cache_resource(show_spinner=False)
 def engine() -> Engine:
-    """The server's engine: `OPTLAB_STORE` (else `runs/optlab.sqlite`), at most
+    """The server's engine; a store that cannot be used stops the page with the reason."""
+    try:
+        return shared_engine()
+    except StoreError as exc:
+        st.error(f"The lab's store cannot be used: {exc}", icon="🛑")
+        st.stop()
+
+
+@st.cache_resource(show_spinner=False)
+def shared_engine() -> Engine:
+    """One engine for every session: `OPTLAB_STORE` (else `runs/optlab.sqlite`), at most
     `OPTLAB_MAX_CONCURRENT` (else 2) runs training at once."""
     return Engine(
         os.environ.get("OPTLAB_STORE"),

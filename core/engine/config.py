@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -154,6 +153,8 @@ class RunConfig:
 
         Raises `InvalidHyperparameters` whose `errors` map every bad field to the reason.
         """
+        if not isinstance(values, Mapping):
+            raise InvalidHyperparameters({"config": f"must be a mapping (got {values!r})"})
         errors = {key: "unknown field" for key in values if key not in FIELD_NAMES}
         known = {key: value for key, value in values.items() if key in FIELD_NAMES}
         try:
@@ -219,7 +220,8 @@ def _check(values: Mapping[str, Any]) -> dict[str, Any]:
         except ValueError as exc:
             errors[knob.name] = str(exc)
 
-    hyperparameters = values.get("hyperparameters") or {}
+    hyperparameters = values.get("hyperparameters")
+    hyperparameters = {} if hyperparameters is None else hyperparameters
     if not isinstance(hyperparameters, Mapping):
         errors["hyperparameters"] = "must be a mapping of optimizer knobs"
     elif "telemetry" in hyperparameters:
@@ -250,7 +252,7 @@ def _task_weights_error(weights: Any) -> str | None:
     for value in weights.values():
         if isinstance(value, bool) or not isinstance(value, int | float):
             return f"weights must be numbers (got {value!r})"
-        if not (math.isfinite(value) and 0 <= value <= 1000):
+        if not 0 <= value <= 1000:  # also refuses NaN; ints too big for a float compare fine
             return f"weights must be in [0, 1000] (got {value!r})"
     if not any(weights.get(task, 1.0) for task in TASKS):
         return "at least one weight must be above 0"

@@ -15,13 +15,21 @@ import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from core.engine import owner
 from core.engine.config import RunConfig
 from core.engine.execution import RunControl, RunExecution
 from core.knobs import InvalidHyperparameters, live_change
 from core.store import ACTIVE_STATUSES, Event, Metrics, RunRecord, Store, UnknownRunError
+
+
+class Progress(NamedTuple):
+    """A live run's progress, as the engine's control of it says."""
+
+    status: str
+    step: int
+    steps_per_second: float | None
 
 
 @dataclass(frozen=True)
@@ -140,14 +148,16 @@ class Engine:
     # Reading --------------------------------------------------------------------------
 
     def status(self, run_id: str) -> RunStatus:
+        live = self._progress()
         record = self.store.get_run(run_id)
         if record is None:
             raise UnknownRunError(f"run_id: no run {run_id!r}")
-        return self._status(record)
+        return self._status(record, live.get(run_id))
 
     def list(self) -> list[RunStatus]:
         """Every run in the store, newest first."""
-        return [self._status(record) for record in self.store.list_runs()]
+        live = self._progress()
+        return [self._status(record, live.get(record.id)) for record in self.store.list_runs()]
 
     def metrics(self, run_id: str, since_step: int | None = None) -> Metrics:
         """The run's logged metrics, only those after `since_step` when given."""
@@ -228,14 +238,21 @@ class Engine:
         del self._controls[control.run_id]
         control.done.set()
 
-    def _status(self, record: RunRecord) -> RunStatus:
+    def _progress(self) -> dict[str, Progress]:
+        """(status, step, steps/s) of every run not ended, copied at once. Read before the
+        store's records: a run that ends in between then shows its final record."""
         with self._lock:
-            control = self._controls.get(record.id)
+            return {
+                run_id: Progress(c.status, c.step, c.steps_per_second)
+                for run_id, c in self._controls.items()
+            }
+
+    def _status(self, record: RunRecord, live: Progress | None) -> RunStatus:
         step, speed, status = record.step, None, record.status
-        if control is not None:
-            step = max(step, control.step)
-            status = control.status if control.status in ACTIVE_STATUSES else status
-            speed = control.steps_per_second
+        if live is not None and record.status in ACTIVE_STATUSES:
+            step = max(step, live.step)
+            status = live.status if live.status in ACTIVE_STATUSES else status
+            speed = live.steps_per_second
         elif record.final_metrics:
             speed = record.final_metrics.get("steps_per_second")
             step = record.final_metrics.get("steps", step)

@@ -239,7 +239,12 @@ class LabOptimizer(keras.optimizers.Optimizer):
         # Keras calls this for the whole model at once, in replica context under a
         # strategy: reduce first, compute every new value, then write them all.
         variables = [tf_variable(v) for v in trainable_variables]
-        reduced = self._all_reduce_sum_gradients(list(zip(grads, variables, strict=True)))
+        pairs = list(zip(grads, variables, strict=True))
+        context = tf.distribute.get_replica_context()
+        # With one replica there is nothing to reduce, and TensorFlow's all-reduce would
+        # register a gradient function per trace that it never frees.
+        replicas = context.num_replicas_in_sync if context is not None else 1
+        reduced = self._all_reduce_sum_gradients(pairs) if replicas > 1 else pairs
         indices = [self._get_variable_index(v) for v in trainable_variables]
         assignments = self._step([g for g, _ in reduced], variables, indices, learning_rate)
         tf.__internal__.distribute.interim.maybe_merge_call(
