@@ -28,12 +28,6 @@ SHOWN = "sweep_shown"
 engine = state.engine()
 
 
-@st.cache_resource(show_spinner=False)
-def sweeps() -> dict[str, Sweep]:
-    """The sweeps this server drives (or has opened), by study name, for every session."""
-    return {}
-
-
 def dimension_rows(optimizer: str) -> list[dict[str, Any]]:
     knob = sweepable_knobs(optimizer)["learning_rate"]
     return [
@@ -87,7 +81,7 @@ def _number(value: Any) -> float | None:
 
 
 def new_sweep_form() -> None:
-    with st.expander("New sweep", expanded=not sweeps()):
+    with st.expander("New sweep", expanded=not state.sweeps()):
         base_col, search_col = st.columns(2)
         with base_col:
             st.markdown("**What every trial trains**")
@@ -166,7 +160,7 @@ def new_sweep_form() -> None:
                 st.session_state[ERRORS] = exc.errors
             else:
                 st.session_state.pop(ERRORS, None)
-                sweeps()[sweep.study_name] = sweep
+                state.sweeps()[sweep.study_name] = sweep
                 st.session_state[SHOWN] = sweep.study_name
         for name, reason in st.session_state.get(ERRORS, {}).items():
             st.error(f"**{name}**: {reason}", icon="⚠️")
@@ -179,13 +173,13 @@ def _optimizers() -> list[str]:
 
 
 def open_sweep(name: str) -> Sweep | None:
-    if name not in sweeps():
+    if name not in state.sweeps():
         try:
-            sweeps()[name] = Sweep.load(engine, name)
+            state.sweeps()[name] = Sweep.load(engine, name)
         except InvalidHyperparameters as exc:
             st.warning(str(exc))
             return None
-    return sweeps()[name]
+    return state.sweeps()[name]
 
 
 new_sweep_form()

@@ -1,7 +1,8 @@
 """The one engine of the server, and the few selections a session keeps.
 
-The engine is a `st.cache_resource`: every session and every browser tab shares it, its
-run threads outlive any session, and it is never rebuilt by a rerun. Session state holds
+The engine (and the registry of sweeps) is a `st.cache_resource`: every session and every
+browser tab shares it, its run threads outlive any session, and it is never rebuilt by a
+rerun. Session state holds
 only selections (which runs to watch or compare, a config to clone into the form), under
 the keys below.
 """
@@ -14,6 +15,7 @@ import streamlit as st
 
 from core.engine import Engine
 from core.store import StoreError
+from core.sweep import Sweep
 
 WATCH = "watch"  # run ids on the Live page
 COMPARE = "compare"  # run ids on the Compare page
@@ -50,3 +52,9 @@ def open_page(page: str, **selection: object) -> None:
 def refresh_interval(active: bool) -> float | None:
     """`run_every` for a fragment: tick while something trains, never otherwise."""
     return REFRESH_SECONDS if active else None
+
+
+@st.cache_resource(show_spinner=False)
+def sweeps() -> dict[str, Sweep]:
+    """The sweeps this server drives (or has opened), by study name, for every session."""
+    return {}
