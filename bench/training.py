@@ -82,26 +82,7 @@ def telemetry_cost(settings: Settings) -> Measured:
     on_config = _config(last + 1, telemetry=True)
     # Off, a row is still logged once an epoch: the clock needs both window ends.
     off_config = _config(last + 1, telemetry=False, log_every=first)
-    with _clocked_engine() as (engine, store):
-        on = _engine_rate(engine, store, on_config, first, last)
-        off = _engine_rate(engine, store, off_config, first, last)
-        paired = interleave(
-            lambda: 1 / on(),
-            lambda: 1 / off(),
-            pairs=settings.pairs,
-            warmup=settings.warmup,
-            settle=gc.collect,
-        )
-    return Measured(
-        a=Quantity(paired.a_median, "s"),
-        b=Quantity(paired.b_median, "s"),
-        ratio=paired.ratio,
-        diagnose=lambda: (
-            "Sampled in one more run each, a step with telemetry took "
-            f"{_engine_profile(on_config, first, last)}; without, "
-            f"{_engine_profile(off_config, first, last)}."
-        ),
-    )
+    return _step_times(settings, (on_config, off_config), first, last, "telemetry")
 
 
 def instrument_cost(settings: Settings) -> Measured:
@@ -120,6 +101,15 @@ def instrument_cost(settings: Settings) -> Measured:
     first, last = longest, 2 * longest
     off_config = _config(last + 1, telemetry=True)
     on_config = off_config.replace(**intervals)
+    return _step_times(settings, (on_config, off_config), first, last, "the instruments")
+
+
+def _step_times(
+    settings: Settings, configs: tuple[RunConfig, RunConfig], first: int, last: int, what: str
+) -> Measured:
+    """Seconds per step from step `first` to `last` of runs with config A and with B,
+    interleaved; a miss is explained by profiling one more run of each."""
+    on_config, off_config = configs
     with _clocked_engine() as (engine, store):
         on = _engine_rate(engine, store, on_config, first, last)
         off = _engine_rate(engine, store, off_config, first, last)
@@ -135,7 +125,7 @@ def instrument_cost(settings: Settings) -> Measured:
         b=Quantity(paired.b_median, "s"),
         ratio=paired.ratio,
         diagnose=lambda: (
-            "Sampled in one more run each, a step with the instruments took "
+            f"Sampled in one more run each, a step with {what} took "
             f"{_engine_profile(on_config, first, last)}; without, "
             f"{_engine_profile(off_config, first, last)}."
         ),

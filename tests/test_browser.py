@@ -8,21 +8,17 @@ screen. Without a browser it is skipped, saying how to install one (`.ci/run` do
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from core.store import Store
+from tests import app_server
 
-CHROMIUM = Path("/usr/bin/chromium")
-ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = app_server.CHROMIUM
+ROOT = app_server.ROOT
 ARTIFACTS = ROOT / "test-artifacts"
 
 pytestmark = [
@@ -35,56 +31,13 @@ pytestmark = [
 ]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory) -> Iterator[tuple[str, Path]]:
-    store = tmp_path_factory.mktemp("e2e") / "lab.sqlite"
-    port = free_port()
-    log = (tmp_path_factory.mktemp("e2e-log") / "streamlit.log").open("w")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.headless",
-            "true",
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-        ],
-        cwd=ROOT,
-        env={**os.environ, "OPTLAB_STORE": str(store)},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.read() == b"ok":
-                    break
-        except OSError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail(f"streamlit did not start; see {log.name}")
-        time.sleep(0.3)
-    yield url, store
-    process.terminate()
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-    log.close()
+    folder = tmp_path_factory.mktemp("e2e")
+    store = folder / "lab.sqlite"
+    process, port = app_server.start(store, folder / "streamlit.log")
+    yield f"http://127.0.0.1:{port}", store
+    app_server.stop(process)
 
 
 @pytest.fixture(scope="module")
@@ -93,16 +46,7 @@ def browser() -> Iterator[object]:
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=[
-                "--no-sandbox",
-                "--headless",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-            ],
+            executable_path=str(CHROMIUM), args=list(app_server.CHROMIUM_ARGS)
         )
         yield browser
         browser.close()

@@ -17,14 +17,12 @@ import io
 import os
 import re
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
 import textwrap
 import threading
 import time
-import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -40,9 +38,10 @@ from core.cli import main
 from core.engine import Engine
 from core.store import Store, StoreError
 from core.store.connections import ConnectionPool
+from tests import app_server
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM = app_server.CHROMIUM
 FAST = {
     "dataset": "digits",
     "model": "mlp",
@@ -183,12 +182,6 @@ def test_the_app_shows_why_it_refuses_a_corrupt_store_and_leaves_it(app_store: P
 # SIGKILL of the app while two runs train ------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 # The server, with a probe that writes down every metrics row the moment it is logged
 # (os.write: the kernel has it, so a SIGKILL cannot lose it), then runs Streamlit's CLI.
 PROBED_STREAMLIT = """
@@ -213,31 +206,9 @@ main()
 def serve_probed(store: Path, probe: Path, log: Path, **env: str) -> tuple[subprocess.Popen, str]:
     """`streamlit run app.py` on 127.0.0.1 and a free port, with the row probe, once it
     answers."""
-    port = free_port()
-    process = subprocess.Popen(
-        [
-            *(sys.executable, "-c", PROBED_STREAMLIT, str(probe), "run", "app.py"),
-            *("--server.headless", "true", "--server.port", str(port)),
-            *("--server.address", "127.0.0.1"),
-        ],
-        cwd=ROOT,
-        env={**os.environ, "OPTLAB_STORE": str(store), **env},
-        stdout=log.open("w"),
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.read() == b"ok":
-                    return process, url
-        except OSError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail(f"streamlit did not start; see {log}")
-        time.sleep(0.3)
+    command = ("-c", PROBED_STREAMLIT, str(probe))
+    process, port = app_server.start(store, log, command=command, env=env)
+    return process, f"http://127.0.0.1:{port}"
 
 
 def probed_rows(probe: Path) -> dict[str, list[tuple[int, float]]]:
@@ -272,7 +243,7 @@ def test_sigkill_of_the_app_while_two_runs_train_loses_at_most_a_second(tmp_path
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(
-                executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"]
+                executable_path=str(CHROMIUM), args=list(app_server.CHROMIUM_ARGS)
             )
             page = browser.new_page()
             page.goto(url)

@@ -10,8 +10,6 @@ import contextlib
 import http.cookiejar
 import io
 import json
-import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -32,6 +30,7 @@ from core.engine import Engine, RunConfig
 from core.export import safe_path
 from core.knobs import InvalidHyperparameters
 from core.store import Store
+from tests import app_server
 
 ROOT = Path(__file__).resolve().parents[1]
 # The lab's own code: what a user's input can reach. (plugins/ is the user's own code.)
@@ -96,48 +95,15 @@ def test_the_readme_says_how_to_expose_the_server_deliberately() -> None:
         assert phrase in section, phrase
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def default_server(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[subprocess.Popen, int]]:
     """`streamlit run app.py` with no address flag: where it listens is the config's."""
     folder = tmp_path_factory.mktemp("server")
-    port = _free_port()
-    log = (folder / "streamlit.log").open("w")
-    process = subprocess.Popen(
-        [
-            *(sys.executable, "-m", "streamlit", "run", "app.py"),
-            *("--server.headless", "true", "--server.port", str(port)),
-        ],
-        cwd=ROOT,
-        env={**os.environ, "OPTLAB_STORE": str(folder / "lab.sqlite")},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2):
-                break
-        except OSError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail(f"streamlit did not start; see {log.name}")
-        time.sleep(0.3)
+    process, port = app_server.start(folder / "lab.sqlite", folder / "streamlit.log", address=None)
     yield process, port
-    process.terminate()
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-    log.close()
+    app_server.stop(process)
 
 
 def _listening(port: int) -> list[str]:

@@ -1,0 +1,81 @@
+"""Starting the real app (`streamlit run app.py`) for tests that need a server."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+# Debian's chromium in a headless container, with no background traffic (see the guide).
+CHROMIUM_ARGS = (
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start(
+    store: Path,
+    log: Path,
+    *,
+    address: str | None = "127.0.0.1",
+    command: tuple[str, ...] = ("-m", "streamlit"),
+    env: dict[str, str] | None = None,
+) -> tuple[subprocess.Popen, int]:
+    """`streamlit run app.py` on a free port with `store` as `OPTLAB_STORE`, once its
+    health check answers; fails the test if it does not within 90 s.
+
+    `address=None` leaves the listening address to the config; `command` replaces
+    `-m streamlit` (e.g. `-c CODE` that patches something and then runs Streamlit's CLI).
+    """
+    port = free_port()
+    flags = ["--server.headless", "true", "--server.port", str(port)]
+    if address is not None:
+        flags += ["--server.address", address]
+    process = subprocess.Popen(
+        [sys.executable, *command, "run", "app.py", *flags],
+        cwd=ROOT,
+        env={**os.environ, "OPTLAB_STORE": str(store), **(env or {})},
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            with urllib.request.urlopen(
+                f"http://127.0.0.1:{port}/_stcore/health", timeout=2
+            ) as response:
+                if response.read() == b"ok":
+                    return process, port
+        except OSError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"streamlit did not start; see {log}")
+        time.sleep(0.3)
+
+
+def stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
