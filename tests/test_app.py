@@ -156,7 +156,10 @@ def test_live_page_controls_an_active_run(lab) -> None:
     (change,) = [e.payload for e in lab.events(run_id) if e.kind == "knob"]
     assert change == {"name": "radius", "value": 5.0, "previous": 20.0}
     at.button(key=f"pause:{run_id}").click().run()
-    assert lab.status(run_id).active
+    deadline = time.monotonic() + 30
+    while lab.status(run_id).status != "paused":
+        assert time.monotonic() < deadline, "the pause button did not pause the run"
+        time.sleep(0.05)
     at.button(key=f"stop:{run_id}").click().run()
     assert lab.wait(run_id, 30).status == "stopped"
 

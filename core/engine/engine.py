@@ -221,7 +221,6 @@ class Engine:
             thread.start()
 
     def _execute(self, control: RunControl) -> None:
-        control.started = time.time()
         try:
             RunExecution(control, self.store)()
         finally:

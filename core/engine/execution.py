@@ -35,8 +35,6 @@ class RunControl:
     paused: bool = False
     status: str = "queued"
     step: int = 0
-    total_steps: int | None = None
-    started: float | None = None
     _trained_seconds: float = 0.0  # finished training intervals, pauses excluded
     _resumed_at: float | None = None  # start of the current training interval
     updates: queue.SimpleQueue[tuple[str, float]] = field(default_factory=queue.SimpleQueue)
@@ -93,7 +91,6 @@ class RunExecution:
 
             self._set_status("running")  # preparing data and model is part of the run
             trainer = Trainer(self.config, make_strategy(self.config.strategy))
-            self.control.total_steps = trainer.total_steps
             self.store.set_progress(self.run_id, 0, total_steps=trainer.total_steps)
             self.store.add_event(
                 self.run_id,
