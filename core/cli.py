@@ -48,6 +48,7 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
 
 POLL_SECONDS = 0.5  # progress redraws about twice a second
+DEFAULT_MAX_CONCURRENT = 3  # the demo race's three runs train at once
 HYPERPARAMETER = "hyperparameters."  # argparse dest prefix of optimizer knobs
 SUMMARY_KEYS = (*FINAL_KEYS, "best_val_accuracy")
 RUN_FIELDS = frozenset(knob.name for knob in FIELDS)
@@ -143,6 +144,32 @@ def build_parser() -> argparse.ArgumentParser:
         "--tensorboard", type=Path, metavar="DIR", help="Write event files in DIR/RUN_ID."
     )
     export.set_defaults(handler=_export)
+
+    serve = commands.add_parser(
+        "serve",
+        parents=[store],
+        help="Train the runs the dashboard starts, in this process (the dashboard launches "
+        "one when none serves the store).",
+        description="Serve the store: train the runs that the dashboard (or any client) "
+        "hands over, and carry out the commands written for them. One engine serves a "
+        "store at a time; a second exits at once. Ctrl-C or SIGTERM interrupts what "
+        "still trains.",
+    )
+    serve.add_argument(
+        "--max-concurrent",
+        type=int,
+        default=DEFAULT_MAX_CONCURRENT,
+        metavar="N",
+        help=f"Runs that train at once; the rest wait in a queue. Default: "
+        f"{DEFAULT_MAX_CONCURRENT}.",
+    )
+    serve.add_argument(
+        "--exit-when-idle",
+        action="store_true",
+        help="Exit once no run is queued or training and no dashboard of the store lives "
+        "(after a minute of grace): how a dashboard launches its engine.",
+    )
+    serve.set_defaults(handler=_serve)
     return parser
 
 
@@ -520,6 +547,22 @@ def _failure(status: RunStatus) -> str:
     if status.error:
         return f"run {status.id} {status.status}: {status.error}"
     return f"run {status.id} ended {status.status}"
+
+
+# serve -----------------------------------------------------------------------------------
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from core.engine.server import serve
+
+    if not 1 <= args.max_concurrent <= 64:
+        raise UsageError(f"max_concurrent: must be in [1, 64] (got {args.max_concurrent})")
+    path = default_path() if args.store is None else args.store
+    try:
+        Store(path).close()  # a corrupt or foreign file is refused before anything starts
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+    return serve(path, max_concurrent=args.max_concurrent, exit_when_idle=args.exit_when_idle)
 
 
 # runs and export -------------------------------------------------------------------------

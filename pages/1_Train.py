@@ -11,9 +11,9 @@ from core.engine import RunConfig, fields
 from core.knobs import InvalidHyperparameters, Knob
 from ui import forms, nav, state
 
-st.set_page_config(page_title="Train · Optimizer Lab", page_icon="🚀", layout="wide")
+st.set_page_config(page_title="Train · Optimizer Lab", page_icon=":material/rocket_launch:", layout="wide")
 nav.sidebar()
-st.title("🚀 Train")
+st.title(":material/rocket_launch: Train")
 
 ERRORS = "train_errors"
 STARTED = "train_started"
@@ -170,10 +170,12 @@ other = {
     if k not in RUN_FIELDS and k not in {knob.name for knob in spec.knobs} and k != "task_weights"
 }
 for name, reason in other.items():
-    st.error(f"**{name}**: {reason}", icon="⚠️")
+    st.error(f"**{name}**: {reason}", icon=":material/warning:")
 
-st.button("Start training", type="primary", on_click=submit, key="start")
+st.button(
+    "Start training", icon=":material/play_arrow:", type="primary", on_click=submit, key="start"
+)
 if errors:
-    st.warning(f"Nothing started: {len(errors)} field(s) need a fix.")
+    st.warning(f"Nothing started: {len(errors)} field(s) need a fix.", icon=":material/warning:")
 if run_id := st.session_state.pop(STARTED, None):
     state.open_page("pages/2_Live.py", **{state.WATCH: [run_id]})

@@ -2,110 +2,140 @@
 
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Callable
+
 import streamlit as st
 
 from core import optimizers
-from core.charts import INSTRUMENT_HELP, RunView, instrument_figures, live_figures
+from core.charts import INSTRUMENT_HELP, instrument_figures, live_figures
 from core.engine import RunStatus
-from core.knobs import InvalidHyperparameters
+from core.knobs import InvalidHyperparameters, Knob, live_change
+from core.store import Command, UnknownRunError
 from ui import format, nav, state, views
 
-st.set_page_config(page_title="Live · Optimizer Lab", page_icon="📈", layout="wide")
+st.set_page_config(page_title="Live · Optimizer Lab", page_icon=":material/monitoring:", layout="wide")
 nav.sidebar()
-st.title("📈 Live")
+st.title(":material/monitoring: Live")
 
 SELECTION = "live_runs"
 engine = state.engine()
 
 
-def slider_values(low: float | None, value: float) -> list[float]:
-    """1-2-5 steps over ten decades around `value`, within the knob's range, plus `value`."""
-    values = {value}
-    for exponent in range(-8, 7):
+def slider_values(knob: Knob, value: float) -> list[float]:
+    """1-2-5 steps over four decades either side of `value`, each one a valid mid-run
+    value of the knob (0 only where its range allows it), plus `value` itself."""
+    candidates = {value, 0.0}
+    for exponent in range(-9, 7):
         for mantissa in (1, 2, 5):
-            candidate = float(f"{mantissa}e{exponent}")
-            if value / 1e4 <= candidate <= max(value, 1e-8) * 1e4:
-                values.add(candidate)
-    if low == 0.0:
-        values.add(0.0)
-    return sorted(values)
+            candidates.add(float(f"{mantissa}e{exponent}"))
+    span = max(abs(value), 1e-8)
+    return sorted(
+        v
+        for v in candidates
+        if (v == 0.0 or span / 1e4 <= v <= span * 1e4) and _valid(knob, v)
+    )
 
 
-def change_knob(run_id: str, name: str, key: str) -> None:
+def _valid(knob: Knob, value: float) -> bool:
     try:
-        engine.update(run_id, **{name: st.session_state[key]})
-        st.toast(f"{name} → {st.session_state[key]:g} from the next step")
-    except (InvalidHyperparameters, LookupError) as exc:
-        st.toast(f"Not changed: {exc}", icon="⚠️")
+        live_change([knob], knob.name, value, was_on=True)
+    except ValueError:
+        return False
+    return True
 
 
-def knob_sliders(run: RunStatus, latest: dict[str, float]) -> None:
-    """A slider per live knob that is on. Its options come from the value the run started
-    with, so they stay put across refreshes; moving it is the only thing that changes it."""
+def send(action: Callable[[str], Command], run_id: str, done: str) -> None:
+    """A button's command to the run's process; a refusal is shown, not raised."""
+    try:
+        command = engine.settle(action(run_id))
+    except (InvalidHyperparameters, UnknownRunError) as exc:
+        st.toast(f"Not done: {exc}", icon=":material/warning:")
+        return
+    if command.error:
+        st.toast(f"Not done: {command.error}", icon=":material/warning:")
+    else:
+        st.toast(done, icon=":material/check:")
+
+
+def knob_form(run: RunStatus) -> None:
+    """A slider per live knob that is on, set at its current value; nothing changes until
+    Apply, and then only the knobs moved away from the value they showed."""
     spec = optimizers.get_spec(run.config["optimizer"])
-    hyperparameters = run.config["hyperparameters"]
-    live = [k for k in spec.knobs if k.live and hyperparameters.get(k.name) is not None]
-    columns = st.columns(len(live) or 1)
-    for column, knob in zip(columns, live, strict=False):
-        key = f"live:{run.id}:{knob.name}"
-        current = float(f"{np.float32(latest.get(knob.name, hyperparameters[knob.name]))}")
-        options = slider_values(knob.low, hyperparameters[knob.name])
-        if current not in options:  # changed elsewhere (another tab, the CLI)
-            options = sorted({*options, current})
-        st.session_state.setdefault(key, current)
-        with column:
-            st.select_slider(
-                knob.name,
-                options,
-                key=key,
-                format_func=lambda v: f"{v:g}",
-                help=knob.help,
-                on_change=change_knob,
-                args=(run.id, knob.name, key),
+    live = [k for k in spec.knobs if k.live and run.knobs.get(k.name) is not None]
+    with st.form(key=f"knobs:{run.id}", border=False):
+        shown: dict[str, tuple[float, float]] = {}
+        for column, knob in zip(st.columns(len(live)), live, strict=True):
+            now = float(run.knobs[knob.name])
+            with column:
+                chosen = st.select_slider(
+                    knob.name,
+                    slider_values(knob, now),
+                    value=now,
+                    # A new current value (from here, another tab or the CLI) is a new
+                    # slider, so a stale position can never be sent.
+                    key=f"knob:{run.id}:{knob.name}:{now!r}",
+                    format_func=format.number,
+                    help=knob.help,
+                )
+            shown[knob.name] = (now, chosen)
+        if st.form_submit_button("Apply", icon=":material/tune:", key=f"apply:{run.id}"):
+            changes = {name: value for name, (now, value) in shown.items() if value != now}
+            if not changes:
+                st.toast("Nothing moved: no knob changed.", icon=":material/info:")
+                return
+            described = ", ".join(f"{n} → {format.number(v)}" for n, v in changes.items())
+            send(lambda run_id: engine.update(run_id, **changes), run.id, f"{described} from the next step")
+
+
+def controls(run: RunStatus) -> None:
+    """Pause or resume, and stop, for a run whose process takes commands; clone always."""
+    pause, stop, clone = st.columns(3)
+    if run.steerable:
+        if run.status == "paused":
+            pause.button(
+                "Resume",
+                icon=":material/play_arrow:",
+                key=f"resume:{run.id}",
+                on_click=send,
+                args=(engine.resume, run.id, "Resumed"),
+                width="stretch",
             )
+        else:
+            pause.button(
+                "Pause",
+                icon=":material/pause:",
+                key=f"pause:{run.id}",
+                on_click=send,
+                args=(engine.pause, run.id, "Paused after its current step"),
+                width="stretch",
+            )
+        stop.button(
+            "Stop",
+            icon=":material/stop:",
+            key=f"stop:{run.id}",
+            on_click=send,
+            args=(engine.stop, run.id, "Stopped"),
+            width="stretch",
+        )
+    if clone.button(
+        "Clone",
+        icon=":material/content_copy:",
+        key=f"clone:{run.id}",
+        width="stretch",
+        help="Open this run's config in Train, to tweak and rerun.",
+    ):
+        state.open_page("pages/1_Train.py", **{state.PREFILL: run.config})
 
 
-def latest_values(view: RunView) -> dict[str, float]:
-    """Each series' last logged value (series are NaN where a step did not log them)."""
-    latest = {}
-    for key in view.metrics.keys:
-        logged = view.metrics[key][~np.isnan(view.metrics[key])]
-        if len(logged):
-            latest[key] = float(logged[-1])
-    return latest
-
-
-def run_panel(run: RunStatus, latest: dict[str, float]) -> None:
+def run_panel(run: RunStatus) -> None:
     with st.container(border=True):
         title, buttons = st.columns([3, 2])
-        with title:
-            st.markdown(
-                f"**{run.name}** `{run.id}` · {format.badge(run.status)}  \n{format.knobs(run)}"
-            )
+        title.markdown(
+            f"**{format.literal(run.name)}** `{run.id}` · {format.badge(run.status)}  \n"
+            f"{format.literal(format.knobs(run))}"
+        )
         with buttons:
-            pause, stop, clone = st.columns(3)
-            controls = (
-                (pause, "▶ Resume", "resume", engine.resume, run.status == "paused"),
-                (pause, "⏸ Pause", "pause", engine.pause, run.status in ("queued", "running")),
-                (stop, "⏹ Stop", "stop", engine.stop, run.active),
-            )
-            for column, label, action, handler, shown in controls:
-                if shown:
-                    column.button(
-                        label,
-                        key=f"{action}:{run.id}",
-                        on_click=handler,
-                        args=(run.id,),
-                        width="stretch",
-                    )
-            if clone.button(
-                "⧉ Clone",
-                key=f"clone:{run.id}",
-                width="stretch",
-                help="Open this run's config in Train, to tweak and rerun.",
-            ):
-                state.open_page("pages/1_Train.py", **{state.PREFILL: run.config})
+            controls(run)
         speed = f"{run.steps_per_second:.1f} steps/s" if run.steps_per_second else ""
         eta = f"ETA {format.duration(run.eta_seconds)}" if run.eta_seconds else ""
         text = " · ".join(p for p in (f"step {run.step}/{run.total_steps or '?'}", speed, eta) if p)
@@ -113,14 +143,16 @@ def run_panel(run: RunStatus, latest: dict[str, float]) -> None:
         if run.status == "diverged" and run.final_metrics:
             st.error(
                 f"Diverged: the loss was not finite at step "
-                f"{run.final_metrics.get('diverged_at')}. Metrics before it are kept."
+                f"{run.final_metrics.get('diverged_at')}. Metrics before it are kept.",
+                icon=":material/trending_up:",
             )
         if run.error:
-            st.error(f"Run {run.status}:")
-            st.code(run.error, language=None)
-        if run.active:
-            with st.expander("Change knobs while it trains"):
-                knob_sliders(run, latest)
+            views.show_error(run)
+        if run.active and run.steerable:
+            with st.expander("Change knobs while it trains", icon=":material/tune:"):
+                knob_form(run)
+        elif run.active:
+            st.caption("The process that trains this run has ended; it cannot be steered.")
 
 
 runs, selected = views.pick_runs(
@@ -130,7 +162,10 @@ runs, selected = views.pick_runs(
     default=lambda runs: [r.id for r in runs if r.active][:4] or [r.id for r in runs[:1]],
 )
 if not selected:
-    st.info("Nothing to watch yet: start a run on **Train**, or the demo race on **Home**.")
+    st.info(
+        "Nothing to watch yet: start a run on **Train**, or the demo race on **Home**.",
+        icon=":material/info:",
+    )
     st.stop()
 any_active = any(runs[i].active for i in selected)
 
@@ -139,8 +174,8 @@ any_active = any(runs[i].active for i in selected)
 def live_view(run_ids: list[str], was_active: bool) -> None:
     statuses = [engine.status(run_id) for run_id in run_ids]
     shown = [views.run_view(engine, s) for s in statuses]
-    for status, view in zip(statuses, shown, strict=True):
-        run_panel(status, latest_values(view))
+    for status in statuses:
+        run_panel(status)
     views.show_in_columns(live_figures(shown))
     st.subheader("Instruments")
     st.caption(

@@ -5,9 +5,9 @@ import streamlit as st
 from core import optimizers
 from ui import nav
 
-st.set_page_config(page_title="Optimizers · Optimizer Lab", page_icon="📐", layout="wide")
+st.set_page_config(page_title="Optimizers · Optimizer Lab", page_icon=":material/function:", layout="wide")
 nav.sidebar()
-st.title("📐 Optimizers")
+st.title(":material/function: Optimizers")
 st.markdown(
     "Each optimizer is an algorithm plus the common knobs, which act in this order: "
     "all-reduce → clip_norm → noise_std → top_k → the algorithm's step → layer_rules "
@@ -35,21 +35,21 @@ for spec in optimizers.specs():
                     "knob": k["name"],
                     "default": "off" if k["default"] is None else str(k["default"]),
                     "range": k["range"],
-                    "live": "✓" if k["live"] else "",
-                    "required": "✓" if k["required"] else "",
+                    "live": "yes" if k["live"] else "",
+                    "required": "yes" if k["required"] else "",
                     "what it does": k["help"],
                 }
                 for k in described["knobs"]
             ],
             hide_index=True,
-            use_container_width=True,
+            width="stretch",
         )
         st.code(USAGE.format(args=f'"{spec.name}", learning_rate=1e-3'), language="python")
         if spec.source != "core":
             st.caption(f"Plugin: {spec.source}")
 
 for path, error in optimizers.plugin_errors().items():
-    st.error(f"Plugin {path} did not load: {error}")
+    st.error(f"Plugin {path} did not load: {error}", icon=":material/error:")
 
 st.subheader("Add your own")
 st.markdown(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -73,9 +74,70 @@ def start(
         time.sleep(0.3)
 
 
-def stop(process: subprocess.Popen) -> None:
+def stop(process: subprocess.Popen, store: Path | None = None) -> None:
+    """Stops the app, then the engine process serving `store` (the app launched it)."""
     process.terminate()
     try:
         process.wait(10)
     except subprocess.TimeoutExpired:
         process.kill()
+    if store is not None:
+        stop_engine(store)
+
+
+def start_engine(
+    store: Path,
+    log: Path,
+    *,
+    command: tuple[str, ...] = ("-m", "core"),
+    max_concurrent: int = 3,
+) -> subprocess.Popen:
+    """`python -m core serve` for `store`, once it serves it (an app started next finds
+    it and launches none); fails the test if it does not within 60 s."""
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            *command,
+            "serve",
+            "--store",
+            str(store),
+            "--max-concurrent",
+            str(max_concurrent),
+        ],
+        cwd=ROOT,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 60
+    while serving_engine(store) is None:
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"the engine did not start; see {log}")
+        time.sleep(0.2)
+    return process
+
+
+def serving_engine(store: Path) -> int | None:
+    """The pid of the live engine process that serves `store`, if any."""
+    from core.engine import owner
+    from core.engine.server import lock_path
+
+    try:
+        holder = lock_path(store.resolve()).read_text().strip()
+    except OSError:
+        return None
+    return int(holder.split(":")[1]) if holder and owner.alive(holder) else None
+
+
+def stop_engine(store: Path) -> None:
+    """Stops the engine serving `store`, if one does: SIGTERM, then SIGKILL after 15 s."""
+    pid = serving_engine(store)
+    if pid is None:
+        return
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 15
+    while serving_engine(store) == pid:
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            return
+        time.sleep(0.1)

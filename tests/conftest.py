@@ -15,3 +15,43 @@ _cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(
     _cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()]
 )
+
+
+import contextlib  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@contextlib.contextmanager
+def served(path: Path) -> Iterator:
+    """An engine serving the store at `path` in this process, as `python -m core serve`
+    serves it in its own; yields the `Engine`. The dashboard's client finds it and hands
+    it its runs, and nothing is launched."""
+    from core.engine import Engine
+    from core.engine.server import EngineService
+    from core.optimizers import catalog
+
+    engine = Engine(path, max_concurrent=3)
+    service = EngineService(engine, warm_up=False)
+    try:
+        yield engine
+    finally:
+        service.close()
+        engine.close()
+        catalog.use_plugin_source(None)  # the dashboard's client set it
+
+
+@pytest.fixture
+def app_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The app's store path, as `OPTLAB_STORE`, served by an in-process engine, with the
+    app's cached client cleared before and after."""
+    import streamlit as st
+
+    path = tmp_path / "lab.sqlite"
+    monkeypatch.setenv("OPTLAB_STORE", str(path))
+    st.cache_resource.clear()
+    with served(path):
+        yield path
+    st.cache_resource.clear()

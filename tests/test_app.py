@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from core.engine import RunConfig
@@ -27,16 +26,12 @@ SHORT = {
 
 
 @pytest.fixture
-def lab(tmp_path, monkeypatch):
-    """A fresh engine on a temporary store, as the pages get it from `ui.state`."""
-    monkeypatch.setenv("OPTLAB_STORE", str(tmp_path / "lab.sqlite"))
-    st.cache_resource.clear()
+def lab(app_store):
+    """The app's engine client on a temporary store served in this process, as the
+    pages get it from `ui.state`."""
     from ui import state
 
-    engine = state.shared_engine()
-    yield engine
-    engine.close()
-    st.cache_resource.clear()
+    return state.shared_engine()
 
 
 def page(name: str) -> AppTest:
@@ -148,7 +143,14 @@ def test_live_page_controls_an_active_run(lab) -> None:
     at.session_state["watch"] = [run_id]
     at.run()
     assert not at.exception
-    at.select_slider(key=f"live:{run_id}:radius").set_value(5.0).run()
+    # Moving a slider changes nothing until Apply, however often the page refreshes.
+    slider = f"knob:{run_id}:radius:20.0"
+    at.select_slider(key=slider).set_value(5.0).run()
+    at.run().run()
+    time.sleep(0.5)
+    assert not [e for e in lab.events(run_id) if e.kind == "knob"]
+    at.select_slider(key=slider).set_value(5.0)
+    at.button(key=f"apply:{run_id}").click().run()
     deadline = time.monotonic() + 30
     while not [e for e in lab.events(run_id) if e.kind == "knob"]:
         assert time.monotonic() < deadline, "the slider's change never reached the run"

@@ -37,7 +37,7 @@ def server(tmp_path_factory) -> Iterator[tuple[str, Path]]:
     store = folder / "lab.sqlite"
     process, port = app_server.start(store, folder / "streamlit.log")
     yield f"http://127.0.0.1:{port}", store
-    app_server.stop(process)
+    app_server.stop(process, store)
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from core import optimizers
@@ -154,20 +153,6 @@ def test_the_cli_refuses_a_foreign_store_for_every_command(tmp_path: Path) -> No
     assert sha256(path) == before
 
 
-@pytest.fixture
-def app_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """The app's store path, as `OPTLAB_STORE`, with the app's cached engine cleared."""
-    path = tmp_path / "lab.sqlite"
-    monkeypatch.setenv("OPTLAB_STORE", str(path))
-    st.cache_resource.clear()
-    yield path
-    from ui import state
-
-    with contextlib.suppress(StoreError):  # a refused store has no engine to close
-        state.shared_engine().close()
-    st.cache_resource.clear()
-
-
 def test_the_app_shows_why_it_refuses_a_corrupt_store_and_leaves_it(app_store: Path) -> None:
     """The dashboard on a corrupt store shows the `StoreError`'s reason, and the file
     keeps its bytes."""
@@ -179,12 +164,12 @@ def test_the_app_shows_why_it_refuses_a_corrupt_store_and_leaves_it(app_store: P
     assert sha256(app_store) == before
 
 
-# SIGKILL of the app while two runs train ------------------------------------------------
+# SIGKILL of the engine, and of the app, while runs train -------------------------------
 
 
-# The server, with a probe that writes down every metrics row the moment it is logged
-# (os.write: the kernel has it, so a SIGKILL cannot lose it), then runs Streamlit's CLI.
-PROBED_STREAMLIT = """
+# The engine process, with a probe that writes down every metrics row the moment it is
+# logged (os.write: the kernel has it, so a SIGKILL cannot lose it), then `python -m core`.
+PROBED_ENGINE = """
 import os, sys, time
 from core.store import writer
 
@@ -197,18 +182,9 @@ def logged(self, step, values):
     os.write(probe, f"{self.run_id} {step} {when!r}\\n".encode())
 
 writer.MetricsWriter.append = logged
-sys.argv = ["streamlit", *sys.argv[2:]]
-from streamlit.web.cli import main
-main()
+from core.cli import main
+raise SystemExit(main(sys.argv[2:]))
 """
-
-
-def serve_probed(store: Path, probe: Path, log: Path, **env: str) -> tuple[subprocess.Popen, str]:
-    """`streamlit run app.py` on 127.0.0.1 and a free port, with the row probe, once it
-    answers."""
-    command = ("-c", PROBED_STREAMLIT, str(probe))
-    process, port = app_server.start(store, log, command=command, env=env)
-    return process, f"http://127.0.0.1:{port}"
 
 
 def probed_rows(probe: Path) -> dict[str, list[tuple[int, float]]]:
@@ -220,56 +196,86 @@ def probed_rows(probe: Path) -> dict[str, list[tuple[int, float]]]:
     return rows
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(
+def start_demo_race(url: str) -> None:
+    """Click the demo race on Home in Chromium, and wait for the Live page."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=list(app_server.CHROMIUM_ARGS)
+        )
+        page = browser.new_page()
+        page.goto(url)
+        page.wait_for_selector(
+            "[data-testid='stApp'][data-test-script-state='notRunning']", timeout=60_000
+        )
+        page.get_by_role("button", name="Start the demo race").click()
+        page.wait_for_url(f"{url}/Live", timeout=60_000)
+        browser.close()
+
+
+def live_page_text(url: str) -> str:
+    """The text of a page in Chromium, once its script has run."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=list(app_server.CHROMIUM_ARGS)
+        )
+        page = browser.new_page()
+        page.goto(url)
+        page.wait_for_selector("[data-testid='stProgress']", timeout=60_000)
+        text = page.inner_text("body")
+        browser.close()
+    return text
+
+
+def trained_past(store_path: Path, step: int) -> int:
+    """How many runs have stored metrics past `step` (past their first traces)."""
+    with Store(store_path) as store:
+        return sum(
+            (store.read_metrics(r.id).last_step or 0) >= step for r in store.list_runs()
+        )
+
+
+NEEDS_CHROMIUM = pytest.mark.skipif(
     not CHROMIUM.exists(),
     reason="no browser at /usr/bin/chromium: install Debian's with "
-    "`apt-get install chromium` (as .ci/run does) to run the SIGKILL test",
+    "`apt-get install chromium` (as .ci/run does) to run the SIGKILL tests",
 )
-def test_sigkill_of_the_app_while_two_runs_train_loses_at_most_a_second(tmp_path: Path) -> None:
-    """Start the demo race in the browser (two runs train, one waits) and watch it on the
-    Live page; SIGKILL the server. A new engine lists all three `interrupted`, each trained
+
+
+@pytest.mark.slow
+@NEEDS_CHROMIUM
+def test_sigkill_of_the_engine_while_two_runs_train_loses_at_most_a_second(
+    tmp_path: Path,
+) -> None:
+    """Start the demo race in the browser (two runs train, one waits); SIGKILL the engine
+    process that trains them. A new engine lists all three `interrupted`, each trained
     run's stored metrics are the rows it logged up to some step, with no gap, and every
     row logged more than a second before the kill is among them; the file is intact.
 
-    A probe in the server writes down each row as it is logged, so a training stall
-    (instruments being traced, the dashboard drawing) is not mistaken for a loss."""
-    from playwright.sync_api import sync_playwright
-
+    A probe in the engine writes down each row as it is logged, so a training stall
+    (instruments being traced) is not mistaken for a loss."""
     store_path, probe = tmp_path / "lab.sqlite", tmp_path / "logged.txt"
-    process, url = serve_probed(
-        store_path, probe, tmp_path / "streamlit.log", OPTLAB_MAX_CONCURRENT="2"
+    engine_process = app_server.start_engine(
+        store_path,
+        tmp_path / "engine.log",
+        command=("-c", PROBED_ENGINE, str(probe)),
+        max_concurrent=2,
     )
+    app, port = app_server.start(store_path, tmp_path / "streamlit.log")
     try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=str(CHROMIUM), args=list(app_server.CHROMIUM_ARGS)
-            )
-            page = browser.new_page()
-            page.goto(url)
-            page.wait_for_selector(
-                "[data-testid='stApp'][data-test-script-state='notRunning']", timeout=60_000
-            )
-            page.get_by_role("button", name="🏁 Start the demo race").click()
-            page.wait_for_url(f"{url}/Live", timeout=60_000)
-            wait_for(store_path.exists, 60, "the app made no store")
-            with Store(store_path) as store:
-
-                def training() -> int:
-                    """How many runs have trained past their first steps (and tracing)."""
-                    runs = store.list_runs()
-                    return sum((store.read_metrics(r.id).last_step or 0) >= 20 for r in runs)
-
-                wait_for(lambda: training() == 2, 120, "two runs never trained 20 steps")
-            time.sleep(0.45)  # the writers commit every 0.5 s: kill near the worst moment
-            killed_at = time.time()
-            os.kill(process.pid, signal.SIGKILL)
-            process.wait(30)
-            browser.close()
+        start_demo_race(f"http://127.0.0.1:{port}")
+        wait_for(lambda: trained_past(store_path, 20) == 2, 120, "two runs never trained 20 steps")
+        time.sleep(0.45)  # the writers commit every 0.5 s: kill near the worst moment
+        killed_at = time.time()
+        os.kill(engine_process.pid, signal.SIGKILL)
+        engine_process.wait(30)
     finally:
-        process.kill()
-        process.wait(30)
-    assert process.returncode == -signal.SIGKILL
+        engine_process.kill()
+        app_server.stop(app)
+    assert engine_process.returncode == -signal.SIGKILL
 
     logged = probed_rows(probe)
     with Store(store_path) as store:  # before an engine marks them: `updated` is the
@@ -297,8 +303,43 @@ def test_sigkill_of_the_app_while_two_runs_train_loses_at_most_a_second(tmp_path
             assert not late, report[-1]
     finally:
         engine.close()
-    print("\nSIGKILL during the demo race: " + "; ".join(report))
+    print("\nSIGKILL of the engine during the demo race: " + "; ".join(report))
     assert integrity(store_path) == "ok"
+
+
+@pytest.mark.slow
+@NEEDS_CHROMIUM
+def test_the_runs_outlive_a_sigkill_of_the_app_which_finds_them_again(tmp_path: Path) -> None:
+    """The app launches its engine for the demo race; SIGKILL the app mid-race. The runs
+    go on training in the engine process; an app started again finds that engine (it
+    launches no second one) and its Live page shows the runs; all three complete."""
+    store_path = tmp_path / "lab.sqlite"
+    app, port = app_server.start(store_path, tmp_path / "streamlit.log")
+    try:
+        start_demo_race(f"http://127.0.0.1:{port}")
+        wait_for(lambda: trained_past(store_path, 5) >= 1, 120, "no run trained 5 steps")
+        engine_pid = app_server.serving_engine(store_path)
+        os.kill(app.pid, signal.SIGKILL)
+        app.wait(30)
+        steps = lambda: sum(r.step for r in Store(store_path).list_runs())  # noqa: E731
+        before = steps()
+        wait_for(lambda: steps() > before + 20, 60, "the runs stopped with the app")
+
+        app, port = app_server.start(store_path, tmp_path / "streamlit-again.log")
+        with Store(store_path) as store:
+            ids = sorted(r.id for r in store.list_runs())
+        shown = live_page_text(f"http://127.0.0.1:{port}/Live?runs={','.join(ids)}")
+        assert all(run_id in shown for run_id in ids), shown
+        wait_for(
+            lambda: all(not r.active for r in Store(store_path).list_runs()),
+            180,
+            "the race did not finish",
+        )
+        assert app_server.serving_engine(store_path) == engine_pid  # the same engine
+        with Store(store_path) as store:
+            assert {r.status for r in store.list_runs()} == {"completed"}
+    finally:
+        app_server.stop(app, store_path)
 
 
 # A full or read-only disk ---------------------------------------------------------------
@@ -340,13 +381,13 @@ def tmpfs_disk(folder: Path) -> Iterator[SmallDisk]:
     filler = folder / "filler"
 
     def fill() -> None:
-        with filler.open("wb") as file:
-            try:
+        try:
+            with filler.open("wb") as file:
                 while True:
                     file.write(b"\0" * 65_536)
                     file.flush()
-            except OSError as exc:
-                assert exc.errno == errno.ENOSPC
+        except OSError as exc:  # the store's own writes may have filled it already
+            assert exc.errno == errno.ENOSPC
         assert os.statvfs(folder).f_bavail == 0
 
     try:
@@ -494,7 +535,7 @@ def wrong_shape_plugin(tmp_path: Path) -> Iterator[str]:
     yield name
     from core.optimizers import registry  # the registry has no unregister: tidy up by hand
 
-    registry._registry.pop(name, None)
+    registry._plugins.pop(name, None)
     sys.modules.pop("optlab_plugins.wrong_shape", None)
 
 

@@ -101,9 +101,10 @@ def default_server(
 ) -> Iterator[tuple[subprocess.Popen, int]]:
     """`streamlit run app.py` with no address flag: where it listens is the config's."""
     folder = tmp_path_factory.mktemp("server")
-    process, port = app_server.start(folder / "lab.sqlite", folder / "streamlit.log", address=None)
+    store = folder / "lab.sqlite"
+    process, port = app_server.start(store, folder / "streamlit.log", address=None)
     yield process, port
-    app_server.stop(process)
+    app_server.stop(process, store)
 
 
 def _listening(port: int) -> list[str]:

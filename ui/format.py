@@ -1,21 +1,27 @@
-"""Short human texts for runs: status badges, durations, knob summaries."""
+"""Short human texts for runs: status badges, durations, numbers, knob summaries.
+
+Anything a user typed (a run name, a tag) goes through `literal` before it reaches
+Markdown, so that it shows as typed and never as a link, an image, a colour or maths.
+"""
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from core.engine import RunStatus
 
+# Material icons: emoji render as empty boxes where no emoji font is installed.
 STATUS_ICONS = {
-    "queued": "⏳",
-    "running": "🟢",
-    "paused": "⏸️",
-    "completed": "✅",
-    "stopped": "⏹️",
-    "diverged": "💥",
-    "failed": "❌",
-    "interrupted": "⚠️",
+    "queued": ("gray", ":material/schedule:"),
+    "running": ("green", ":material/play_circle:"),
+    "paused": ("orange", ":material/pause_circle:"),
+    "completed": ("blue", ":material/check_circle:"),
+    "stopped": ("gray", ":material/stop_circle:"),
+    "diverged": ("red", ":material/trending_up:"),
+    "failed": ("red", ":material/error:"),
+    "interrupted": ("orange", ":material/cancel:"),
 }
 KEY_KNOBS = (
     "learning_rate",
@@ -26,10 +32,20 @@ KEY_KNOBS = (
     "noise_std",
     "prune_threshold",
 )
+SHORT_NAMES = {"learning_rate": "lr"}
+_MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|:$~%&=\"'^])")
+
+
+def literal(text: str) -> str:
+    """`text` escaped for Markdown: every punctuation mark that could start a link, an
+    image, emphasis, a colour directive, an icon or maths is backslash-escaped."""
+    return _MARKDOWN_SPECIALS.sub(r"\\\1", text)
 
 
 def badge(status: str) -> str:
-    return f"{STATUS_ICONS.get(status, '•')} {status}"
+    """The status as coloured Markdown with its icon, e.g. `:green[:material/...: running]`."""
+    colour, icon = STATUS_ICONS.get(status, ("gray", ":material/circle:"))
+    return f":{colour}[{icon} {status}]"
 
 
 def duration(seconds: float | None) -> str:
@@ -46,6 +62,7 @@ def duration(seconds: float | None) -> str:
 
 
 def number(value: Any) -> str:
+    """One format for every number the dashboard shows: four significant digits."""
     if value is None:
         return "–"
     if isinstance(value, float):
@@ -54,13 +71,14 @@ def number(value: Any) -> str:
 
 
 def knobs(status: RunStatus) -> str:
-    """The knobs that are on, e.g. `lr 0.001 · radius 20`."""
-    hp = status.config.get("hyperparameters", {})
-    names = {"learning_rate": "lr"}
+    """The knobs that are on, at their current values, e.g. `lr 0.001 · radius 20`."""
     return " · ".join(
-        f"{names.get(k, k)} {number(hp[k])}" for k in KEY_KNOBS if hp.get(k) is not None
+        f"{SHORT_NAMES.get(k, k)} {number(status.knobs[k])}"
+        for k in KEY_KNOBS
+        if status.knobs.get(k) is not None
     )
 
 
 def label(status: RunStatus) -> str:
+    """A run as a menu shows it (plain text, not Markdown): `name (id)`."""
     return f"{status.name} ({status.id})"

@@ -119,4 +119,4 @@ def _number(value: Any, default: Any) -> Any:
 def show_error(errors: dict[str, str], name: str) -> None:
     """The validation error of field `name`, if any, right under its widget."""
     if name in errors:
-        st.error(f"**{name}**: {errors[name]}", icon="⚠️")
+        st.error(f"**{name}**: {errors[name]}", icon=":material/warning:")

@@ -7,24 +7,32 @@ import streamlit as st
 from ui import format, state
 
 PAGES = (
-    ("app.py", "Home", "🏠"),
-    ("pages/1_Train.py", "Train", "🚀"),
-    ("pages/2_Live.py", "Live", "📈"),
-    ("pages/3_Compare.py", "Compare", "📊"),
-    ("pages/4_Sweep.py", "Sweep", "🧭"),
-    ("pages/5_Optimizers.py", "Optimizers", "📐"),
+    ("app.py", "Home", ":material/home:"),
+    ("pages/1_Train.py", "Train", ":material/rocket_launch:"),
+    ("pages/2_Live.py", "Live", ":material/monitoring:"),
+    ("pages/3_Compare.py", "Compare", ":material/compare:"),
+    ("pages/4_Sweep.py", "Sweep", ":material/explore:"),
+    ("pages/5_Optimizers.py", "Optimizers", ":material/function:"),
 )
 
 
 def sidebar() -> None:
     with st.sidebar:
-        st.markdown("### 🧪 Optimizer Lab")
+        st.markdown("### :material/science: Optimizer Lab")
         for path, label, icon in PAGES:
             st.page_link(path, label=label, icon=icon)
-        active = [run for run in state.engine().list() if run.active]
-        if active:
-            st.caption("Training now")
-            for run in active:
-                st.caption(
-                    f"{format.badge(run.status)} {run.name} · {run.step}/{run.total_steps or '?'}"
-                )
+        training_now()
+
+
+# Always ticking: a run started in another tab or from the CLI shows up here too.
+@st.fragment(run_every=state.REFRESH_SECONDS)
+def training_now() -> None:
+    """The runs not ended, with their step, total and status, refreshed every second."""
+    active = [run for run in state.engine().list() if run.active]
+    if active:
+        st.caption("Training now")
+    for run in active:
+        st.caption(
+            f"{format.badge(run.status)} {format.literal(run.name)} · "
+            f"{run.step}/{run.total_steps or '?'}"
+        )

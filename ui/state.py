@@ -1,10 +1,10 @@
-"""The one engine of the server, and the few selections a session keeps.
+"""The dashboard's one client of the engine, and the few selections a session keeps.
 
-The engine (and the registry of sweeps) is a `st.cache_resource`: every session and every
-browser tab shares it, its run threads outlive any session, and it is never rebuilt by a
-rerun. Session state holds
-only selections (which runs to watch or compare, a config to clone into the form), under
-the keys below.
+The dashboard never trains: runs train in the engine process (`python -m core serve`),
+which the client launches when none serves the store, and which outlives a restart of
+Streamlit. The client (and the registry of sweeps) is a `st.cache_resource`: every
+session and every browser tab shares it. Session state holds only selections (which runs
+to watch or compare, a config to clone into the form), under the keys below.
 """
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ import os
 
 import streamlit as st
 
-from core.engine import Engine
-from core.store import StoreError
+from core.engine.client import EngineClient
+from core.engine.server import launch
+from core.optimizers import catalog
+from core.store import Store, StoreError, default_path
 from core.sweep import Sweep
 
 WATCH = "watch"  # run ids on the Live page
@@ -23,23 +25,28 @@ PREFILL = "prefill"  # a RunConfig dict for the Train form
 REFRESH_SECONDS = 1.0
 
 
-def engine() -> Engine:
-    """The server's engine; a store that cannot be used stops the page with the reason."""
+def engine() -> EngineClient:
+    """The server's engine client; a store that cannot be used stops the page with the
+    reason."""
     try:
         return shared_engine()
     except StoreError as exc:
-        st.error(f"The lab's store cannot be used: {exc}", icon="🛑")
+        st.error(f"The lab's store cannot be used: {exc}", icon=":material/error:")
         st.stop()
 
 
 @st.cache_resource(show_spinner=False)
-def shared_engine() -> Engine:
-    """One engine for every session: `OPTLAB_STORE` (else `runs/optlab.sqlite`), at most
-    `OPTLAB_MAX_CONCURRENT` (else 2) runs training at once."""
-    return Engine(
-        os.environ.get("OPTLAB_STORE"),
-        max_concurrent=int(os.environ.get("OPTLAB_MAX_CONCURRENT", "2")),
-    )
+def shared_engine() -> EngineClient:
+    """One client for every session, on `OPTLAB_STORE` (else `runs/optlab.sqlite`). The
+    engine it launches trains at most `OPTLAB_MAX_CONCURRENT` (else 3) runs at once."""
+    path = default_path()
+    max_concurrent = int(os.environ.get("OPTLAB_MAX_CONCURRENT", "3"))
+    client = EngineClient(Store(path), launch=lambda: launch(path, max_concurrent=max_concurrent))
+    client.register_dashboard()
+    # Plugin optimizers as the engine loaded them: this process never imports TensorFlow.
+    catalog.use_plugin_source(client.plugins)
+    client.ensure_engine(wait=False)  # TensorFlow warms up there while the page paints
+    return client
 
 
 def open_page(page: str, **selection: object) -> None:

@@ -1,4 +1,4 @@
-"""Runs as charts: what the Live and Compare pages draw, and how they lay it out."""
+"""Runs as charts and panels: what the Live and Compare pages draw, and how they lay it out."""
 
 from __future__ import annotations
 
@@ -8,11 +8,14 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core.charts import RunView
-from core.engine import Engine, RunStatus
+from core.engine import RunStatus
+from core.engine.client import EngineClient
 from ui import format
 
+RUNS_PARAM = "runs"  # the URL query parameter that holds a page's selected run ids
 
-def run_view(engine: Engine, run: RunStatus) -> RunView:
+
+def run_view(engine: EngineClient, run: RunStatus) -> RunView:
     """A run's metrics and events, ready for `core.charts`."""
     return RunView(
         run.id,
@@ -33,23 +36,40 @@ def show_in_columns(figures: dict[str, go.Figure], captions: dict[str, str] | No
                 st.caption(captions[key])
 
 
+def show_error(run: RunStatus) -> None:
+    """Why a run failed, wrapped: the message first, where it was raised on demand."""
+    message, _, where = (run.error or "").partition("\n  ")
+    st.error(f"Run {run.status}: {format.literal(message)}", icon=":material/error:")
+    if where:
+        with st.expander("Where it was raised"):
+            st.code("  " + where, language=None, wrap_lines=True)
+
+
 def pick_runs(
-    engine: Engine,
+    engine: EngineClient,
     key: str,
     handed_over: str,
     default: Callable[[list[RunStatus]], list[str]],
 ) -> tuple[dict[str, RunStatus], list[str]]:
     """Every run by id, and the ones picked in a multiselect stored under `key`.
 
-    Runs handed over by another page (session state `handed_over`) replace the pick; the
-    first time, `default(runs)` picks; runs that no longer exist drop out.
+    The pick lives in the URL too (`?runs=ID,ID`), so a page can be shared and survives a
+    reload. Runs handed over by another page (session state `handed_over`) replace it;
+    else the URL's; the first time, `default(runs)` picks; runs that no longer exist drop
+    out.
     """
+    runs = {run.id: run for run in engine.list()}
     if handed_over in st.session_state:
         st.session_state[key] = st.session_state.pop(handed_over)
-    runs = {run.id: run for run in engine.list()}
+    elif key not in st.session_state and st.query_params.get(RUNS_PARAM):
+        st.session_state[key] = st.query_params[RUNS_PARAM].split(",")
     st.session_state.setdefault(key, default(list(runs.values())))
     st.session_state[key] = [run_id for run_id in st.session_state[key] if run_id in runs]
     picked = st.multiselect(
         "Runs", list(runs), key=key, format_func=lambda run_id: format.label(runs[run_id])
     )
+    if picked:
+        st.query_params[RUNS_PARAM] = ",".join(picked)
+    else:
+        st.query_params.pop(RUNS_PARAM, None)
     return runs, picked

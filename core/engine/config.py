@@ -200,7 +200,7 @@ class RunConfig:
 
 def fields() -> tuple[Knob, ...]:
     """The run fields, with the optimizer field's choices filled from the registry."""
-    from core import optimizers  # imports TensorFlow, as any use of an optimizer does
+    from core import optimizers
 
     names = tuple(spec.name for spec in optimizers.specs())
     return tuple(
@@ -214,9 +214,16 @@ def _check(values: Mapping[str, Any]) -> dict[str, Any]:
 
     errors: dict[str, str] = {}
     checked: dict[str, Any] = {}
-    for knob in fields():
+    for knob in FIELDS:
+        value = values.get(knob.name, knob.default)
         try:
-            checked[knob.name] = knob.validate(values.get(knob.name, knob.default))
+            if knob.name == "optimizer":  # a built-in name does not load the plugins
+                checked[knob.name] = optimizers.get_spec(value).name
+            else:
+                checked[knob.name] = knob.validate(value)
+        except InvalidHyperparameters:
+            names = ", ".join(spec.name for spec in optimizers.specs())
+            errors[knob.name] = f"must be one of {names} (got {value!r})"
         except ValueError as exc:
             errors[knob.name] = str(exc)
 

@@ -1,9 +1,11 @@
 """`Engine`: starts runs in background threads, queues the rest, and answers for them.
 
 At most `max_concurrent` runs train at once; the others wait in a FIFO queue. Every
-method is thread-safe and returns at once (except `wait` and `close`): a dashboard with
-many sessions, a CLI and tests all drive the same object. Runs and metrics live in the
-`Store`; the engine keeps only the control state of runs that have not ended.
+method is thread-safe and returns at once (except `wait` and `close`): a server, a CLI
+and tests all drive the same object. Runs and metrics live in the `Store`; the engine
+keeps only the control state of runs that have not ended. It also takes the commands
+other processes write to the store for its runs (see `core.engine.commands`), so a
+dashboard steers any run, whichever process trains it.
 """
 
 from __future__ import annotations
@@ -14,55 +16,15 @@ import threading
 import time
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from core.engine import owner
+from core.engine.commands import CommandListener
 from core.engine.config import RunConfig
 from core.engine.execution import RunControl, RunExecution
+from core.engine.status import Progress, RunStatus
 from core.knobs import InvalidHyperparameters, live_change
-from core.store import ACTIVE_STATUSES, Event, Metrics, RunRecord, Store, UnknownRunError
-
-
-class Progress(NamedTuple):
-    """A live run's progress, as the engine's control of it says."""
-
-    status: str
-    step: int
-    steps_per_second: float | None
-
-
-@dataclass(frozen=True)
-class RunStatus:
-    """A run as a caller sees it: the stored record, with live progress while it trains."""
-
-    id: str
-    name: str
-    status: str
-    config: dict[str, Any]
-    step: int
-    total_steps: int | None
-    created: float
-    started: float | None
-    finished: float | None
-    error: str | None
-    final_metrics: dict[str, Any] | None
-    steps_per_second: float | None = None
-
-    @property
-    def active(self) -> bool:
-        return self.status in ACTIVE_STATUSES
-
-    @property
-    def progress(self) -> float:
-        return self.step / self.total_steps if self.total_steps else 0.0
-
-    @property
-    def eta_seconds(self) -> float | None:
-        """Seconds left at the current speed, while the run trains."""
-        if not self.steps_per_second or self.total_steps is None or not self.active:
-            return None
-        return (self.total_steps - self.step) / self.steps_per_second
+from core.store import Command, Event, Metrics, RunRecord, Store, UnknownRunError
 
 
 class Engine:
@@ -82,12 +44,14 @@ class Engine:
             raise ValueError(f"max_concurrent: must be in [1, 64] (got {max_concurrent!r})")
         self.store = store if isinstance(store, Store) else Store(store)
         self.max_concurrent = int(max_concurrent)
+        self.owner = owner.current()
         self.interrupted_at_start = self.store.mark_interrupted(is_alive=owner.alive)
         self._lock = threading.RLock()
         self._controls: dict[str, RunControl] = {}
         self._queue: deque[str] = deque()
         self._running: set[str] = set()
         self._closed = False
+        self._listener = CommandListener(self.store, self.owner, self.handle, self._speeds)
 
     # Starting and controlling runs ------------------------------------------------------
 
@@ -99,14 +63,28 @@ class Engine:
         with self._lock:
             if self._closed:
                 raise RuntimeError("the engine is closed")
-            run_id = self._new_id()
+            run_id = new_run_id(self.store)
             self.store.create_run(
-                run_id, config.label, config.to_dict(), status="queued", owner=owner.current()
+                run_id, config.label, config.to_dict(), status="queued", owner=self.owner
             )
-            self._controls[run_id] = RunControl(run_id, config)
-            self._queue.append(run_id)
-            self._schedule()
+            self._enqueue(run_id, config)
         return run_id
+
+    def handle(self, command: Command) -> None:
+        """Carries out a command written to the store for one of this engine's runs.
+        Raises `InvalidHyperparameters` (or `UnknownRunError`) to refuse it."""
+        if command.kind == "start":
+            self._accept(command.run_id)
+        elif command.kind == "stop":
+            self.stop(command.run_id)
+        elif command.kind == "pause":
+            self.pause(command.run_id)
+        elif command.kind == "resume":
+            self.resume(command.run_id)
+        elif command.kind == "set":
+            self.update(command.run_id, **command.payload.get("knobs", {}))
+        else:
+            raise InvalidHyperparameters({"command": f"unknown command {command.kind!r}"})
 
     def stop(self, run_id: str) -> None:
         """Stops a run within one step (a queued run never starts)."""
@@ -131,6 +109,8 @@ class Engine:
         bad knob, and then changes nothing."""
         from core import optimizers
 
+        if not knobs:
+            raise InvalidHyperparameters({"knobs": "name at least one knob to change"})
         control = self._active(run_id)
         spec = optimizers.get_spec(control.config.optimizer)
         errors, values = {}, {}
@@ -147,17 +127,26 @@ class Engine:
 
     # Reading --------------------------------------------------------------------------
 
+    def busy(self) -> bool:
+        """Whether a run is queued or training."""
+        with self._lock:
+            return bool(self._controls)
+
     def status(self, run_id: str) -> RunStatus:
         live = self._progress()
         record = self.store.get_run(run_id)
         if record is None:
             raise UnknownRunError(f"run_id: no run {run_id!r}")
-        return self._status(record, live.get(run_id))
+        return self._status(record, live.get(run_id), self.store.latest_knobs(run_id).get(run_id))
 
     def list(self) -> list[RunStatus]:
         """Every run in the store, newest first."""
         live = self._progress()
-        return [self._status(record, live.get(record.id)) for record in self.store.list_runs()]
+        changed = self.store.latest_knobs()
+        return [
+            self._status(record, live.get(record.id), changed.get(record.id))
+            for record in self.store.list_runs()
+        ]
 
     def metrics(self, run_id: str, since_step: int | None = None) -> Metrics:
         """The run's logged metrics, only those after `since_step` when given."""
@@ -177,6 +166,7 @@ class Engine:
 
     def close(self, timeout: float = 30.0) -> None:
         """Ends every run that has not ended as interrupted, then closes the store."""
+        self._listener.close()
         with self._lock:
             self._closed = True
             while self._queue:
@@ -192,12 +182,6 @@ class Engine:
 
     # Internals ------------------------------------------------------------------------
 
-    def _new_id(self) -> str:
-        while True:
-            run_id = time.strftime("%m%d-") + secrets.token_hex(3)
-            if run_id not in self._controls and self.store.get_run(run_id) is None:
-                return run_id
-
     def _active(self, run_id: str) -> RunControl:
         with self._lock:
             control = self._controls.get(run_id)
@@ -206,6 +190,26 @@ class Engine:
                 raise UnknownRunError(f"run_id: no run {run_id!r}")
             raise InvalidHyperparameters({"run_id": f"run {run_id} has ended"})
         return control
+
+    def _accept(self, run_id: str) -> None:
+        """Queues a run another process stored for this engine (a `start` command)."""
+        record = self.store.get_run(run_id)
+        if record is None:
+            raise UnknownRunError(f"run_id: no run {run_id!r}")
+        if record.status != "queued":
+            raise InvalidHyperparameters({"run_id": f"run {run_id} is {record.status}"})
+        config = RunConfig.from_dict(record.config)
+        with self._lock:
+            if self._closed:
+                raise InvalidHyperparameters({"run_id": "the engine is closing"})
+            if run_id not in self._controls:
+                self._enqueue(run_id, config)
+
+    def _enqueue(self, run_id: str, config: RunConfig) -> None:
+        """Adds a stored, queued run to the queue (lock held)."""
+        self._controls[run_id] = RunControl(run_id, config)
+        self._queue.append(run_id)
+        self._schedule()
 
     def _schedule(self) -> None:
         """Starts queued runs while there is room (lock held)."""
@@ -246,26 +250,24 @@ class Engine:
                 for run_id, c in self._controls.items()
             }
 
-    def _status(self, record: RunRecord, live: Progress | None) -> RunStatus:
-        step, speed, status = record.step, None, record.status
-        if live is not None and record.status in ACTIVE_STATUSES:
-            step = max(step, live.step)
-            status = live.status if live.status in ACTIVE_STATUSES else status
-            speed = live.steps_per_second
-        elif record.final_metrics:
-            speed = record.final_metrics.get("steps_per_second")
-            step = record.final_metrics.get("steps", step)
-        return RunStatus(
-            id=record.id,
-            name=record.name,
-            status=status,
-            config=record.config,
-            step=step,
-            total_steps=record.total_steps,
-            created=record.created,
-            started=record.started,
-            finished=record.finished,
-            error=record.error,
-            final_metrics=record.final_metrics,
-            steps_per_second=speed,
-        )
+    def _speeds(self) -> dict[str, tuple[int, float | None]]:
+        """(step, steps/s) of the runs training now, for the command listener to publish."""
+        return {
+            run_id: (progress.step, progress.steps_per_second)
+            for run_id, progress in self._progress().items()
+            if progress.status == "running"
+        }
+
+    def _status(
+        self, record: RunRecord, live: Progress | None, changed: dict[str, Any] | None
+    ) -> RunStatus:
+        steerable = record.active and (record.owner == self.owner or owner.alive(record.owner))
+        return RunStatus.of(record, live, changed, steerable=steerable)
+
+
+def new_run_id(store: Store) -> str:
+    """A run id not in `store`, e.g. `1201-3fa2c1` (month, day, random)."""
+    while True:
+        run_id = time.strftime("%m%d-") + secrets.token_hex(3)
+        if store.get_run(run_id) is None:
+            return run_id

@@ -18,6 +18,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.data import DatasetUnavailable
 from core.engine.config import RunConfig
 from core.store import Store, StoreError
 
@@ -113,6 +114,8 @@ class RunExecution:
             writer.close()
         except StoreError as exc:
             error = f"store: {exc}"
+        except DatasetUnavailable as exc:
+            error = str(exc)  # says what to do; where in the lab it was raised does not help
         except Exception as exc:
             error = _summary(exc)
         finally:

@@ -14,14 +14,20 @@ import socket
 from pathlib import Path
 
 
-def _start_ticks(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (Linux), None if unknown."""
+def _stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (Linux), None if unknown."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    # Field 22; the command name (field 2) may contain spaces, so split after its ")".
-    return stat.rsplit(")", 1)[1].split()[19]
+    # The command name (field 2) may contain spaces, so split after its ")".
+    return stat.rsplit(")", 1)[1].split()
+
+
+def _start_ticks(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (field 22), None if unknown."""
+    fields = _stat(pid)
+    return fields[19] if fields else None
 
 
 @functools.cache
@@ -48,4 +54,8 @@ def alive(owner: str | None) -> bool:
         return False
     except PermissionError:
         pass  # it exists, owned by another user
-    return start == "?" or _start_ticks(pid) == start
+    fields = _stat(pid)
+    if fields is None:
+        return start == "?"
+    # A zombie (state Z, field 3) has exited; its parent has not collected it yet.
+    return fields[0] != "Z" and (start == "?" or fields[19] == start)

@@ -10,41 +10,49 @@ model.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy")
 `specs()` describes every optimizer and knob; `base.py` documents the order the knobs act
 in; `GlobalVectorOptimizer` is the base for algorithms on the flattened parameter vector,
 and `register` adds one from a file in `plugins/`.
+
+Names are imported on first use: `core.optimizers.catalog` (names, knobs, validation)
+never imports TensorFlow, so the dashboard and `--help` stay light; the optimizer classes,
+`build` and `register` do.
 """
 
-from core.knobs import COMMON_KNOBS, InvalidHyperparameters, Knob, LayerRule
-from core.optimizers.algorithms import SGD, Adam, Momentum
-from core.optimizers.base import SCALAR_STATS, VECTOR_STATS, LabOptimizer
-from core.optimizers.global_vector import GlobalVectorOptimizer
-from core.optimizers.registry import (
-    OptimizerSpec,
-    build,
-    get_spec,
-    load_plugins,
-    plugin_errors,
-    plugins_folder,
-    register,
-    specs,
-)
+from __future__ import annotations
 
-__all__ = [
-    "COMMON_KNOBS",
-    "SCALAR_STATS",
-    "SGD",
-    "VECTOR_STATS",
-    "Adam",
-    "GlobalVectorOptimizer",
-    "InvalidHyperparameters",
-    "Knob",
-    "LabOptimizer",
-    "LayerRule",
-    "Momentum",
-    "OptimizerSpec",
-    "build",
-    "get_spec",
-    "load_plugins",
-    "plugin_errors",
-    "plugins_folder",
-    "register",
-    "specs",
-]
+import importlib
+from typing import Any
+
+_HOMES = {
+    "COMMON_KNOBS": "core.knobs",
+    "InvalidHyperparameters": "core.knobs",
+    "Knob": "core.knobs",
+    "LayerRule": "core.knobs",
+    "SGD": "core.optimizers.algorithms",
+    "Adam": "core.optimizers.algorithms",
+    "Momentum": "core.optimizers.algorithms",
+    "SCALAR_STATS": "core.optimizers.base",
+    "VECTOR_STATS": "core.optimizers.base",
+    "LabOptimizer": "core.optimizers.base",
+    "GlobalVectorOptimizer": "core.optimizers.global_vector",
+    "OptimizerSpec": "core.optimizers.catalog",
+    "get_spec": "core.optimizers.catalog",
+    "plugin_errors": "core.optimizers.catalog",
+    "plugins_folder": "core.optimizers.catalog",
+    "specs": "core.optimizers.catalog",
+    "build": "core.optimizers.registry",
+    "load_plugins": "core.optimizers.registry",
+    "register": "core.optimizers.registry",
+}
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'core.optimizers' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

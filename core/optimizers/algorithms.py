@@ -11,53 +11,8 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from core.knobs import COMMON_KNOBS, Knob
 from core.optimizers.base import LabOptimizer
-
-MOMENTUM = Knob(
-    "momentum",
-    "float",
-    0.9,
-    "Momentum μ: how much of the previous step carries over.",
-    low=0.0,
-    high=1.0,
-    high_open=True,
-)
-NESTEROV = Knob("nesterov", "bool", False, "Use Nesterov momentum.")
-BETA_1 = Knob(
-    "beta_1",
-    "float",
-    0.9,
-    "Decay rate β₁ of the first-moment average.",
-    low=0.0,
-    high=1.0,
-    high_open=True,
-)
-BETA_2 = Knob(
-    "beta_2",
-    "float",
-    0.999,
-    "Decay rate β₂ of the second-moment average.",
-    low=0.0,
-    high=1.0,
-    high_open=True,
-)
-EPSILON = Knob(
-    "epsilon",
-    "float",
-    1e-7,
-    "ε added for numerical stability.",
-    low=0.0,
-    high=1.0,
-    low_open=True,
-    log_scale=True,
-)
-EPSILON_INSIDE_SQRT = Knob(
-    "epsilon_inside_sqrt",
-    "bool",
-    False,
-    "Divide by √(v + ε) instead of √v + ε: stabler when v is near zero.",
-)
+from core.optimizers.catalog import ADAM_KNOBS, MOMENTUM_KNOBS
 
 
 @keras.saving.register_keras_serializable(package="optlab")
@@ -90,7 +45,7 @@ class Momentum(LabOptimizer):
     ```
     """
 
-    knobs = (*COMMON_KNOBS, MOMENTUM, NESTEROV)
+    knobs = MOMENTUM_KNOBS
     slot_names = ("velocity",)
 
     def propose(
@@ -124,7 +79,7 @@ class Adam(LabOptimizer):
     With `weight_decay` λ, θ ← θ − θ·λ·η first (decoupled, as in `keras.optimizers.AdamW`).
     """
 
-    knobs = (*COMMON_KNOBS, BETA_1, BETA_2, EPSILON, EPSILON_INSIDE_SQRT)
+    knobs = ADAM_KNOBS
     slot_names = ("m", "v")
 
     def propose(

@@ -52,6 +52,7 @@ SCALAR_STATS = (
     "top_k_kept",  # fraction of gradient entries top-k kept
     "pruned_frozen",  # fraction of parameters frozen by prune_threshold
     "param_norm",  # ‖θ'‖ after the whole step
+    "param_norm_proposed",  # ‖θ'‖ before the projection (param_norm when radius is off)
     "projection_active",  # 1 when the projection scaled θ' down
 )
 # Per-variable statistics, in the order of the variables the optimizer was built with.
@@ -297,6 +298,7 @@ class LabOptimizer(keras.optimizers.Optimizer):
         if values["telemetry"] or "radius" in live:
             param_sq = agreed(tf.stack([transforms.squared_norm(p) for p in new_params]))
             stats["param_norm"] = tf.sqrt(tf.reduce_sum(param_sq))
+            stats["param_norm_proposed"] = stats["param_norm"]
         if "radius" in live:
             radius = tf.convert_to_tensor(live["radius"])
             scale = transforms.ball_scale(stats["param_norm"], radius)

@@ -9,7 +9,8 @@
 Modules: `store` (the `Store` facade), `schema` (tables, and refusing foreign files),
 `connections` (a pool: one connection per thread at a time), `writer` (buffered metrics
 from the training thread), `chunks` (the on-disk metrics format), `metrics` (what reads
-return), `records` (runs, events, statuses), `paths` (the default file).
+return), `records` (runs, events, commands, services, statuses), `paths` (the default
+file).
 """
 
 from core.store.errors import StoreError, UnknownRunError
@@ -17,10 +18,13 @@ from core.store.metrics import Metrics
 from core.store.paths import default_path
 from core.store.records import (
     ACTIVE_STATUSES,
+    COMMAND_KINDS,
     FINAL_STATUSES,
     STATUSES,
+    Command,
     Event,
     RunRecord,
+    Service,
 )
 from core.store.schema import APPLICATION_ID, SCHEMA_VERSION
 from core.store.store import Store
@@ -29,13 +33,16 @@ from core.store.writer import MetricsWriter
 __all__ = [
     "ACTIVE_STATUSES",
     "APPLICATION_ID",
+    "COMMAND_KINDS",
     "FINAL_STATUSES",
     "SCHEMA_VERSION",
     "STATUSES",
+    "Command",
     "Event",
     "Metrics",
     "MetricsWriter",
     "RunRecord",
+    "Service",
     "Store",
     "StoreError",
     "UnknownRunError",

@@ -54,12 +54,15 @@ class RunRecord:
     error: str | None
     final_metrics: dict[str, Any] | None
     owner: str | None = None  # the process that runs (or ran) it
+    tags: tuple[str, ...] = ()
+    speed: float | None = None  # steps per second, while it trains
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "RunRecord":
         """Build a record from a runs-table row keyed by column name."""
         fields = dict(row)
         fields["config"] = json.loads(fields["config"])
+        fields["tags"] = tuple(json.loads(fields["tags"]))
         if fields["final_metrics"] is not None:
             fields["final_metrics"] = json.loads(fields["final_metrics"])
         return cls(**fields)
@@ -87,3 +90,31 @@ class Event:
     time: float
     kind: str
     payload: dict[str, Any]
+
+
+#: What a command asks of a run's owner: `set` carries `{"knobs": {name: value}}`.
+COMMAND_KINDS: Final = ("start", "stop", "pause", "resume", "set")
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A request to the process that owns a run, and what became of it."""
+
+    id: int  # increases in the order commands were written
+    run_id: str
+    kind: str
+    payload: dict[str, Any]
+    created: float
+    handled: float | None = None  # when the owner carried it out, or refused it
+    error: str | None = None  # why it was refused
+
+
+@dataclass(frozen=True, slots=True)
+class Service:
+    """A process that serves the store: an engine, which takes new runs, or a dashboard."""
+
+    owner: str  # host:pid:start, as `core.engine.owner` writes it
+    role: str
+    started: float
+    heartbeat: float  # the last time it said it was alive
+    info: dict[str, Any]

@@ -18,13 +18,15 @@ from core.store.records import STATUSES
 
 #: Stored in the header's application_id field: "OPLA", for Optimizer Lab.
 APPLICATION_ID: Final = 0x4F504C41
-#: Stored in the header's user_version field; raise it with every change to the tables.
-SCHEMA_VERSION: Final = 1
+#: Stored in the header's user_version field; raise it with every change to the tables,
+#: and add the change to `_MIGRATIONS`.
+SCHEMA_VERSION: Final = 2
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _STATUS_LIST = ", ".join(f"'{status}'" for status in STATUSES)
 
-TABLES: Final = ("runs", "metric_chunks", "events")
+# The tables of the current schema; the first three are those of version 1.
+TABLES: Final = ("runs", "metric_chunks", "events", "commands", "services")
 
 _DDL: Final = (
     f"""
@@ -70,8 +72,42 @@ _DDL: Final = (
     """,
     "CREATE INDEX events_by_run ON events (run_id, step)",
     f"PRAGMA application_id = {APPLICATION_ID}",
-    f"PRAGMA user_version = {SCHEMA_VERSION}",
+    "PRAGMA user_version = 1",
 )
+
+# What takes a store of version N to N + 1, by N; applied in order when a store opens.
+_MIGRATIONS: Final = {
+    1: (
+        # Commands to a run (stop, pause, knob changes...), written by any process and
+        # carried out by the process that owns the run (see core.engine.commands).
+        """
+        CREATE TABLE commands (
+            id      INTEGER PRIMARY KEY,
+            run_id  TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            kind    TEXT NOT NULL,
+            payload TEXT NOT NULL,       -- JSON object
+            created REAL NOT NULL,
+            handled REAL,                -- when the owner carried it out (or refused it)
+            error   TEXT                 -- why it was refused
+        )
+        """,
+        "CREATE INDEX commands_pending ON commands (run_id) WHERE handled IS NULL",
+        # Processes that serve this store: engines (which take new runs) and dashboards.
+        """
+        CREATE TABLE services (
+            owner     TEXT NOT NULL,     -- host:pid:start (see core.engine.owner)
+            role      TEXT NOT NULL,
+            started   REAL NOT NULL,
+            heartbeat REAL NOT NULL,
+            info      TEXT NOT NULL,     -- JSON object
+            PRIMARY KEY (owner, role)
+        )
+        """,
+        "ALTER TABLE runs ADD COLUMN tags TEXT NOT NULL DEFAULT '[]'",  # a JSON array
+        "ALTER TABLE runs ADD COLUMN speed REAL",  # steps per second while it trains
+        "PRAGMA user_version = 2",
+    ),
+}
 
 
 def connect(path: Path, timeout: float, *, read_only: bool = False) -> sqlite3.Connection:
@@ -95,41 +131,49 @@ def connect(path: Path, timeout: float, *, read_only: bool = False) -> sqlite3.C
 def prepare(path: Path, timeout: float) -> None:
     """Make sure `path` is a store of the current schema in WAL mode; create it if needed.
 
-    Creates the parent folder. Raises `StoreError` for a file that is not SQLite, another
-    application's database, or a store of another schema version, leaving it untouched.
+    Creates the parent folder and upgrades a store of an older schema. Raises `StoreError`
+    for a file that is not SQLite, another application's database, or a store of a newer
+    schema version, leaving it untouched.
     """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         exists = path.exists() and path.stat().st_size > 0
     except OSError as exc:
         raise StoreError(f"cannot use {path}: {exc.strerror or exc}") from exc
-    ours = False
+    version = 0
     if exists:
         _check_magic(path)
     _check_writable(path)
     if exists:
         with closing(connect(path, timeout, read_only=True)) as conn:
-            ours = _inspect(conn, path)
+            version = _inspect(conn, path)
     with closing(connect(path, timeout)) as conn:
-        if not ours:
-            _create(conn, path)
+        if version < SCHEMA_VERSION:
+            _upgrade(conn, path)
         _set_wal(conn, path)
 
 
-def _create(conn: sqlite3.Connection, path: Path) -> None:
+def _upgrade(conn: sqlite3.Connection, path: Path) -> None:
+    """Create the schema in an empty database, or migrate an older store, in one
+    transaction."""
     try:
         conn.execute("BEGIN IMMEDIATE")
         try:
-            # Looked at again under the write lock: another process may have just created it.
-            if not _inspect(conn, path):
+            # Looked at again under the write lock: another process may have just done it.
+            version = _inspect(conn, path)
+            if version == 0:
                 for statement in _DDL:
+                    conn.execute(statement)
+                version = 1
+            for step in range(version, SCHEMA_VERSION):
+                for statement in _MIGRATIONS[step]:
                     conn.execute(statement)
             conn.execute("COMMIT")
         finally:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
     except sqlite3.Error as exc:
-        raise StoreError(f"cannot create the store in {path}: {exc}") from exc
+        raise StoreError(f"cannot create or upgrade the store in {path}: {exc}") from exc
 
 
 def _check_magic(path: Path) -> None:
@@ -156,8 +200,9 @@ def _check_writable(path: Path) -> None:
             )
 
 
-def _inspect(conn: sqlite3.Connection, path: Path) -> bool:
-    """True if the database is ours and current, False if it is empty; raise otherwise."""
+def _inspect(conn: sqlite3.Connection, path: Path) -> int:
+    """The store's schema version, or 0 if the database is empty; raise if it is not ours,
+    damaged, or newer than this lab."""
     try:
         application_id = conn.execute("PRAGMA application_id").fetchone()[0]
         version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -169,16 +214,17 @@ def _inspect(conn: sqlite3.Connection, path: Path) -> bool:
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path} is a damaged or unreadable SQLite database: {exc}") from exc
     if application_id == APPLICATION_ID:
-        if version != SCHEMA_VERSION:
+        if not 1 <= version <= SCHEMA_VERSION:
             raise StoreError(
                 f"{path} is an Optimizer Lab store of schema version {version}; "
-                f"this version of the lab reads only version {SCHEMA_VERSION}"
+                f"this version of the lab reads versions 1 to {SCHEMA_VERSION}"
             )
-        if missing := sorted(set(TABLES) - set(tables)):
+        expected = TABLES if version == SCHEMA_VERSION else TABLES[:3]
+        if missing := sorted(set(expected) - set(tables)):
             raise StoreError(
                 f"{path} is a damaged Optimizer Lab store: missing {', '.join(missing)}"
             )
-        return True
+        return version
     if application_id != 0:
         raise StoreError(
             f"{path} belongs to another application (SQLite application_id "
@@ -189,7 +235,7 @@ def _inspect(conn: sqlite3.Connection, path: Path) -> bool:
             f"{path} is a SQLite database of another application (tables: "
             f"{', '.join(tables)}), not an Optimizer Lab store; refusing to open it"
         )
-    return False
+    return 0
 
 
 def _set_wal(conn: sqlite3.Connection, path: Path) -> None:

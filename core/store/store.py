@@ -6,7 +6,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -19,9 +19,12 @@ from core.store.metrics import Metrics, stack
 from core.store.paths import default_path
 from core.store.records import (
     ACTIVE_STATUSES,
+    COMMAND_KINDS,
     FINAL_STATUSES,
+    Command,
     Event,
     RunRecord,
+    Service,
     check_status,
     to_json,
 )
@@ -29,6 +32,8 @@ from core.store.writer import MetricsWriter
 
 _RUN_COLUMNS = ", ".join(field.name for field in dataclasses.fields(RunRecord))
 _EVENT_COLUMNS = ", ".join(field.name for field in dataclasses.fields(Event))
+_COMMAND_COLUMNS = ", ".join(field.name for field in dataclasses.fields(Command))
+_SERVICE_COLUMNS = ", ".join(field.name for field in dataclasses.fields(Service))
 _FINISH = "status = ?, final_metrics = ?, error = ?, finished = ?, updated = ?"
 
 
@@ -103,10 +108,12 @@ class Store:
         status: str = "queued",
         total_steps: int | None = None,
         owner: str | None = None,
+        command: str | None = None,
     ) -> RunRecord:
         """Add a run and return its record; `StoreError` if the id is taken.
 
-        `owner` names the process that will run it, for `mark_interrupted`.
+        `owner` names the process that will run it, for `mark_interrupted`; `command`
+        (e.g. "start") is written for that owner in the same transaction.
         """
         if not isinstance(run_id, str) or not run_id:
             raise ValueError(f"run_id must be a non-empty string; got {run_id!r}")
@@ -129,6 +136,8 @@ class Store:
                         owner,
                     ),
                 )
+                if command is not None:
+                    _insert_command(conn, run_id, command, {}, now)
         except sqlite3.IntegrityError as exc:
             raise StoreError(f"a run with id {run_id!r} already exists") from exc
         return self._require_run(run_id)
@@ -276,6 +285,116 @@ class Store:
             rows = conn.execute(query + " ORDER BY step, id", params).fetchall()
         return [Event(*row[:-1], json.loads(row[-1])) for row in rows]
 
+    def latest_knobs(self, run_id: str | None = None) -> dict[str, dict[str, Any]]:
+        """Each run's knobs changed while it trained, with their last value, by run id
+        (only `run_id`'s, if given)."""
+        query = "SELECT run_id, payload FROM events WHERE kind = 'knob'"
+        params: tuple[Any, ...] = ()
+        if run_id is not None:
+            query, params = query + " AND run_id = ?", (run_id,)
+        with self._read() as conn:
+            rows = conn.execute(query + " ORDER BY step, id", params).fetchall()
+        latest: dict[str, dict[str, Any]] = {}
+        for run_id, payload in rows:
+            change = json.loads(payload)
+            latest.setdefault(run_id, {})[change["name"]] = change["value"]
+        return latest
+
+    # Tags
+
+    def set_tags(self, run_id: str, tags: Iterable[str]) -> None:
+        """Replace the run's tags (kept in the order given, without repeats)."""
+        clean = list(dict.fromkeys(tags))
+        self._update_run(run_id, "tags = ?", (json.dumps(clean),))
+
+    # Commands
+
+    def add_command(
+        self, run_id: str, kind: str, payload: Mapping[str, Any] | None = None
+    ) -> Command:
+        """Ask the process that owns the run to `kind` it (see `COMMAND_KINDS`)."""
+        now = time.time()
+        try:
+            with self._write() as conn:
+                command_id = _insert_command(conn, run_id, kind, payload or {}, now)
+        except sqlite3.IntegrityError as exc:  # the foreign key: no such run
+            raise UnknownRunError(run_id) from exc
+        return Command(command_id, run_id, kind, dict(payload or {}), now)
+
+    def pending_commands(self, owner: str) -> list[Command]:
+        """Commands not handled yet to runs that `owner` runs, oldest first."""
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {', '.join('c.' + c for c in _COMMAND_COLUMNS.split(', '))}"
+                " FROM commands AS c JOIN runs AS r ON r.id = c.run_id"
+                " WHERE c.handled IS NULL AND r.owner = ? ORDER BY c.id",
+                (owner,),
+            ).fetchall()
+        return [_command(row) for row in rows]
+
+    def get_command(self, command_id: int) -> Command | None:
+        with self._read() as conn:
+            row = conn.execute(
+                f"SELECT {_COMMAND_COLUMNS} FROM commands WHERE id = ?", (command_id,)
+            ).fetchone()
+        return None if row is None else _command(row)
+
+    def mark_handled(self, command_id: int, error: str | None = None) -> None:
+        """Record that the owner carried the command out, or why it refused it."""
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE commands SET handled = ?, error = ? WHERE id = ?",
+                (time.time(), error, command_id),
+            )
+
+    # Progress of runs that train
+
+    def publish_progress(self, progress: Mapping[str, tuple[int, float | None]]) -> None:
+        """Each run's step and speed in steps per second, by run id, in one transaction."""
+        if not progress:
+            return
+        now = time.time()
+        with self._write() as conn:
+            conn.executemany(
+                "UPDATE runs SET step = max(step, ?), speed = ?, updated = ? WHERE id = ?",
+                [(step, speed, now, run_id) for run_id, (step, speed) in progress.items()],
+            )
+
+    # Services: the processes that serve this store
+
+    def register_service(self, owner: str, role: str, info: Mapping[str, Any]) -> None:
+        """Record that process `owner` serves the store as `role` (replacing the row it
+        had in that role)."""
+        now = time.time()
+        with self._write() as conn:
+            conn.execute(
+                f"INSERT OR REPLACE INTO services ({_SERVICE_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
+                (owner, role, now, now, to_json(info)),
+            )
+
+    def heartbeat(self, owner: str, role: str, info: Mapping[str, Any] | None = None) -> None:
+        """The service is alive (and its `info` is now this, when given)."""
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE services SET heartbeat = ?, info = coalesce(?, info)"
+                " WHERE owner = ? AND role = ?",
+                (time.time(), None if info is None else to_json(info), owner, role),
+            )
+
+    def services(self, role: str | None = None) -> list[Service]:
+        """The registered services (of `role`, if given), the most recent first."""
+        query = f"SELECT {_SERVICE_COLUMNS} FROM services"
+        params: tuple[Any, ...] = ()
+        if role is not None:
+            query, params = query + " WHERE role = ?", (role,)
+        with self._read() as conn:
+            rows = conn.execute(query + " ORDER BY started DESC", params).fetchall()
+        return [Service(*row[:-1], json.loads(row[-1])) for row in rows]
+
+    def remove_service(self, owner: str, role: str) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM services WHERE owner = ? AND role = ?", (owner, role))
+
     # Metrics
 
     def metrics_writer(self, run_id: str, *, flush_interval: float | None = None) -> MetricsWriter:
@@ -375,3 +494,20 @@ class Store:
             finished=finished,
             updated=updated,
         )
+
+
+def _insert_command(
+    conn: sqlite3.Connection, run_id: str, kind: str, payload: Mapping[str, Any], now: float
+) -> int:
+    if kind not in COMMAND_KINDS:
+        raise ValueError(f"command must be one of {', '.join(COMMAND_KINDS)}; got {kind!r}")
+    cursor = conn.execute(
+        "INSERT INTO commands (run_id, kind, payload, created) VALUES (?, ?, ?, ?)",
+        (run_id, kind, to_json(payload), now),
+    )
+    return int(cursor.lastrowid or 0)
+
+
+def _command(row: tuple[Any, ...]) -> Command:
+    command_id, run_id, kind, payload, created, handled, error = row
+    return Command(command_id, run_id, kind, json.loads(payload), created, handled, error)

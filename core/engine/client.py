@@ -1,0 +1,230 @@
+"""`EngineClient`: runs read and steered through the store, from a process that never trains.
+
+The dashboard uses it in place of an `Engine`: the same methods to read runs and to steer
+them, but every action is a command in the store (see `core.engine.commands`), carried
+out by the process that trains the run: the engine process for runs started here (see
+`core.engine.server`), or a CLI for its own. Nothing here imports TensorFlow, so a page
+that watches a run costs the training process nothing but the store's reads.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from core import optimizers
+from core.engine import owner
+from core.engine.config import RunConfig
+from core.engine.engine import new_run_id
+from core.engine.status import RunStatus
+from core.knobs import InvalidHyperparameters, live_change
+from core.optimizers.catalog import OptimizerSpec, Plugins
+from core.store import Command, Event, Metrics, Service, Store, UnknownRunError
+
+ENGINE = "engine"  # the service role of a process that takes new runs
+DASHBOARD = "dashboard"  # the role of a dashboard process, which keeps an engine alive
+POLL_SECONDS = 0.1
+
+
+class EngineUnavailable(RuntimeError):
+    """No engine process serves the store, and none could be started."""
+
+
+class EngineClient:
+    """Reads runs from `store` and steers them with commands; see the module docstring.
+
+    Args:
+        store: The lab's store.
+        launch: Starts an engine process for the store when none serves it (the
+            dashboard's `core.engine.server.launch`); without it, `start` needs one
+            running already.
+        engine_wait: How long `start` waits for an engine to come up, in seconds.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        launch: Callable[[], None] | None = None,
+        engine_wait: float = 60.0,
+    ) -> None:
+        self.store = store
+        self._launch = launch
+        self.engine_wait = engine_wait
+
+    # The engine process ---------------------------------------------------------------
+
+    def engine(self) -> Service | None:
+        """The live engine process serving the store, if any (dead ones are forgotten)."""
+        return live_service(self.store, ENGINE)
+
+    def ensure_engine(self, *, wait: bool = True) -> Service | None:
+        """The serving engine; launches one when there is none, and waits for it to come
+        up unless told not to. Raises `EngineUnavailable` if none comes in time."""
+        service = self.engine()
+        if service is not None:
+            return service
+        if self._launch is None:
+            raise EngineUnavailable(
+                f"no engine serves {self.store.path}: start one with `python -m core serve`"
+            )
+        self._launch()
+        deadline = time.monotonic() + (self.engine_wait if wait else 0.0)
+        while (service := self.engine()) is None and time.monotonic() < deadline:
+            time.sleep(POLL_SECONDS)
+        if service is None and wait:
+            raise EngineUnavailable(
+                f"the engine process for {self.store.path} did not start within "
+                f"{self.engine_wait:.0f} s (see {self.store.path}.engine.log)"
+            )
+        return service
+
+    def register_dashboard(self) -> None:
+        """Mark this process as a dashboard of the store, which keeps a launched engine
+        alive while it lives (see `core.engine.server`)."""
+        self.store.register_service(owner.current(), DASHBOARD, {})
+
+    def plugins(self) -> Plugins:
+        """The plugin optimizers the engine process loaded, and the files that failed."""
+        service = self.engine()
+        info = service.info if service is not None else {}
+        specs = [OptimizerSpec.from_description(d) for d in info.get("plugins", [])]
+        return specs, dict(info.get("plugin_errors", {}))
+
+    # Starting and steering runs -------------------------------------------------------
+
+    def start(self, config: RunConfig | Mapping[str, Any]) -> str:
+        """Hands a run to the engine process and returns its id. An invalid config raises
+        `InvalidHyperparameters` naming every bad field, and nothing is stored."""
+        if not isinstance(config, RunConfig):
+            config = RunConfig.from_dict(config)
+        service = self.ensure_engine()
+        assert service is not None
+        run_id = new_run_id(self.store)
+        self.store.create_run(
+            run_id,
+            config.label,
+            config.to_dict(),
+            status="queued",
+            owner=service.owner,
+            command="start",
+        )
+        return run_id
+
+    def stop(self, run_id: str) -> Command:
+        """Asks the run's process to stop it within one step."""
+        return self._command(run_id, "stop")
+
+    def pause(self, run_id: str) -> Command:
+        return self._command(run_id, "pause")
+
+    def resume(self, run_id: str) -> Command:
+        return self._command(run_id, "resume")
+
+    def update(self, run_id: str, **knobs: float) -> Command:
+        """Asks for live knob changes from the run's next step on. Raises
+        `InvalidHyperparameters` naming each bad knob, and then asks nothing."""
+        config = self._steerable(run_id).config
+        spec = optimizers.get_spec(config["optimizer"])
+        errors, values = {}, {}
+        for name, value in knobs.items():
+            was_on = config["hyperparameters"].get(name) is not None
+            try:
+                values[name] = live_change(spec.knobs, name, value, was_on=was_on)
+            except ValueError as exc:
+                errors[name] = str(exc)
+        if errors or not values:
+            raise InvalidHyperparameters(errors or {"knobs": "name at least one knob"})
+        return self.store.add_command(run_id, "set", {"knobs": values})
+
+    def settle(self, command: Command, timeout: float = 2.0) -> Command:
+        """The command once its run's process has handled it (or as it is after
+        `timeout` seconds): `handled` is then set, and `error` says why it was refused."""
+        deadline = time.monotonic() + timeout
+        while True:
+            current = self.store.get_command(command.id) or command
+            if current.handled is not None or time.monotonic() >= deadline:
+                return current
+            time.sleep(POLL_SECONDS / 2)
+
+    def delete(self, run_id: str) -> None:
+        """Deletes an ended run with its metrics and events."""
+        record = self.store.get_run(run_id)
+        if record is None:
+            raise UnknownRunError(f"run_id: no run {run_id!r}")
+        if record.active and owner.alive(record.owner):
+            raise InvalidHyperparameters({"run_id": f"run {run_id} is {record.status}: stop it"})
+        self.store.delete_run(run_id)
+
+    def set_tags(self, run_id: str, tags: Iterable[str]) -> None:
+        clean = [tag.strip() for tag in tags if tag.strip()]
+        for tag in clean:
+            if len(tag) > 40 or not tag.isprintable():
+                raise InvalidHyperparameters(
+                    {"tags": f"a tag is 1 to 40 printable characters (got {tag!r})"}
+                )
+        self.store.set_tags(run_id, clean)
+
+    # Reading --------------------------------------------------------------------------
+
+    def status(self, run_id: str) -> RunStatus:
+        record = self.store.get_run(run_id)
+        if record is None:
+            raise UnknownRunError(f"run_id: no run {run_id!r}")
+        changed = self.store.latest_knobs(run_id).get(run_id)
+        return RunStatus.of(record, None, changed, steerable=owner.alive(record.owner))
+
+    def list(self) -> list[RunStatus]:
+        """Every run in the store, newest first."""
+        changed = self.store.latest_knobs()
+        return [
+            RunStatus.of(
+                record,
+                None,
+                changed.get(record.id),
+                steerable=record.active and owner.alive(record.owner),
+            )
+            for record in self.store.list_runs()
+        ]
+
+    def metrics(self, run_id: str, since_step: int | None = None) -> Metrics:
+        return self.store.read_metrics(run_id, since_step)
+
+    def events(self, run_id: str) -> list[Event]:
+        return self.store.events(run_id)
+
+    def wait(self, run_id: str, timeout: float | None = None) -> RunStatus:
+        """Polls until the run ends (or `timeout` passes) and returns its status."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            status = self.status(run_id)
+            if not status.active or (deadline is not None and time.monotonic() >= deadline):
+                return status
+            time.sleep(POLL_SECONDS * 2)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def _steerable(self, run_id: str) -> RunStatus:
+        status = self.status(run_id)
+        if not status.active:
+            raise InvalidHyperparameters({"run_id": f"run {run_id} has ended"})
+        if not status.steerable:
+            raise InvalidHyperparameters(
+                {"run_id": f"run {run_id}: the process that trains it has ended"}
+            )
+        return status
+
+    def _command(self, run_id: str, kind: str) -> Command:
+        self._steerable(run_id)
+        return self.store.add_command(run_id, kind)
+
+
+def live_service(store: Store, role: str) -> Service | None:
+    """The most recent live service of `role`; rows of dead processes are removed."""
+    for service in store.services(role):
+        if owner.alive(service.owner):
+            return service
+        store.remove_service(service.owner, role)
+    return None

@@ -1,0 +1,70 @@
+"""Commands through the store: how any process steers a run that another process trains.
+
+A dashboard, a CLI in another terminal, or a script writes a command (`Store.add_command`:
+start, stop, pause, resume, or set knobs) for a run. The process that owns the run polls
+the store for its runs' commands, carries each out with the same engine methods a local
+caller uses, and marks it handled, with the reason when it refuses one; knob changes then
+become events at the step that first uses them, as any change does. The same loop
+publishes the progress (step, steps per second) of the runs the process trains, so that
+readers in other processes see it without asking.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+
+from core.knobs import InvalidHyperparameters
+from core.store import Command, Store, StoreError, UnknownRunError
+
+POLL_SECONDS = 0.1  # a command is taken within this, plus the run's current step
+PUBLISH_SECONDS = 0.5  # progress is written this often (the metrics flush's own pace)
+
+Handler = Callable[[Command], None]
+ProgressSource = Callable[[], Mapping[str, tuple[int, float | None]]]
+
+
+class CommandListener:
+    """A daemon thread that carries out `owner`'s commands and publishes its progress.
+
+    `handle(command)` carries a command out, raising `InvalidHyperparameters`,
+    `UnknownRunError` or `ValueError` to refuse it (the message becomes the command's
+    error). `progress()` returns `{run_id: (step, steps_per_second)}` of the runs training.
+    A store error (a lock held too long, a full disk) skips one round; the next retries.
+    """
+
+    def __init__(
+        self, store: Store, owner: str, handle: Handler, progress: ProgressSource
+    ) -> None:
+        self.store = store
+        self.owner = owner
+        self._handle = handle
+        self._progress = progress
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="optlab-commands", daemon=True)
+        self._thread.start()
+
+    def close(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        rounds_per_publish = max(1, round(PUBLISH_SECONDS / POLL_SECONDS))
+        rounds = 0
+        while not self._stop.wait(POLL_SECONDS):
+            try:
+                for command in self.store.pending_commands(self.owner):
+                    self.store.mark_handled(command.id, self._carry_out(command))
+                rounds += 1
+                if rounds % rounds_per_publish == 0:
+                    self.store.publish_progress(self._progress())
+            except StoreError:
+                continue  # the store is busy or failing; the next round tries again
+
+    def _carry_out(self, command: Command) -> str | None:
+        """Carries `command` out; returns why it was refused, or None."""
+        try:
+            self._handle(command)
+        except (InvalidHyperparameters, UnknownRunError, ValueError) as exc:
+            return str(exc)
+        return None

@@ -1,0 +1,198 @@
+"""The engine process: `python -m core serve`, where the dashboard's runs train.
+
+Streamlit ends every script run (each tab's refresh, every second) with full garbage
+collections, and with `keras.backend.clear_session()` whenever Keras is imported, which
+stalls every thread of its process; a run that trains there crawls while it is watched.
+So the dashboard never trains: it hands runs to this process through the store and reads
+them back from it (see `core.engine.client`).
+
+One engine serves a store at a time: it holds an exclusive lock on `STORE.engine.lock`
+for its whole life, so a second one exits at once. It registers itself in the store's
+`services` table (the dashboard finds it there, after a reload or a restart of
+Streamlit), beats a heartbeat every second, and imports TensorFlow, loads the plugins
+and the default dataset in the background at start, so that the first run does not wait
+for them; the optimizer plugins it loaded are published in its service row for the
+dashboard's forms. Launched by a dashboard (`launch`), it exits once no run is queued or
+training and no dashboard process of the store lives, after a grace period.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from types import FrameType
+from typing import IO, Any
+
+from core.engine import owner
+from core.engine.client import DASHBOARD, ENGINE, live_service
+from core.engine.engine import Engine
+from core.store import Store, StoreError
+
+HEARTBEAT_SECONDS = 1.0
+IDLE_GRACE_SECONDS = 60.0  # a dashboard restarting within this finds its engine again
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def lock_path(store_path: Path) -> Path:
+    return store_path.with_name(store_path.name + ".engine.lock")
+
+
+def log_path(store_path: Path) -> Path:
+    return store_path.with_name(store_path.name + ".engine.log")
+
+
+class EngineService:
+    """Makes `engine` the one that serves its store: registers it, beats its heartbeat,
+    and publishes the optimizer plugins once TensorFlow is warm. Works in any process
+    (tests serve an in-process engine this way); `serve` adds the lock and the exit."""
+
+    def __init__(self, engine: Engine, *, warm_up: bool = True) -> None:
+        self.engine = engine
+        self.store = engine.store
+        self.owner = engine.owner
+        self.info: dict[str, Any] = {
+            "pid": os.getpid(),
+            "max_concurrent": engine.max_concurrent,
+            "ready": False,
+        }
+        self.store.register_service(self.owner, ENGINE, self.info)
+        self._stop = threading.Event()
+        self._beat = threading.Thread(target=self._heartbeat, name="optlab-heartbeat", daemon=True)
+        self._beat.start()
+        if warm_up:
+            threading.Thread(target=self._warm_up, name="optlab-warm-up", daemon=True).start()
+        else:
+            self._publish_plugins()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._beat.join(5.0)
+        # If the store is gone or full, the row dies with the process (the owner check).
+        with contextlib.suppress(StoreError):
+            self.store.remove_service(self.owner, ENGINE)
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(HEARTBEAT_SECONDS):
+            try:
+                self.store.heartbeat(self.owner, ENGINE, self.info)
+            except StoreError:
+                continue
+
+    def _warm_up(self) -> None:
+        """What every first run would otherwise wait for: TensorFlow, the trainer's
+        modules, the plugins and the default dataset."""
+        from core import data
+        from core.engine import trainer  # noqa: F401  (TensorFlow and Keras)
+
+        self._publish_plugins()
+        with contextlib.suppress(data.DatasetUnavailable):  # a run that needs it says why
+            data.load(data.DEFAULT_DATASET)
+        self.info = {**self.info, "ready": True}
+
+    def _publish_plugins(self) -> None:
+        from core.optimizers import registry
+
+        plugins, errors = registry.loaded_plugins()
+        self.info = {
+            **self.info,
+            "plugins": [spec.describe() for spec in plugins],
+            "plugin_errors": errors,
+        }
+        self.store.heartbeat(self.owner, ENGINE, self.info)
+
+
+def serve(
+    store_path: Path,
+    *,
+    max_concurrent: int,
+    exit_when_idle: bool = False,
+    stop: threading.Event | None = None,
+) -> int:
+    """Serves the store until SIGTERM, SIGINT, `stop`, or (with `exit_when_idle`) no work
+    and no dashboard; then interrupts what still trains. Returns an exit status: 0, also
+    when another engine serves the store already."""
+    store_path = store_path.resolve()
+    lock = _lock(store_path)
+    if lock is None:
+        print(f"an engine already serves {store_path}", file=sys.stderr, flush=True)
+        return 0
+    stop = stop or threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, _setter(stop))
+    try:
+        engine = Engine(Store(store_path), max_concurrent=max_concurrent)
+        service = EngineService(engine)
+        print(f"engine {engine.owner} serves {store_path}", file=sys.stderr, flush=True)
+        idle_since: float | None = None
+        while not stop.wait(HEARTBEAT_SECONDS):
+            if not exit_when_idle:
+                continue
+            if engine.busy() or live_service(engine.store, DASHBOARD) is not None:
+                idle_since = None
+            elif idle_since is None:
+                idle_since = time.monotonic()
+            elif time.monotonic() - idle_since > IDLE_GRACE_SECONDS:
+                break
+        service.close()
+        engine.close()
+    finally:
+        lock.close()
+    return 0
+
+
+def launch(store_path: Path, *, max_concurrent: int) -> subprocess.Popen[bytes]:
+    """Starts `python -m core serve` for the store in a session of its own (so that it
+    outlives a restart of the dashboard), logging to `STORE.engine.log`."""
+    store_path = store_path.resolve()
+    log = log_path(store_path).open("ab")
+    command = [
+        sys.executable,
+        "-m",
+        "core",
+        "serve",
+        "--store",
+        str(store_path),
+        "--max-concurrent",
+        str(max_concurrent),
+        "--exit-when-idle",
+    ]
+    with log:
+        return subprocess.Popen(
+            command,
+            cwd=PROJECT_ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
+
+
+def _lock(store_path: Path) -> IO[str] | None:
+    """The engine lock of the store, held until the file is closed; None if taken."""
+    store_path.parent.mkdir(parents=True, exist_ok=True)
+    file = lock_path(store_path).open("a+")
+    try:
+        fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        file.close()
+        return None
+    file.seek(0)
+    file.truncate()
+    file.write(f"{owner.current()}\n")
+    file.flush()
+    return file
+
+
+def _setter(event: threading.Event) -> Any:
+    def handler(signum: int, frame: FrameType | None) -> None:
+        event.set()
+
+    return handler

@@ -1,0 +1,280 @@
+"""The optimizer catalog: every optimizer's name, knobs and update rule, without TensorFlow.
+
+Forms, the CLI, run-config validation and the dashboard read optimizers from here; only
+making one (`OptimizerSpec.build`, `core.optimizers.build`) imports TensorFlow. The
+built-in optimizers are declared below. Plugin optimizers come from the plugins folder
+through `core.optimizers.registry`, which imports them (and TensorFlow), unless this
+process takes them from elsewhere (`use_plugin_source`): the dashboard, which must stay
+light, takes the descriptions the engine process publishes in the store.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.knobs import COMMON_KNOBS, InvalidHyperparameters, Knob, validate
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+# The algorithms' own knobs (core/optimizers/algorithms.py), after the common ones.
+MOMENTUM = Knob(
+    "momentum",
+    "float",
+    0.9,
+    "Momentum μ: how much of the previous step carries over.",
+    low=0.0,
+    high=1.0,
+    high_open=True,
+)
+NESTEROV = Knob("nesterov", "bool", False, "Use Nesterov momentum.")
+BETA_1 = Knob(
+    "beta_1",
+    "float",
+    0.9,
+    "Decay rate β₁ of the first-moment average.",
+    low=0.0,
+    high=1.0,
+    high_open=True,
+)
+BETA_2 = Knob(
+    "beta_2",
+    "float",
+    0.999,
+    "Decay rate β₂ of the second-moment average.",
+    low=0.0,
+    high=1.0,
+    high_open=True,
+)
+EPSILON = Knob(
+    "epsilon",
+    "float",
+    1e-7,
+    "ε added for numerical stability.",
+    low=0.0,
+    high=1.0,
+    low_open=True,
+    log_scale=True,
+)
+EPSILON_INSIDE_SQRT = Knob(
+    "epsilon_inside_sqrt",
+    "bool",
+    False,
+    "Divide by √(v + ε) instead of √v + ε: stabler when v is near zero.",
+)
+SGD_KNOBS = COMMON_KNOBS
+MOMENTUM_KNOBS = (*COMMON_KNOBS, MOMENTUM, NESTEROV)
+ADAM_KNOBS = (*COMMON_KNOBS, BETA_1, BETA_2, EPSILON, EPSILON_INSIDE_SQRT)
+
+
+@dataclass(frozen=True)
+class OptimizerSpec:
+    """Everything the lab knows about one named optimizer.
+
+    Attributes:
+        name: The registry name, e.g. `"adamw"`.
+        implementation: Where its class lives, `module:Class`.
+        summary: One sentence for a menu.
+        update_rule: The update rule, in plain text with Unicode math.
+        declared: The knobs the class declares, with the class's defaults.
+        defaults: Knob defaults that differ from the class's (what makes `adamw` AdamW).
+        required: Knobs that must not be `None` for this optimizer (`projected_gd`: radius).
+        source: `"core"`, or the plugin file that registered it.
+    """
+
+    name: str
+    implementation: str
+    summary: str
+    update_rule: str
+    declared: tuple[Knob, ...]
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    required: tuple[str, ...] = ()
+    source: str = "core"
+
+    @property
+    def knobs(self) -> tuple[Knob, ...]:
+        """The class's knobs with this optimizer's defaults."""
+        return tuple(
+            knob.with_default(self.defaults[knob.name]) if knob.name in self.defaults else knob
+            for knob in self.declared
+        )
+
+    @property
+    def cls(self) -> type:
+        """The `LabOptimizer` subclass that implements it (imports TensorFlow)."""
+        module, _, name = self.implementation.partition(":")
+        try:
+            return getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError) as exc:
+            raise LookupError(
+                f"optimizer {self.name!r}: its class {self.implementation} is not loaded here"
+            ) from exc
+
+    def validate(self, hyperparameters: Mapping[str, Any]) -> dict[str, Any]:
+        """Every knob's value after validation; raises `InvalidHyperparameters`."""
+        values = validate(self.knobs, hyperparameters, owner=self.name)
+        missing = {
+            name: f"is required by {self.name}" for name in self.required if values[name] is None
+        }
+        if missing:
+            raise InvalidHyperparameters(missing)
+        return values
+
+    def build(self, **hyperparameters: Any) -> Any:
+        """A new optimizer with these hyperparameters (the rest take their defaults)."""
+        return self.cls(**self.validate(hyperparameters))
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-ready description, for forms, documentation and the store;
+        `from_description` reads it back."""
+        return {
+            "name": self.name,
+            "implementation": self.implementation,
+            "summary": self.summary,
+            "update_rule": self.update_rule,
+            "source": self.source,
+            "knobs": [
+                {
+                    **knob.__dict__,
+                    "choices": list(knob.choices),
+                    "range": knob.range_text(),
+                    "required": knob.name in self.required,
+                }
+                for knob in self.knobs
+            ],
+        }
+
+    @classmethod
+    def from_description(cls, described: Mapping[str, Any]) -> OptimizerSpec:
+        """The spec `describe()` described (its knobs carry this optimizer's defaults)."""
+        knob_fields = set(Knob.__dataclass_fields__)
+        knobs = tuple(
+            Knob(
+                **{
+                    key: tuple(value) if key == "choices" else value
+                    for key, value in knob.items()
+                    if key in knob_fields
+                }
+            )
+            for knob in described["knobs"]
+        )
+        return cls(
+            name=described["name"],
+            implementation=described["implementation"],
+            summary=described["summary"],
+            update_rule=described["update_rule"],
+            declared=knobs,
+            required=tuple(k["name"] for k in described["knobs"] if k.get("required")),
+            source=described["source"],
+        )
+
+
+BUILTIN: tuple[OptimizerSpec, ...] = (
+    OptimizerSpec(
+        "sgd",
+        "core.optimizers.algorithms:SGD",
+        "Plain gradient descent.",
+        "θ ← θ − η·g",
+        SGD_KNOBS,
+    ),
+    OptimizerSpec(
+        "momentum",
+        "core.optimizers.algorithms:Momentum",
+        "Gradient descent with heavy-ball or Nesterov momentum.",
+        "v ← μ·v − η·g;  θ ← θ + v",
+        MOMENTUM_KNOBS,
+    ),
+    OptimizerSpec(
+        "adam",
+        "core.optimizers.algorithms:Adam",
+        "Adam: per-parameter steps from running moments of g and g².",
+        "m ← β₁m + (1−β₁)g;  v ← β₂v + (1−β₂)g²;  θ ← θ − η·√(1−β₂ᵗ)/(1−β₁ᵗ)·m/(√v + ε)",
+        ADAM_KNOBS,
+        defaults={"learning_rate": 0.001},
+    ),
+    OptimizerSpec(
+        "adamw",
+        "core.optimizers.algorithms:Adam",
+        "Adam with decoupled weight decay (Loshchilov & Hutter), as Keras's AdamW.",
+        "θ ← θ − η·λ·θ;  then the Adam step",
+        ADAM_KNOBS,
+        defaults={"learning_rate": 0.001, "weight_decay": 0.004},
+    ),
+    OptimizerSpec(
+        "clipped_adam",
+        "core.optimizers.algorithms:Adam",
+        "Adam on gradients clipped to a global norm.",
+        "g ← g·min(1, c/‖g‖);  then the Adam step",
+        ADAM_KNOBS,
+        defaults={"learning_rate": 0.001, "clip_norm": 1.0},
+    ),
+    OptimizerSpec(
+        "projected_gd",
+        "core.optimizers.algorithms:SGD",
+        "Gradient descent, then projection of all parameters onto an L2 ball (the article's "
+        "TestGD).",
+        "θ ← θ − η·g;  θ ← θ·min(1, r/‖θ‖)",
+        SGD_KNOBS,
+        defaults={"radius": 1.0},
+        required=("radius",),
+    ),
+)
+BUILTIN_NAMES = frozenset(spec.name for spec in BUILTIN)
+
+# Plugins: (their specs, the files that failed to load with the reason).
+Plugins = tuple[list[OptimizerSpec], dict[str, str]]
+_lock = threading.Lock()
+_plugin_source: Callable[[], Plugins] | None = None
+
+
+def plugins_folder() -> Path:
+    """Where plugins are loaded from: `$OPTLAB_PLUGINS`, else `plugins/` in the project."""
+    return Path(os.environ.get("OPTLAB_PLUGINS", PROJECT_ROOT / "plugins"))
+
+
+def use_plugin_source(source: Callable[[], Plugins] | None) -> None:
+    """Take plugin optimizers from `source()` instead of importing the plugins folder
+    (None: import it again). For a process that must never import TensorFlow."""
+    global _plugin_source
+    with _lock:
+        _plugin_source = source
+
+
+def plugins() -> Plugins:
+    """The plugin optimizers and the plugin files that failed to load."""
+    with _lock:
+        source = _plugin_source
+    if source is not None:
+        return source()
+    from core.optimizers import registry  # imports the plugins, and TensorFlow
+
+    return registry.loaded_plugins()
+
+
+def specs() -> list[OptimizerSpec]:
+    """Every optimizer: the built-in ones first, then plugins."""
+    return [*BUILTIN, *plugins()[0]]
+
+
+def plugin_errors() -> dict[str, str]:
+    """The plugin files that failed to load, with the reason."""
+    return plugins()[1]
+
+
+def get_spec(name: str) -> OptimizerSpec:
+    """The spec named `name`; raises `InvalidHyperparameters` naming `optimizer` if none.
+    A built-in name never loads the plugins."""
+    for spec in BUILTIN:
+        if spec.name == name:
+            return spec
+    known = specs()
+    for spec in known:
+        if spec.name == name:
+            return spec
+    names = ", ".join(spec.name for spec in known)
+    raise InvalidHyperparameters({"optimizer": f"unknown optimizer {name!r} (known: {names})"})
