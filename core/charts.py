@@ -2,25 +2,49 @@
 
 Figures are built here, from stored metrics and events, so that the pages stay thin and
 the cost of a refresh can be measured without a browser (`make bench`). Every series is
-downsampled to about `series.MAX_POINTS` points, keeping spikes; every live knob change is
-marked on every chart at the step it took effect; each figure keeps a fixed `uirevision`
-so that a user's zoom survives refreshes.
+downsampled to about `series.MAX_POINTS` points, keeping spikes. Every chart
+
+- writes numbers one way: ticks as `TICK_FORMAT` (0.001, 0.25, 1e+6), hover values as
+  `HOVER_FORMAT`, shares (accuracy, sparsity) in percent; log axes label whole decades;
+- takes its y range from where most points lie (`series.robust_range`), so that a run
+  that diverges leaves the top of the chart instead of flattening the others; reference
+  lines (the radius, the clip threshold, 2/η) always stay in view;
+- marks every live knob change and divergence of the runs it draws with a dotted line and
+  a marker at the top that says what happened on hover;
+- keeps a fixed `uirevision`, so that a user's zoom survives refreshes.
+
+Per-layer charts are drawn once per run when several runs are shown (keys `<chart>/<run
+id>`), all on the same y range, so that the small charts compare at a glance.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 import plotly.graph_objects as go
 
-from core.series import downsample, flags_to_steps
+from core.series import downsample, flags_to_steps, robust_range
 from core.store import Event, Metrics
 
 PALETTE = ("#f5a524", "#4cc9f0", "#f72585", "#80ed99", "#b388eb", "#ff8c42", "#90a4ae", "#ffd166")
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+TOTAL_COLOUR = "#e0e0e0"  # a sum over layers, drawn among the layers' palette colours
+# The `meta` of a trace that draws a reference (a radius, a threshold): always in range.
+REFERENCE = "reference"
+
+# d3-format: up to 6 significant digits on ticks and 4 on hover, trailing zeros trimmed.
+TICK_FORMAT = "~g"
+HOVER_FORMAT = ".4~g"
+PERCENT_TICK_FORMAT = "~%"
+PERCENT_HOVER_FORMAT = ".2~%"
+STEP_HOVER_FORMAT = ","  # 12,345
+
+Scale = Literal["linear", "log", "percent"]
+Traces = Callable[["RunView", int], list[dict[str, Any]]]  # one run's, given its index
 
 
 @dataclass(frozen=True)
@@ -35,21 +59,38 @@ class RunView:
 
 
 def live_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
-    """Every chart of the Live page, by key, for one or more runs overlaid."""
-    charts: dict[str, Chart] = {
-        "loss": ("Loss", True, _loss),
-        "accuracy": ("Accuracy", False, _accuracy),
-        "grad_norm": ("Gradient global norm, before and after clipping", True, _grad_norm),
-        "param_norm": ("Parameter norm ‖θ‖ against the radius", False, _param_norm),
-        "step_norm": ("Step norm ‖Δθ‖ per layer", True, _per_layer("step_norm")),
-        "update_ratio": (
-            "Update / parameter ratio ‖Δθ‖/‖θ‖ per layer",
-            True,
-            _per_layer("update_ratio"),
-        ),
-        "sparsity": ("Sparsity per layer", False, _per_layer("sparsity")),
-    }
-    return _overlaid(charts, runs)
+    """Every chart of the Live page, by key, for one or more runs.
+
+    Keys: `loss`, `accuracy`, `grad_norm`, `param_norm`, with every run overlaid; then
+    `step_norm`, `update_ratio` and `sparsity`, per layer: one chart under that key for a
+    single run, or one per run under `<key>/<run id>` for several (but a single empty one
+    under `<key>` while none of them has logged the series).
+    """
+    return _draw(
+        {
+            "loss": Chart("Loss", _loss, "log"),
+            "accuracy": Chart("Accuracy", _accuracy, "percent"),
+            "grad_norm": Chart(
+                "Gradient global norm, before and after clipping", _grad_norm, "log"
+            ),
+            "param_norm": Chart(
+                "Parameter norm ‖θ'‖ before projection, and the radius", _param_norm
+            ),
+            "step_norm": Chart(
+                "Step norm ‖Δθ‖ per layer", _per_layer("step_norm"), "log", split=True
+            ),
+            "update_ratio": Chart(
+                "Update / parameter ratio ‖Δθ‖/‖θ‖ per layer",
+                _per_layer("update_ratio"),
+                "log",
+                split=True,
+            ),
+            "sparsity": Chart(
+                "Sparsity per layer", _per_layer("sparsity"), "percent", covers=(0, 1), split=True
+            ),
+        },
+        runs,
+    )
 
 
 # One sentence on how to read each instrument, shown under its chart.
@@ -70,35 +111,24 @@ INSTRUMENT_HELP = {
 
 
 def instrument_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
-    """The Instruments panel: the four scalar instruments, and heat strips of the first
-    run's gradient and weight histograms."""
-    charts: dict[str, Chart] = {
-        "distance_from_init": (
-            "Distance from the initial weights ‖θ − θ₀‖",
-            False,
-            _distance_from_init,
-        ),
-        "alpha": ("α: where each step landed in its valley", False, _alpha),
-        "sharpness": ("Sharpness (top Hessian eigenvalue) against 2/η", True, _sharpness),
-        "noise_scale": ("Gradient noise scale B against the batch size", True, _noise_scale),
-    }
-    figures = _overlaid(charts, runs)
-    figures["alpha"].update_layout(
-        shapes=[
-            *figures["alpha"].layout.shapes,
-            *(
-                {
-                    "type": "line",
-                    "xref": "paper",
-                    "x0": 0,
-                    "x1": 1,
-                    "y0": y,
-                    "y1": y,
-                    "line": {"dash": "dot", "width": 1, "color": "#888"},
-                }
-                for y in (-1, 0, 1)
+    """The Instruments panel, by the keys of `INSTRUMENT_HELP`: the four scalar
+    instruments with every run overlaid (distance from init per layer for a single run,
+    in total for several), and heat strips of the first run's gradient and weight
+    histograms."""
+    figures = _draw(
+        {
+            "distance_from_init": Chart(
+                "Distance from the initial weights ‖θ − θ₀‖",
+                _distance_from_init,
+                overlaid=_distance_from_init_total,
             ),
-        ]
+            "alpha": Chart("α: where each step landed in its valley", _alpha, guides=(-1, 0, 1)),
+            "sharpness": Chart("Sharpness (top Hessian eigenvalue) against 2/η", _sharpness, "log"),
+            "noise_scale": Chart(
+                "Gradient noise scale B against the batch size", _noise_scale, "log"
+            ),
+        },
+        runs,
     )
     histograms = [e for e in runs[0].events if e.kind == "histogram"] if runs else []
     for kind, title in (
@@ -109,157 +139,312 @@ def instrument_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
     return figures
 
 
-def hyperparameter_figure(rows: Sequence[dict[str, float]], target: str) -> go.Figure:
-    """Parallel coordinates of numeric hyperparameters against `target` (e.g. final
-    validation accuracy), one line per run. Columns that never vary are left out."""
-    columns = [key for key in rows[0] if key != target] if rows else []
-    dimensions = []
-    for key in [*columns, target]:
-        values = np.array([row.get(key, np.nan) for row in rows], dtype=float)
-        if np.all(np.isnan(values)):
-            continue
-        if key != target and np.nanmin(values) == np.nanmax(values):
-            continue
-        low, high = np.nanmin(values), np.nanmax(values)
-        log = key != target and low > 0 and high / low > 100
-        dimensions.append(
-            {"label": f"log₁₀ {key}" if log else key, "values": np.log10(values) if log else values}
-        )
+def hyperparameter_figure(rows: Sequence[Mapping[str, float | str]], target: str) -> go.Figure:
+    """Parallel coordinates of hyperparameters against `target` (e.g. final validation
+    accuracy), one line per run, coloured by `target`.
+
+    `rows` holds one mapping per run, column → value, e.g. `{"optimizer": "adamw",
+    "learning_rate": 1e-3, "batch_size": 64.0, "val_accuracy": 0.91}`; a run may lack
+    columns that others have. A column with a string in any row is categorical (one tick
+    per category; a run without it shows "—"), drawn even when every run has the same
+    (it says which optimizer these runs share); the others are numeric (NaN where
+    missing), on a log₁₀ axis labelled in full when they span more than 100×, and left out
+    when they never vary. Categorical columns come first, `target` last.
+    """
+    columns = list(dict.fromkeys(key for row in rows for key in row if key != target))
+    values = {key: [row.get(key) for row in rows] for key in columns}
+    categorical = [key for key in columns if any(isinstance(v, str) for v in values[key])]
+    dimensions = [
+        *(_categorical_dimension(key, values[key]) for key in categorical),
+        *(_numeric_dimension(key, values[key]) for key in columns if key not in categorical),
+        _numeric_dimension(target, [row.get(target) for row in rows], target=True),
+    ]
     traces = []
     if rows:
         colour = np.nan_to_num(np.array([row.get(target, np.nan) for row in rows], dtype=float))
         traces.append(
             {
                 "type": "parcoords",
-                "dimensions": dimensions,
+                # Room above the axes for their labels, and right of them for the colour bar.
+                "domain": {"x": [0, 0.85], "y": [0, 0.8]},
+                "dimensions": [d for d in dimensions if d is not None],
                 "line": {
                     "color": colour,
                     "colorscale": "Viridis",
                     "showscale": True,
-                    "colorbar": {"title": {"text": target}},
+                    "colorbar": {"title": {"text": target, "side": "right"}},
                 },
             }
         )
     return _figure(f"hyperparameters/{target}", f"Hyperparameters and {target}", traces)
 
 
-Chart = tuple[str, bool, Callable[[RunView, int], list[dict]]]  # title, log y, traces
+# What a chart is, and how the figures are drawn -------------------------------------------
 
 
-def _overlaid(charts: dict[str, Chart], runs: Sequence[RunView]) -> dict[str, go.Figure]:
-    """One figure per chart, every run's traces overlaid, knob changes marked."""
-    marks = _knob_change_marks(runs)
-    return {
-        key: _figure(
-            key,
-            title,
-            [t for i, run in enumerate(runs) for t in traces(run, i)],
-            log=log,
-            marks=marks,
-        )
-        for key, (title, log, traces) in charts.items()
+@dataclass(frozen=True)
+class Chart:
+    """One chart of every run: its title, each run's traces, and its y axis."""
+
+    title: str
+    traces: Traces
+    scale: Scale = "linear"
+    guides: tuple[float, ...] = ()  # values marked by a dotted horizontal line
+    covers: tuple[float, ...] = ()  # values the y range always includes (as guides do)
+    split: bool = False  # one chart per run when there are several
+    overlaid: Traces | None = None  # each run's traces when several share the chart
+
+
+@dataclass(frozen=True)
+class Mark:
+    """Something that happened to a run at a step, marked on its charts."""
+
+    step: int
+    kind: Literal["knob", "diverged"]
+    text: str  # shown on hover
+
+
+# How each kind of mark looks: line colour, line dash, marker symbol.
+MARK_STYLES = {"knob": ("#9e9e9e", "dot", "triangle-down"), "diverged": ("#ff4d4d", "dash", "x")}
+
+# A horizontal legend under the plot: a chart keeps its whole width for the lines.
+LEGEND = {
+    "orientation": "h",
+    "x": 0,
+    "xanchor": "left",
+    "y": -0.2,
+    "yanchor": "top",
+    "font": {"size": 10},
+}
+
+NO_DATA = {
+    "text": "no data yet",
+    "showarrow": False,
+    "x": 0.5,
+    "y": 0.5,
+    "xref": "paper",
+    "yref": "paper",
+}
+
+
+def _draw(charts: Mapping[str, Chart], runs: Sequence[RunView]) -> dict[str, go.Figure]:
+    """The figures of `charts` for `runs`: each chart once with every run, or once per run
+    when it is `split` and several runs have something to draw in it; every figure shows
+    only its runs' marks."""
+    several = len(runs) > 1
+    marks = [_marks(run) for run in runs]
+    figures = {}
+    for key, chart in charts.items():
+        traces_of = (chart.overlaid if several else None) or chart.traces
+        traces = [traces_of(run, i) for i, run in enumerate(runs)]
+        every = [t for run_traces in traces for t in run_traces]
+        yaxis = _y_axis(chart, every)  # over every run: charts side by side share a scale
+        if not (chart.split and several and every):
+            figures[key] = _figure(
+                key,
+                chart.title,
+                every,
+                yaxis=yaxis,
+                guides=chart.guides,
+                marks=[m for run_marks in marks for m in run_marks],
+            )
+            continue
+        xaxis = _shared_x_axis(every)
+        for run, run_traces, run_marks in zip(runs, traces, marks, strict=True):
+            figures[f"{key}/{run.run_id}"] = _figure(
+                f"{key}/{run.run_id}",
+                f"{chart.title} · {run.label}",
+                run_traces,
+                xaxis=xaxis,
+                yaxis=yaxis,
+                guides=chart.guides,
+                marks=run_marks,
+            )
+    return figures
+
+
+def _y_axis(chart: Chart, traces: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The y axis of `chart`: its scale, number formats and a range that keeps most
+    points, the reference lines among `traces`, the guides and `covers` in view."""
+    log = chart.scale == "log"
+    reference = [t["y"] for t in traces if t.get("meta") == REFERENCE]
+    data = [t["y"] for t in traces if t.get("meta") != REFERENCE]
+    bounds = robust_range(
+        np.concatenate(data) if data else np.empty(0),
+        log=log,
+        include=np.concatenate([*reference, chart.guides, chart.covers]),
+    )
+    percent = chart.scale == "percent"
+    axis: dict[str, Any] = {
+        "type": "log" if log else "linear",
+        "tickformat": PERCENT_TICK_FORMAT if percent else TICK_FORMAT,
+        "hoverformat": PERCENT_HOVER_FORMAT if percent else HOVER_FORMAT,
     }
+    if bounds is not None:
+        axis["range"] = list(bounds)
+    if log:
+        axis |= _log_ticks(None if bounds is None else bounds[1] - bounds[0])
+    return axis
+
+
+def _log_ticks(decades: float | None) -> dict[str, Any]:
+    """Where a log axis spanning `decades` (None: no data yet) puts its ticks; the tick
+    format labels each in full. Left to Plotly, an axis over a few decades labels 2 and 5
+    between them with their mantissas alone."""
+    if decades is not None and decades < 1:
+        return {}  # Plotly's own ticks within a decade: 0.2, 0.3, 0.4 …
+    if decades is not None and decades < 3:
+        return {"dtick": "D2"}  # 1, 2 and 5 of each decade
+    # Whole decades, about 8 labels at most, with unlabelled minor ticks between.
+    minor = {"dtick": "D1", "ticks": "outside", "ticklen": 3, "showgrid": False}
+    return {"dtick": max(1, round((decades or 0) / 8)), "minor": minor}
+
+
+def _shared_x_axis(traces: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """An x axis over every step of `traces`, for charts drawn side by side."""
+    steps = [t["x"] for t in traces if len(t["x"])]
+    if not steps:
+        return None
+    return {"range": [int(min(s[0] for s in steps)), int(max(s[-1] for s in steps))]}
+
+
+def _figure(
+    key: str,
+    title: str,
+    traces: list[dict[str, Any]],
+    *,
+    xaxis: Mapping[str, Any] | None = None,
+    yaxis: Mapping[str, Any] | None = None,
+    guides: Iterable[float] = (),
+    marks: Sequence[Mark] = (),
+    height: int = 340,
+) -> go.Figure:
+    """One figure, built in a single call: Plotly validates a figure once this way, where
+    adding traces and shapes one by one costs a validation (and a copy) each. Marks are
+    drawn only on a chart with data."""
+    mark_shapes, mark_traces = _mark_layers(marks) if traces else ([], [])
+    layout = {
+        "title": {"text": title, "font": {"size": 14}},
+        "uirevision": key,  # keep the user's zoom and legend choices across refreshes
+        "height": height,
+        "margin": {"l": 55, "r": 15, "t": 40, "b": 40},
+        "legend": LEGEND,
+        "hovermode": "closest",
+        "xaxis": {"title": {"text": "step"}, "hoverformat": STEP_HOVER_FORMAT, **(xaxis or {})},
+        "yaxis": yaxis or {},
+        "shapes": [*(_guide(y) for y in guides), *mark_shapes],
+        "annotations": [] if traces else [NO_DATA],
+    }
+    if mark_traces:
+        # The marks' own y axis spans 0 to 1 whatever the data's range or zoom, so their
+        # markers stay at the top of the plot.
+        layout["yaxis2"] = {
+            "overlaying": "y",
+            "range": [0, 1],
+            "visible": False,
+            "fixedrange": True,
+        }
+    return go.Figure(data=[*traces, *mark_traces], layout=layout)
 
 
 # The traces of one run, per chart ---------------------------------------------------------
 
 
-def _loss(run: RunView, i: int) -> list[dict]:
+def _loss(run: RunView, i: int) -> list[dict[str, Any]]:
+    return _train_and_validation(run, i, "loss")
+
+
+def _accuracy(run: RunView, i: int) -> list[dict[str, Any]]:
+    return _train_and_validation(run, i, "accuracy")
+
+
+def _train_and_validation(run: RunView, i: int, key: str) -> list[dict[str, Any]]:
+    colour = _run_colour(i)
     return [
-        *_line(run, "loss", i, "train"),
-        *_line(run, "val_loss", i, "validation", dash="dash", markers=True),
+        *_line(run, key, "train", colour),
+        *_line(run, f"val_{key}", "validation", colour, dash="dash", markers=True),
     ]
 
 
-def _accuracy(run: RunView, i: int) -> list[dict]:
-    return [
-        *_line(run, "accuracy", i, "train"),
-        *_line(run, "val_accuracy", i, "validation", dash="dash", markers=True),
-    ]
-
-
-def _grad_norm(run: RunView, i: int) -> list[dict]:
-    traces = _line(run, "grad_norm", i, "before clipping")
+def _grad_norm(run: RunView, i: int) -> list[dict[str, Any]]:
+    colour = _run_colour(i)
+    traces = _line(run, "grad_norm", "before clipping", colour)
     if "clip_norm" in run.metrics:
-        traces += _line(run, "grad_norm_clipped", i, "after clipping", dash="dash")
-        traces += _line(run, "clip_norm", i, "clip threshold", dash="dot", shape="hv")
+        traces += _line(run, "grad_norm_clipped", "after clipping", colour, dash="dash")
+        traces += _reference_line(run, "clip_norm", "clip threshold", colour)
     return traces
 
 
-def _param_norm(run: RunView, i: int) -> list[dict]:
-    traces = _line(run, "param_norm", i, "‖θ‖")
-    if "radius" in run.metrics:
-        traces += _line(run, "radius", i, "radius", dash="dot", shape="hv")
-        traces += _projection_markers(run, i)
-    return traces
+def _param_norm(run: RunView, i: int) -> list[dict[str, Any]]:
+    """‖θ'‖ before the projection, against the radius (runs logged before
+    `param_norm_proposed` existed show ‖θ‖ after the projection)."""
+    colour = _run_colour(i)
+    proposed = "param_norm_proposed" in run.metrics
+    key = "param_norm_proposed" if proposed else "param_norm"
+    if "radius" not in run.metrics:
+        return _line(run, key, "‖θ‖", colour)
+    return [
+        *_line(run, key, "‖θ'‖ before projection" if proposed else "‖θ‖ after projection", colour),
+        *_reference_line(run, "radius", "radius", colour),
+        *_projection_markers(run, key, colour),
+    ]
 
 
-def _per_layer(kind: str) -> Callable[[RunView, int], list[dict]]:
-    """Traces of `kind/<layer>` for every layer: colour by layer, dash by run."""
+def _per_layer(kind: str) -> Traces:
+    """Traces of `kind/<layer>` for every layer of a run, named by the layer alone, each
+    with its own colour (and, past the palette, its own dash)."""
     prefix = f"{kind}/"
 
-    def traces(run: RunView, i: int) -> list[dict]:
-        layers = [key[len(prefix) :] for key in run.metrics.keys if key.startswith(prefix)]
+    def traces(run: RunView, i: int) -> list[dict[str, Any]]:
+        del i  # layers, not runs, get the colours: a chart of layers draws a single run
+        layers = [key.removeprefix(prefix) for key in run.metrics.keys if key.startswith(prefix)]
         return [
             trace
             for j, layer in enumerate(layers)
             for trace in _line(
                 run,
                 prefix + layer,
-                i,
                 layer,
-                color=PALETTE[j % len(PALETTE)],
-                dash=DASHES[i % len(DASHES)],
+                PALETTE[j % len(PALETTE)],
+                dash=DASHES[j // len(PALETTE) % len(DASHES)],
+                legend=layer,
             )
         ]
 
     return traces
 
 
-def _distance_from_init(run: RunView, i: int) -> list[dict]:
+def _distance_from_init(run: RunView, i: int) -> list[dict[str, Any]]:
     return [
-        *_line(run, "distance_from_init", i, "all layers"),
+        *_line(run, "distance_from_init", "all layers", TOTAL_COLOUR, legend="all layers"),
         *_per_layer("distance_from_init")(run, i),
     ]
 
 
-def _alpha(run: RunView, i: int) -> list[dict]:
-    return _line(run, "alpha", i, "α", markers=True, lines=False)
+def _distance_from_init_total(run: RunView, i: int) -> list[dict[str, Any]]:
+    return _line(run, "distance_from_init", "all layers", _run_colour(i))
 
 
-def _sharpness(run: RunView, i: int) -> list[dict]:
-    traces = _line(run, "sharpness", i, "sharpness", markers=True)
+def _alpha(run: RunView, i: int) -> list[dict[str, Any]]:
+    return _line(run, "alpha", "α", _run_colour(i), markers=True, lines=False)
+
+
+def _sharpness(run: RunView, i: int) -> list[dict[str, Any]]:
+    colour = _run_colour(i)
+    traces = _line(run, "sharpness", "sharpness", colour, markers=True)
     if traces and "learning_rate" in run.metrics:
         steps, rates = downsample(run.metrics.steps, run.metrics["learning_rate"])
-        traces.append(
-            {
-                "type": "scatter",
-                "x": steps,
-                "y": 2.0 / rates,
-                "name": f"{run.label} · 2/η",
-                "legendgroup": run.run_id,
-                "mode": "lines",
-                "line": {"color": PALETTE[i % len(PALETTE)], "dash": "dot", "shape": "hv"},
-            }
-        )
+        traces.append(_reference(run, "2/η", steps, 2.0 / rates, colour))
     return traces
 
 
-def _noise_scale(run: RunView, i: int) -> list[dict]:
-    traces = _line(run, "noise_scale", i, "B", markers=True)
+def _noise_scale(run: RunView, i: int) -> list[dict[str, Any]]:
+    colour = _run_colour(i)
+    traces = _line(run, "noise_scale", "B", colour, markers=True)
     if traces and run.batch_size:
         steps = run.metrics.steps
-        traces.append(
-            {
-                "type": "scatter",
-                "x": [steps[0], steps[-1]],
-                "y": [run.batch_size] * 2,
-                "name": f"{run.label} · batch size",
-                "legendgroup": run.run_id,
-                "mode": "lines",
-                "line": {"color": PALETTE[i % len(PALETTE)], "dash": "dot"},
-            }
-        )
+        ends = np.array([steps[0], steps[-1]])
+        traces.append(_reference(run, "batch size", ends, np.full(2, run.batch_size), colour))
     return traces
 
 
@@ -285,167 +470,232 @@ def _heat_strips(events: Sequence[Event], kind: str, title: str) -> go.Figure:
         for j, layer in enumerate(layers)
         for label in (*labels[j * bins : (j + 1) * bins], f"{layer} ·")
     ]
-    figure = _figure(
+    strip = {
+        "type": "heatmap",
+        "x": [e.step for e in events],
+        "y": list(range(len(rows))),
+        "z": np.array(columns).T,
+        "colorscale": "Viridis",
+        "zmin": 0,
+        "zmax": 1,
+        "customdata": np.array([rows] * len(events)).T,
+        "hovertemplate": "%{customdata}: %{z:.1%} at step %{x}<extra></extra>",
+        "colorbar": {"title": {"text": "share"}},
+    }
+    middles = [j * (bins + 1) + bins // 2 for j in range(len(layers))]
+    return _figure(
         key,
         title,
-        [
-            {
-                "type": "heatmap",
-                "x": [e.step for e in events],
-                "y": list(range(len(rows))),
-                "z": np.array(columns).T,
-                "colorscale": "Viridis",
-                "zmin": 0,
-                "zmax": 1,
-                "customdata": np.array([rows] * len(events)).T,
-                "hovertemplate": "%{customdata}: %{z:.1%} at step %{x}<extra></extra>",
-                "colorbar": {"title": {"text": "share"}},
-            }
-        ],
+        [strip],
+        yaxis={"tickvals": middles, "ticktext": layers},
+        height=max(340, 26 * len(layers) * 4),
     )
-    middles = [j * (bins + 1) + bins // 2 for j in range(len(layers))]
-    figure.update_yaxes(tickvals=middles, ticktext=layers)
-    figure.update_layout(height=max(340, 26 * len(layers) * 4))
-    return figure
 
 
 # Pieces ---------------------------------------------------------------------------------
 
 
+def _run_colour(index: int) -> str:
+    return PALETTE[index % len(PALETTE)]
+
+
 def _line(
     run: RunView,
     key: str,
-    index: int,
     what: str,
+    colour: str,
     *,
     dash: str = "solid",
-    color: str | None = None,
     markers: bool = False,
     lines: bool = True,
-    shape: str = "linear",
-) -> list[dict]:
+    legend: str | None = None,
+) -> list[dict[str, Any]]:
+    """The series `key` of `run`, downsampled, as a list of one trace (none if unlogged)."""
     if key not in run.metrics:
         return []
     steps, values = downsample(run.metrics.steps, run.metrics[key])
     if len(steps) == 0:
         return []
     mode = "+".join(m for m, on in (("lines", lines), ("markers", markers)) if on)
-    return [
-        {
-            "type": "scatter",
-            "x": steps,
-            "y": values,
-            "name": f"{run.label} · {what}",
-            "legendgroup": run.run_id,
-            "mode": mode,
-            "line": {
-                "color": color or PALETTE[index % len(PALETTE)],
-                "dash": dash,
-                "shape": shape,
-                "width": 1.6,
-            },
-            "hovertemplate": f"{run.label}<br>{what}: %{{y:.4g}} at step %{{x}}<extra></extra>",
-        }
-    ]
+    return [_scatter(run, what, steps, values, colour, dash=dash, mode=mode, legend=legend)]
 
 
-def _projection_markers(run: RunView, index: int) -> list[dict]:
+def _reference_line(run: RunView, key: str, what: str, colour: str) -> list[dict[str, Any]]:
+    """A knob's value over time (e.g. the radius), as a reference line."""
+    if key not in run.metrics:
+        return []
+    steps, values = downsample(run.metrics.steps, run.metrics[key])
+    return [_reference(run, what, steps, values, colour)] if len(steps) else []
+
+
+def _reference(
+    run: RunView, what: str, steps: np.ndarray, values: np.ndarray, colour: str
+) -> dict[str, Any]:
+    """A dotted step line that the y range always covers."""
+    return _scatter(run, what, steps, values, colour, dash="dot", shape="hv", meta=REFERENCE)
+
+
+def _scatter(
+    run: RunView,
+    what: str,
+    steps: np.ndarray,
+    values: np.ndarray,
+    colour: str,
+    *,
+    dash: str = "solid",
+    mode: str = "lines",
+    shape: str = "linear",
+    legend: str | None = None,
+    meta: str | None = None,
+) -> dict[str, Any]:
+    """A trace named `<run> · <what>` in the legend (or `legend`, in a chart of one run,
+    which then toggles alone); hover values use the axes' formats."""
+    trace = {
+        "type": "scatter",
+        "x": steps,
+        "y": values,
+        "name": legend or f"{run.label} · {what}",
+        "legendgroup": legend or run.run_id,
+        "mode": mode,
+        "line": {"color": colour, "dash": dash, "shape": shape, "width": 1.6},
+        "marker": {"color": colour, "size": 5},
+        "hovertemplate": f"{run.label} · {what}<br>%{{y}} at step %{{x}}<extra></extra>",
+    }
+    if meta is not None:
+        trace["meta"] = meta
+    return trace
+
+
+def _projection_markers(run: RunView, key: str, colour: str) -> list[dict[str, Any]]:
+    """A cross on the norm series `key` at every step where the projection acted."""
     if "projection_active" not in run.metrics:
         return []
     steps = flags_to_steps(run.metrics.steps, run.metrics["projection_active"])
     if len(steps) == 0:
         return []
-    norms = run.metrics["param_norm"][np.searchsorted(run.metrics.steps, steps)]
-    return [
-        {
-            "type": "scatter",
-            "x": steps,
-            "y": norms,
-            "mode": "markers",
-            "name": f"{run.label} · projected",
-            "legendgroup": run.run_id,
-            "marker": {
-                "symbol": "x-thin",
-                "size": 7,
-                "line": {"width": 1.5},
-                "color": PALETTE[index % len(PALETTE)],
-            },
-            "hovertemplate": "projected at step %{x}<extra></extra>",
-        }
-    ]
+    norms = run.metrics[key][np.searchsorted(run.metrics.steps, steps)]
+    trace = _scatter(run, "projected", steps, norms, colour, mode="markers")
+    trace["marker"] = {"symbol": "x-thin", "size": 7, "line": {"width": 1.5, "color": colour}}
+    return [trace]
 
 
-def _knob_change_marks(runs: Sequence[RunView]) -> tuple[list[dict], list[dict]]:
-    """(shapes, annotations): a dotted vertical line at every live knob change."""
-    shapes, annotations = [], []
-    for run in runs:
-        for event in run.events:
-            if event.kind != "knob":
-                continue
-            change = event.payload
-            shapes.append(
-                {
-                    "type": "line",
-                    "x0": event.step,
-                    "x1": event.step,
-                    "y0": 0,
-                    "y1": 1,
-                    "yref": "paper",
-                    "line": {"dash": "dot", "width": 1, "color": "#999"},
-                }
-            )
-            annotations.append(
-                {
-                    "x": event.step,
-                    "y": 1,
-                    "yref": "paper",
-                    "yanchor": "top",
-                    "showarrow": False,
-                    "text": f"{change['name']} → {_short(change['value'])}",
-                    "textangle": -90,
-                    "font": {"size": 10},
-                }
-            )
-    return shapes, annotations
-
-
-def _figure(
-    key: str,
-    title: str,
-    traces: list[dict],
-    *,
-    log: bool = False,
-    marks: tuple[list[dict], list[dict]] = ([], []),
-) -> go.Figure:
-    """One figure, built in a single call: Plotly validates a figure once this way, where
-    adding traces and shapes one by one costs a validation (and a copy) each."""
-    shapes, annotations = marks
-    if not traces:
-        annotations = [
-            *annotations,
-            {
-                "text": "no data yet",
-                "showarrow": False,
-                "x": 0.5,
-                "y": 0.5,
-                "xref": "paper",
-                "yref": "paper",
-            },
-        ]
-    layout = {
-        "title": {"text": title},
-        "uirevision": key,  # keep the user's zoom and legend choices across refreshes
-        "height": 340,
-        "margin": {"l": 50, "r": 20, "t": 40, "b": 40},
-        "legend": {"font": {"size": 10}},
-        "hovermode": "closest",
-        "xaxis": {"title": {"text": "step"}},
-        "yaxis": {"type": "log" if log else "linear"},
-        "shapes": shapes,
-        "annotations": annotations,
+def _guide(y: float) -> dict[str, Any]:
+    """A dotted horizontal line across the plot at `y`."""
+    return {
+        "type": "line",
+        "xref": "paper",
+        "x0": 0,
+        "x1": 1,
+        "y0": y,
+        "y1": y,
+        "line": {"dash": "dot", "width": 1, "color": "#888"},
     }
-    return go.Figure(data=traces, layout=layout)
 
 
-def _short(value: float) -> str:
-    return f"{value:.3g}" if isinstance(value, float) and math.isfinite(value) else str(value)
+def _marks(run: RunView) -> list[Mark]:
+    """The run's live knob changes and divergence, with what to say about each."""
+    marks = []
+    for event in run.events:
+        if event.kind == "knob":
+            change = event.payload
+            what = (
+                f"{change['name']} {_number(change.get('previous'))} → {_number(change['value'])}"
+            )
+            marks.append(Mark(event.step, "knob", f"{what} at step {event.step:,} · {run.label}"))
+        elif event.kind == "diverged":
+            marks.append(
+                Mark(event.step, "diverged", f"{run.label} diverged at step {event.step:,}")
+            )
+    return marks
+
+
+def _mark_layers(marks: Sequence[Mark]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(shapes, traces): a vertical line at every marked step, and a marker at its top
+    that says what happened on hover (every mark at that step, one per line), instead of
+    labels that would overlap where marks crowd."""
+    shapes, traces = [], []
+    for kind, (colour, dash, symbol) in MARK_STYLES.items():
+        texts: dict[int, list[str]] = {}
+        for mark in marks:
+            if mark.kind == kind:
+                texts.setdefault(mark.step, []).append(mark.text)
+        if not texts:
+            continue
+        steps = sorted(texts)
+        shapes += [
+            {
+                "type": "line",
+                "x0": step,
+                "x1": step,
+                "y0": 0,
+                "y1": 1,
+                "yref": "paper",
+                "layer": "below",
+                "line": {"dash": dash, "width": 1, "color": colour},
+            }
+            for step in steps
+        ]
+        traces.append(
+            {
+                "type": "scatter",
+                "x": steps,
+                "y": [1] * len(steps),
+                "yaxis": "y2",
+                "name": kind,
+                "mode": "markers",
+                "marker": {"symbol": symbol, "size": 10, "color": colour},
+                "cliponaxis": False,
+                "showlegend": False,
+                "text": ["<br>".join(texts[step]) for step in steps],
+                "hovertemplate": "%{text}<extra></extra>",
+            }
+        )
+    return shapes, traces
+
+
+def _categorical_dimension(key: str, values: Sequence[object]) -> dict[str, Any]:
+    """A parallel axis with a tick per category, in sorted order."""
+    labels = ["—" if v is None else str(v) for v in values]
+    categories = sorted(set(labels))
+    return {
+        "label": key,
+        "values": [categories.index(label) for label in labels],
+        "tickvals": list(range(len(categories))),
+        "ticktext": categories,
+        "range": [-0.5, len(categories) - 0.5],  # a single category too has an extent
+    }
+
+
+def _numeric_dimension(
+    key: str, values: Sequence[object], *, target: bool = False
+) -> dict[str, Any] | None:
+    """A parallel axis; None if every value is missing, or (unless it is the `target`)
+    all are equal. On a log₁₀ axis, with every decade labelled, when its values span more
+    than 100×."""
+    numbers = np.array([np.nan if v is None else v for v in values], dtype=float)
+    if np.all(np.isnan(numbers)):
+        return None
+    low, high = np.nanmin(numbers), np.nanmax(numbers)
+    if target:
+        return {"label": key, "values": numbers}
+    if low == high:
+        return None
+    if not (low > 0 and high / low > 100):
+        return {"label": key, "values": numbers}
+    decades = range(int(np.ceil(np.log10(low))), int(np.floor(np.log10(high))) + 1)
+    return {
+        "label": f"{key} (log)",
+        "values": np.log10(numbers),
+        "tickvals": list(decades),
+        "ticktext": [_number(10.0**d) for d in decades],
+    }
+
+
+def _number(value: object) -> str:
+    """`value` as the hover format writes numbers: 4 significant digits, no trailing
+    zeros, exponents without padding (1e-5); "off" for None."""
+    if value is None:
+        return "off"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    return re.sub(r"e([+-])0+(?=\d)", r"e\1", f"{value:.4g}")

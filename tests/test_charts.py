@@ -1,19 +1,34 @@
-"""Downsampling keeps spikes and ends; the Live charts draw what the runs logged."""
+"""Downsampling keeps spikes and ends; the y range ignores runaways; the Live, Instruments
+and hyperparameter charts draw what the runs logged, and stay readable with several runs."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
+
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 
 from core.charts import (
+    HOVER_FORMAT,
     INSTRUMENT_HELP,
+    PERCENT_HOVER_FORMAT,
+    PERCENT_TICK_FORMAT,
+    TICK_FORMAT,
     RunView,
     hyperparameter_figure,
     instrument_figures,
     live_figures,
 )
-from core.series import downsample, flags_to_steps
+from core.series import downsample, flags_to_steps, robust_range
 from core.store import Event, Metrics
+
+LIVE_KEYS = {"loss", "accuracy", "grad_norm", "param_norm", "step_norm", "update_ratio", "sparsity"}
+PER_LAYER = ("step_norm", "update_ratio", "sparsity")
+
+
+# Downsampling and ranges ------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("n", [10, 2000, 2001, 2500, 50_000, 300_001])
@@ -44,7 +59,35 @@ def test_flags_become_steps() -> None:
     assert flags_to_steps(steps, flags).tolist() == [2, 5, 9]
 
 
-def metrics(n: int = 100, **extra: np.ndarray) -> Metrics:
+def test_robust_range_spans_the_values_with_a_little_room() -> None:
+    low, high = robust_range(np.linspace(2.0, 4.0, 100))
+    assert 1.8 < low < 2.0 and 4.0 < high < 4.2
+
+
+def test_robust_range_leaves_a_runaway_tail_out() -> None:
+    values = np.concatenate([np.linspace(1, 2, 990), 10.0 ** np.arange(1, 11), [np.inf, np.nan]])
+    low, high = robust_range(values, log=True)
+    assert low < 0 and 0.3 < high < 2  # 1 to 2 in view, and at most a decade above
+    low, high = robust_range(values)
+    assert 2 < high < 4  # up to half the largest value above
+
+
+def test_robust_range_includes_references_and_handles_flat_or_empty_series() -> None:
+    low, high = robust_range(np.full(50, 3.0), include=np.array([10.0, np.nan]))
+    assert low < 3.0 and high > 10.0
+    low, high = robust_range(np.full(50, 3.0))
+    assert low < 3.0 < high
+    low, high = robust_range(np.array([0.0, -1.0, 100.0]), log=True)  # ≤ 0: not on a log axis
+    assert low < 2 < high
+    assert robust_range(np.array([np.nan, np.inf])) is None
+
+
+# Runs to draw -----------------------------------------------------------------------------
+
+
+def metrics(
+    n: int = 100, layers: Iterable[str] = ("conv1", "logits"), **extra: np.ndarray
+) -> Metrics:
     steps = np.arange(1, n + 1)
     series = {
         "loss": np.linspace(2, 0.1, n),
@@ -55,65 +98,216 @@ def metrics(n: int = 100, **extra: np.ndarray) -> Metrics:
         "param_norm": np.full(n, 5.0),
         "radius": np.full(n, 5.0),
         "projection_active": (steps % 10 == 0).astype(float),
-        "step_norm/conv1": np.full(n, 0.1),
-        "step_norm/logits": np.full(n, 0.2),
         "val_accuracy": np.where(steps % 50 == 0, 0.8, np.nan),
-        **extra,
     }
-    return Metrics(steps=steps, series=series)
+    for j, layer in enumerate(layers):
+        series[f"step_norm/{layer}"] = np.full(n, 0.1 * (j + 1))
+        series[f"sparsity/{layer}"] = np.linspace(0, 0.1 * (j + 1), n)
+    return Metrics(steps=steps, series=series | extra)
 
 
-def test_live_figures_draw_every_series_and_mark_knob_changes() -> None:
-    change = Event(
-        id=1,
-        run_id="a",
-        step=40,
-        time=0.0,
-        kind="knob",
-        payload={"name": "radius", "value": 2.0, "previous": 5.0},
-    )
-    runs = [RunView("a", "run a", metrics(), [change]), RunView("b", "run b", metrics())]
-    figures = live_figures(runs)
-    assert set(figures) == {
-        "loss",
-        "accuracy",
-        "grad_norm",
-        "param_norm",
-        "step_norm",
-        "update_ratio",
-        "sparsity",
-    }
-    names = {key: [t.name for t in figure.data] for key, figure in figures.items()}
-    assert names["step_norm"] == [
-        "run a · conv1",
-        "run a · logits",
-        "run b · conv1",
-        "run b · logits",
+def knob(run_id: str, step: int, name: str = "radius", value: float = 2.0) -> Event:
+    payload = {"name": name, "value": value, "previous": 5.0}
+    return Event(id=step, run_id=run_id, step=step, time=0.0, kind="knob", payload=payload)
+
+
+def diverged(run_id: str, step: int) -> Event:
+    payload = {"loss": math.inf}
+    return Event(id=step, run_id=run_id, step=step, time=0.0, kind="diverged", payload=payload)
+
+
+def data_traces(figure: go.Figure) -> list:
+    """The traces that draw metrics (not the marks' hover markers)."""
+    return [t for t in figure.data if t.yaxis != "y2"]
+
+
+def mark_texts(figure: go.Figure) -> list[str]:
+    return [text for t in figure.data if t.yaxis == "y2" for text in t.text]
+
+
+def three_runs() -> list[RunView]:
+    layers = ("conv1", "conv2", "dense1", "dense2", "logits")
+    return [
+        RunView(run_id, f"run {run_id}", metrics(layers=layers), [knob(run_id, step)])
+        for run_id, step in (("a", 20), ("b", 40), ("c", 60))
     ]
+
+
+# The Live charts ------------------------------------------------------------------------
+
+
+def test_live_figures_draw_every_series_of_a_single_run_in_one_chart_each() -> None:
+    figures = live_figures([RunView("a", "run a", metrics(), [knob("a", 40)])])
+    assert set(figures) == LIVE_KEYS
+    names = {key: [t.name for t in data_traces(figure)] for key, figure in figures.items()}
+    assert names["step_norm"] == ["conv1", "logits"]  # the layers alone: one run drawn
     assert "run a · clip threshold" in names["grad_norm"]
-    assert "run b · radius" in names["param_norm"]
+    assert "run a · radius" in names["param_norm"]
     projected = next(t for t in figures["param_norm"].data if t.name == "run a · projected")
     assert list(projected.x) == list(range(10, 101, 10))
     validation = next(t for t in figures["accuracy"].data if t.name == "run a · validation")
     assert list(validation.x) == [50, 100]
     for key, figure in figures.items():
         assert figure.layout.uirevision == key
-        assert [s.x0 for s in figure.layout.shapes] == [40]
-        assert "radius → 2" in figure.layout.annotations[0].text
     assert figures["step_norm"].layout.yaxis.type == "log"
     assert figures["update_ratio"].data == ()  # nothing logged: an empty chart says so
-    assert figures["update_ratio"].layout.annotations[-1].text == "no data yet"
+    assert [a.text for a in figures["update_ratio"].layout.annotations] == ["no data yet"]
+    assert figures["update_ratio"].layout.shapes == ()  # and no marks
 
 
-def test_hyperparameter_figure_keeps_varying_columns_and_logs_wide_ranges() -> None:
-    rows = [
-        {"learning_rate": lr, "batch_size": 64.0, "val_accuracy": acc}
-        for lr, acc in [(1e-4, 0.8), (1e-2, 0.9), (1.0, 0.3)]
+def test_every_chart_writes_numbers_one_way() -> None:
+    runs = three_runs()
+    figures = {**live_figures(runs), **instrument_figures(runs)}
+    for key, figure in figures.items():
+        if key.startswith("histogram/"):
+            continue  # heat strips label layers, not numbers
+        yaxis = figure.layout.yaxis
+        if key.startswith(("accuracy", "sparsity")):
+            assert (yaxis.tickformat, yaxis.hoverformat) == (
+                PERCENT_TICK_FORMAT,
+                PERCENT_HOVER_FORMAT,
+            )
+        else:
+            assert (yaxis.tickformat, yaxis.hoverformat) == (TICK_FORMAT, HOVER_FORMAT), key
+        for trace in data_traces(figure):
+            # Hover shows the values as the axis formats them, not a format of its own.
+            assert "%{y}" in trace.hovertemplate and "%{y:" not in trace.hovertemplate
+    assert (TICK_FORMAT, HOVER_FORMAT, PERCENT_TICK_FORMAT) == ("~g", ".4~g", "~%")
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "dtick"), [(1e-4, 10.0, 1), (1e-12, 1e8, 3), (0.01, 1.0, "D2"), (0.3, 2, None)]
+)
+def test_log_axes_label_whole_decades_in_full(low: float, high: float, dtick: object) -> None:
+    loss = np.geomspace(high, low, 100)
+    yaxis = live_figures([RunView("a", "run a", metrics(loss=loss))])["loss"].layout.yaxis
+    assert yaxis.type == "log" and yaxis.dtick == dtick
+    # A tick format labels every tick in full, "0.02" rather than a bare "2", whatever the
+    # ticks (decades; 1, 2 and 5 of each; or Plotly's own within one decade, e.g. 0.5).
+    assert yaxis.tickformat == TICK_FORMAT
+    assert yaxis.range[0] <= math.log10(low) and yaxis.range[1] >= math.log10(high)
+    if dtick in (1, 3):
+        assert yaxis.minor.dtick == "D1" and yaxis.minor.showgrid is False  # no labels
+
+
+def test_sparsity_is_in_percent_from_0_to_100() -> None:
+    figure = live_figures([RunView("a", "run a", metrics())])["sparsity"]
+    yaxis = figure.layout.yaxis
+    assert yaxis.tickformat == "~%"
+    assert yaxis.range[0] <= 0 and yaxis.range[1] >= 1
+
+
+def test_per_layer_charts_are_drawn_once_per_run_when_there_are_several() -> None:
+    runs = three_runs()
+    figures = live_figures(runs)
+    split = {f"{kind}/{run_id}" for kind in ("step_norm", "sparsity") for run_id in "abc"}
+    assert set(figures) == {"loss", "accuracy", "grad_norm", "param_norm", "update_ratio", *split}
+    assert list(figures)[4:7] == ["step_norm/a", "step_norm/b", "step_norm/c"]
+    for run in runs:
+        figure = figures[f"step_norm/{run.run_id}"]
+        assert figure.layout.title.text == f"Step norm ‖Δθ‖ per layer · {run.label}"
+        assert figure.layout.uirevision == f"step_norm/{run.run_id}"
+        traces = data_traces(figure)
+        assert [t.name for t in traces] == ["conv1", "conv2", "dense1", "dense2", "logits"]
+        assert all(t.hovertemplate.startswith(f"{run.label} · ") for t in traces)
+    # Siblings share their scales, so that they compare at a glance.
+    for kind in ("step_norm", "sparsity"):
+        siblings = [figures[f"{kind}/{run_id}"].layout for run_id in "abc"]
+        assert len({tuple(s.yaxis.range) for s in siblings}) == 1
+        assert len({tuple(s.xaxis.range) for s in siblings}) == 1
+    assert figures["update_ratio"].data == ()  # nothing logged: one empty chart
+
+
+@pytest.mark.parametrize("layers", [5, 13])
+def test_no_two_layers_of_a_chart_look_alike_and_the_legend_sits_below(layers: int) -> None:
+    names = [f"layer{j}" for j in range(layers)]
+    runs = [RunView(r, f"run {r}", metrics(layers=names)) for r in "ab"]
+    for key in ("step_norm/a", "sparsity/b"):
+        figure = live_figures(runs)[key]
+        styles = {(t.line.color, t.line.dash) for t in data_traces(figure)}
+        assert len(styles) == layers
+        legend = figure.layout.legend
+        assert legend.orientation == "h" and legend.y < 0
+
+
+def test_knob_changes_are_marked_with_hover_text_on_the_charts_of_their_run() -> None:
+    changes = [knob("a", 40), knob("a", 70, "learning_rate", 1e-5)]
+    runs = [
+        RunView("a", "run a", metrics(), changes),
+        RunView("b", "run b", metrics(), [knob("b", 40)]),
     ]
-    (parcoords,) = hyperparameter_figure(rows, "val_accuracy").data
-    labels = [d.label for d in parcoords.dimensions]
-    assert labels == ["log₁₀ learning_rate", "val_accuracy"]
-    np.testing.assert_allclose(parcoords.dimensions[0].values, [-4, -2, 0])
+    figures = live_figures(runs)
+    for key, figure in figures.items():
+        texts = mark_texts(figure)
+        if not figure.data:
+            continue  # nothing logged, so nothing to mark (tested above)
+        if key.endswith("/b"):
+            assert texts == ["radius 5 → 2 at step 40 · run b"]
+            assert [s.x0 for s in figure.layout.shapes] == [40]
+        elif key.endswith("/a"):
+            assert texts == [
+                "radius 5 → 2 at step 40 · run a",
+                "learning_rate 5 → 1e-5 at step 70 · run a",
+            ]
+        else:  # every run's, those at the same step under one marker
+            assert texts == [
+                "radius 5 → 2 at step 40 · run a<br>radius 5 → 2 at step 40 · run b",
+                "learning_rate 5 → 1e-5 at step 70 · run a",
+            ]
+            assert [s.x0 for s in figure.layout.shapes] == [40, 70]
+        assert not figure.layout.annotations  # no labels to overlap
+        (marks,) = [t for t in figure.data if t.yaxis == "y2"]
+        assert list(marks.y) == [1] * len(texts) and marks.showlegend is False
+        assert list(figure.layout.yaxis2.range) == [0, 1]  # the top, whatever the zoom
+
+
+def test_param_norm_shows_the_norm_before_projection_against_the_radius() -> None:
+    proposed = np.full(100, 5.5)
+    proposed[::10] = 4.0
+    proposed[50] = 1e6  # a single outlier
+    before = RunView("a", "run a", metrics(param_norm_proposed=proposed, radius=np.full(100, 5.0)))
+    old = RunView("b", "run b", metrics())  # logged before `param_norm_proposed` existed
+    figure = live_figures([before, old])["param_norm"]
+    traces = {t.name: t for t in figure.data}
+    np.testing.assert_array_equal(traces["run a · ‖θ'‖ before projection"].y, proposed)
+    np.testing.assert_array_equal(traces["run b · ‖θ‖ after projection"].y, np.full(100, 5.0))
+    assert set(traces["run a · radius"].y) == {5.0}
+    np.testing.assert_array_equal(traces["run a · projected"].y, proposed[9::10])
+    low, high = figure.layout.yaxis.range
+    assert low < 4.0 and 5.5 < high < 10  # the norm and the radius, not the outlier
+
+
+def test_param_norm_without_a_radius_is_the_norm() -> None:
+    logged = metrics(param_norm_proposed=np.full(100, 7.0))
+    del logged.series["radius"]
+    figure = live_figures([RunView("a", "run a", logged)])["param_norm"]
+    assert [(t.name, set(t.y)) for t in figure.data] == [("run a · ‖θ‖", {7.0})]
+
+
+def test_a_diverged_run_does_not_squash_the_others_and_still_shows() -> None:
+    runs = [RunView(r, f"run {r}", metrics()) for r in "abc"]
+    blow_up = np.concatenate([np.linspace(2, 0.5, 90), 10.0 ** np.arange(3, 30, 3), [np.inf]])
+    runs.append(RunView("d", "run d", metrics(loss=blow_up), [diverged("d", 100)]))
+    figures = live_figures(runs)
+    low, high = figures["loss"].layout.yaxis.range
+    assert low < math.log10(0.1) and math.log10(2) < high < math.log10(100)
+    assert max(next(t.y for t in figures["loss"].data if t.name == "run d · train")) == np.inf
+    assert "run d diverged at step 100" in mark_texts(figures["loss"])
+    assert "run d diverged at step 100" in mark_texts(figures["step_norm/d"])
+    assert "run d diverged at step 100" not in mark_texts(figures["step_norm/a"])
+
+
+def test_a_spike_survives_downsampling_and_stays_in_view() -> None:
+    n = 50_000
+    grad_norm = np.full(n, 3.0) * np.exp(np.random.default_rng(0).normal(0, 0.1, n))
+    grad_norm[31_337] = 30.0
+    figure = live_figures([RunView("a", "run a", metrics(n, grad_norm=grad_norm))])["grad_norm"]
+    before = next(t for t in figure.data if t.name == "run a · before clipping")
+    assert len(before.y) <= 2000 and max(before.y) == 30.0
+    assert figure.layout.yaxis.range[1] > math.log10(30.0)
+
+
+# Instruments and hyperparameters ----------------------------------------------------------
 
 
 def test_instrument_figures_draw_the_instruments_and_the_heat_strips() -> None:
@@ -146,11 +340,14 @@ def test_instrument_figures_draw_the_instruments_and_the_heat_strips() -> None:
     names = {key: [t.name for t in figure.data] for key, figure in figures.items()}
     assert names["sharpness"] == ["run a · sharpness", "run a · 2/η"]
     np.testing.assert_allclose(figures["sharpness"].data[1].y, 20.0)
+    assert figures["sharpness"].layout.yaxis.range[1] > math.log10(20.0)  # 2/η in view
     assert names["noise_scale"] == ["run a · B", "run a · batch size"]
     assert list(figures["noise_scale"].data[1].y) == [64, 64]
     assert list(figures["alpha"].data[0].x) == list(range(10, 101, 10))
     assert [s.y0 for s in figures["alpha"].layout.shapes] == [-1, 0, 1]
-    assert names["distance_from_init"] == ["run a · all layers", "run a · conv1"]
+    low, high = figures["alpha"].layout.yaxis.range
+    assert low < -1 and high > 1
+    assert names["distance_from_init"] == ["all layers", "conv1"]
     (strip,) = figures["histogram/grad"].data
     assert list(strip.x) == [50]
     # conv1: 3/4 and 1/4, a gap, then logits: 0 and 1, a gap.
@@ -158,3 +355,49 @@ def test_instrument_figures_draw_the_instruments_and_the_heat_strips() -> None:
         np.asarray(strip.z, dtype=float)[:, 0], [0.75, 0.25, np.nan, 0.0, 1.0, np.nan]
     )
     assert list(figures["histogram/grad"].layout.yaxis.ticktext) == ["conv1", "logits"]
+
+
+def test_distance_from_init_of_several_runs_compares_their_totals() -> None:
+    logged = metrics(distance_from_init=np.linspace(0, 2, 100))
+    figures = instrument_figures([RunView(r, f"run {r}", logged) for r in "ab"])
+    assert set(figures) == set(INSTRUMENT_HELP)  # one chart each: every caption applies
+    traces = figures["distance_from_init"].data
+    assert [t.name for t in traces] == ["run a · all layers", "run b · all layers"]
+    assert traces[0].line.color != traces[1].line.color
+
+
+def test_hyperparameter_figure_keeps_varying_columns_and_logs_wide_ranges() -> None:
+    rows = [
+        {"learning_rate": lr, "batch_size": 64.0, "val_accuracy": acc}
+        for lr, acc in [(1e-4, 0.8), (1e-2, 0.9), (1.0, 0.3)]
+    ]
+    (parcoords,) = hyperparameter_figure(rows, "val_accuracy").data
+    labels = [d.label for d in parcoords.dimensions]
+    assert labels == ["learning_rate (log)", "val_accuracy"]
+    np.testing.assert_allclose(parcoords.dimensions[0].values, [-4, -2, 0])
+    assert list(parcoords.dimensions[0].tickvals) == [-4, -3, -2, -1, 0]
+    assert list(parcoords.dimensions[0].ticktext) == ["0.0001", "0.001", "0.01", "0.1", "1"]
+
+
+def test_hyperparameter_figure_draws_strings_as_categories() -> None:
+    rows = [
+        {"optimizer": "sgd", "learning_rate": 0.1, "val_accuracy": 0.8},
+        {"optimizer": "adamw", "learning_rate": 0.1, "weight_decay": 0.01, "val_accuracy": 0.9},
+        {"optimizer": "sgd", "learning_rate": 0.1, "weight_decay": 0.02, "val_accuracy": 0.7},
+        {"optimizer": "adam", "model": "mlp", "learning_rate": 0.1, "val_accuracy": 0.6},
+    ]
+    (parcoords,) = hyperparameter_figure(rows, "val_accuracy").data
+    dimensions = {d.label: d for d in parcoords.dimensions}
+    # Categories first, the target last; the learning rate never varies: it is left out.
+    assert list(dimensions) == ["optimizer", "model", "weight_decay", "val_accuracy"]
+    optimizer = dimensions["optimizer"]
+    assert list(optimizer.ticktext) == ["adam", "adamw", "sgd"]
+    assert list(optimizer.tickvals) == [0, 1, 2]
+    assert list(optimizer.values) == [2, 1, 2, 0]
+    assert list(dimensions["model"].ticktext) == ["mlp", "—"]  # "—": a run without one
+    np.testing.assert_array_equal(dimensions["weight_decay"].values, [np.nan, 0.01, 0.02, np.nan])
+    # The optimizer that every run shares is still named; a shared number is not drawn.
+    (parcoords,) = hyperparameter_figure(rows[:1] * 2, "val_accuracy").data
+    assert [d.label for d in parcoords.dimensions] == ["optimizer", "val_accuracy"]
+    assert parcoords.dimensions[0].ticktext == ("sgd",)
+    assert hyperparameter_figure([], "val_accuracy").data == ()
