@@ -1,51 +1,60 @@
-"""Compare: overlay runs on the same charts; their final metrics and hyperparameters."""
+"""Compare: overlay runs on the same charts; their final metrics and the settings that
+differ between them, as a table and as parallel coordinates."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import streamlit as st
 
 from core.charts import INSTRUMENT_HELP, hyperparameter_figure, instrument_figures, live_figures
 from core.engine import RunStatus
+from core.sweep import numeric, parallel_rows, settings, varying
 from ui import format, nav, state, views
 
-st.set_page_config(page_title="Compare · Optimizer Lab", page_icon="📊", layout="wide")
+st.set_page_config(
+    page_title="Compare · Optimizer Lab", page_icon=":material/compare:", layout="wide"
+)
 nav.sidebar()
-st.title("📊 Compare")
+st.title(":material/compare: Compare")
 
 SELECTION = "compare_runs"
-FINAL = ("best_val_accuracy", "val_accuracy", "val_loss", "loss", "steps", "steps_per_second")
+TARGET = "val_accuracy"  # what the parallel coordinates are coloured by
+METRICS = {  # the final metrics the table shows, and how
+    "best_val_accuracy": st.column_config.NumberColumn("best val acc", format="%.3f"),
+    "val_accuracy": st.column_config.NumberColumn("val acc", format="%.3f"),
+    "val_loss": st.column_config.NumberColumn("val loss", format="%.4g"),
+    "loss": st.column_config.NumberColumn("loss", format="%.4g"),
+    "steps": st.column_config.NumberColumn("steps", format="%d"),
+    "steps_per_second": st.column_config.NumberColumn("steps/s", format="%.1f"),
+}
+# Learning rates, radii, batch sizes: four significant digits, 1e-05 rather than 0.00001.
+SETTING = st.column_config.NumberColumn(format="%.4g")
+BASICS = ("model", "dataset", "batch_size", "epochs", "max_steps", "seed")  # for the caption
 engine = state.engine()
 
 
-def table_row(run: RunStatus) -> dict[str, object]:
-    hyperparameters = {
-        k: v
-        for k, v in run.config["hyperparameters"].items()
-        if v is not None and k != "layer_rules"
-    }
+def table_row(run: RunStatus, setting: dict[str, Any], columns: list[str]) -> dict[str, Any]:
     final = run.final_metrics or {}
     return {
-        "run": format.label(run),
-        "status": format.badge(run.status),
+        "run": run.name,
+        "status": run.status,
         "optimizer": run.config["optimizer"],
-        "model": run.config["model"],
-        "dataset": run.config["dataset"],
-        "batch_size": run.config["batch_size"],
-        **{k: final.get(k) for k in FINAL},
-        **hyperparameters,
+        **{k: final.get(k) for k in METRICS},
+        **{k: setting.get(k) for k in columns},
+        "id": run.id,
     }
 
 
-def numeric_row(run: RunStatus) -> dict[str, float]:
-    """Numeric hyperparameters and the final validation accuracy, for parallel axes."""
-    values = {
-        k: float(v)
-        for k, v in run.config["hyperparameters"].items()
-        if isinstance(v, int | float) and not isinstance(v, bool)
-    }
-    values["batch_size"] = float(run.config["batch_size"])
-    values["val_accuracy"] = float((run.final_metrics or {}).get("val_accuracy", float("nan")))
-    return values
+def alike(run: RunStatus, differ: list[str]) -> str:
+    """What every run shares, e.g. `model mlp · dataset digits · radius 20`: the main run
+    fields and the knobs that are on."""
+    shown = {k: run.config[k] for k in BASICS} | run.config["hyperparameters"]
+    return " · ".join(
+        f"{k} {format.number(v)}"
+        for k, v in shown.items()
+        if k not in differ and isinstance(v, int | float | str) and v is not False
+    )
 
 
 runs, selected = views.pick_runs(
@@ -55,13 +64,29 @@ runs, selected = views.pick_runs(
     default=lambda runs: [r.id for r in runs if not r.active][:4],
 )
 if not selected:
-    st.info("Pick runs to compare (any number; finished runs are listed first on Home).")
+    st.info(
+        "Pick runs to compare (any number; finished runs are listed first on Home).",
+        icon=":material/info:",
+    )
     st.stop()
 
 chosen = [runs[i] for i in selected]
-st.dataframe([table_row(run) for run in chosen], hide_index=True)
+flat = [settings(run.config) for run in chosen]
+differ = [k for k in varying(flat) if k != "optimizer"]  # the optimizer has its own column
+st.dataframe(
+    [table_row(run, setting, differ) for run, setting in zip(chosen, flat, strict=True)],
+    hide_index=True,
+    column_config={
+        "run": st.column_config.TextColumn("run", pinned=True),
+        **METRICS,
+        **{k: SETTING for k in differ if numeric(flat, k)},
+    },
+)
+if same := alike(chosen[0], differ):
+    st.caption(f"Alike in every run: {format.literal(same)}")
+finals = [(run.final_metrics or {}).get(TARGET) for run in chosen]
 st.plotly_chart(
-    hyperparameter_figure([numeric_row(r) for r in chosen], "val_accuracy"),
+    hyperparameter_figure(parallel_rows(flat, TARGET, finals, keep=("optimizer",)), TARGET),
     key="chart:hyperparameters",
 )
 

@@ -2,21 +2,39 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from core import data, models
+from core import data, models, optimizers
 from core.charts import hyperparameter_figure
 from core.engine import RunConfig
 from core.knobs import InvalidHyperparameters
-from core.sweep import SAMPLERS, Dimension, SearchSpace, Sweep, list_studies, sweepable_knobs
+from core.store import UnknownRunError
+from core.sweep import (
+    MAX_SEED,
+    SAMPLERS,
+    Dimension,
+    SearchSpace,
+    Sweep,
+    SweepPlan,
+    SweepStatus,
+    SweepSummary,
+    TrialRow,
+    list_studies,
+    numeric,
+    parallel_rows,
+    sweepable_knobs,
+)
 from ui import format, nav, state
 
-st.set_page_config(page_title="Sweep · Optimizer Lab", page_icon="🧭", layout="wide")
+st.set_page_config(
+    page_title="Sweep · Optimizer Lab", page_icon=":material/explore:", layout="wide"
+)
 nav.sidebar()
-st.title("🧭 Sweep")
+st.title(":material/explore: Sweep")
 st.caption(
     "Grid or sampled search over any knob; Optuna prunes trials whose validation "
     "accuracy trails the others'. Studies live in the lab's SQLite file by default; "
@@ -24,7 +42,23 @@ st.caption(
 )
 
 ERRORS = "sweep_errors"
-SHOWN = "sweep_shown"
+STARTED = "sweep:started"  # the study this session started last, shown until a pick
+TARGET = "val_accuracy"  # a trial's value
+TRIAL_COLUMNS = {
+    "trial": st.column_config.NumberColumn("trial", format="%d", pinned=True),
+    "value": st.column_config.NumberColumn(
+        "value", format="%.3f", help="Best validation accuracy (a pruned trial's last one)."
+    ),
+    "step": st.column_config.NumberColumn("step", format="%d"),
+}
+STUDY_COLUMNS = {
+    "sweep": st.column_config.TextColumn("sweep", pinned=True),
+    "of": st.column_config.NumberColumn("of", format="%d", help="The sweep's budget."),
+    "best": st.column_config.NumberColumn("best", format="%.3f"),
+    "started": st.column_config.DatetimeColumn("started", format="YYYY-MM-DD HH:mm"),
+}
+# Learning rates, radii, batch sizes: four significant digits, 1e-05 rather than 0.00001.
+SETTING = st.column_config.NumberColumn(format="%.4g")
 engine = state.engine()
 
 
@@ -85,7 +119,9 @@ def new_sweep_form() -> None:
         base_col, search_col = st.columns(2)
         with base_col:
             st.markdown("**What every trial trains**")
-            optimizer = st.selectbox("optimizer", _optimizers(), key="sweep:optimizer")
+            optimizer = st.selectbox(
+                "optimizer", [spec.name for spec in optimizers.specs()], key="sweep:optimizer"
+            )
             model = st.selectbox(
                 "model",
                 [m.name for m in models.catalog()],
@@ -129,6 +165,14 @@ def new_sweep_form() -> None:
                 placeholder="every grid point",
             )
             parallel = st.number_input("trials at once", 1, 16, 2, key="sweep:parallel")
+            seed = st.number_input(
+                "sampler seed (empty: a fresh random one, shown below once started)",
+                0,
+                MAX_SEED,
+                None,
+                key="sweep:seed",
+                placeholder="random",
+            )
             pruning = st.toggle("prune trials that trail", True, key="sweep:pruning")
             storage = st.text_input(
                 "storage (empty: the lab's SQLite file)",
@@ -154,6 +198,7 @@ def new_sweep_form() -> None:
                     pruning=pruning,
                     storage=storage or None,
                     parallel=int(parallel),
+                    seed=None if seed is None else int(seed),
                 )
                 sweep.start()
             except InvalidHyperparameters as exc:
@@ -161,15 +206,9 @@ def new_sweep_form() -> None:
             else:
                 st.session_state.pop(ERRORS, None)
                 state.sweeps()[sweep.study_name] = sweep
-                st.session_state[SHOWN] = sweep.study_name
+                st.session_state[STARTED] = sweep.study_name
         for name, reason in st.session_state.get(ERRORS, {}).items():
-            st.error(f"**{name}**: {reason}", icon="⚠️")
-
-
-def _optimizers() -> list[str]:
-    from core import optimizers
-
-    return [spec.name for spec in optimizers.specs()]
+            st.error(f"**{name}**: {reason}", icon=":material/warning:")
 
 
 def open_sweep(name: str) -> Sweep | None:
@@ -177,46 +216,68 @@ def open_sweep(name: str) -> Sweep | None:
         try:
             state.sweeps()[name] = Sweep.load(engine, name)
         except InvalidHyperparameters as exc:
-            st.warning(str(exc))
+            st.warning(str(exc), icon=":material/warning:")
             return None
     return state.sweeps()[name]
 
 
-new_sweep_form()
-studies = list_studies(engine)
-if not studies:
-    st.info("No sweeps yet.")
-    st.stop()
-names = [s.study_name for s in studies]
-shown = st.session_state.get(SHOWN)
-chosen = st.selectbox(
-    "Sweep",
-    names,
-    index=names.index(shown) if shown in names else 0,
-    key="sweep:chosen",
-    format_func=lambda n: next(
-        f"{n} · {s.trials} trials · best {format.number(s.best_value)}"
-        for s in studies
-        if s.study_name == n
-    ),
-)
-sweep = open_sweep(chosen)
-if sweep is None:
-    st.stop()
+def anything_active() -> bool:
+    return any(sweep.active for sweep in state.sweeps().values())
 
 
-@st.fragment(run_every=state.refresh_interval(sweep.status().active))
-def sweep_view(sweep: Sweep, was_active: bool) -> None:
-    status = sweep.status()
-    st.progress(
-        status.progress,
-        text=f"{status.state} · {status.finished}/{status.n_trials} "
-        f"trials · {status.running} training · best {format.number(status.best_value)}",
+def studies_table(studies: list[SweepSummary]) -> str:
+    """Every study with its trials so far; returns the one picked in the table, else the
+    one this session started last, else the newest."""
+    started = st.session_state.get(STARTED)
+    event = st.dataframe(
+        [
+            {
+                "sweep": s.study_name,
+                "sampler": s.sampler,
+                "done": s.finished,
+                "of": s.n_trials,
+                "training": s.running,
+                "pruned": s.pruned,
+                "failed": s.failed,
+                "best": s.best_value,
+                "started": s.started,
+            }
+            for s in studies
+        ],
+        hide_index=True,
+        key=f"sweep:studies:{started}",  # a new table, without a pick, per sweep started
+        on_select="rerun",
+        selection_mode="single-row",
+        column_config=STUDY_COLUMNS,
     )
-    if status.error:
-        st.error(status.error)
-    rows = sweep.results()
-    st.dataframe(
+    names = [s.study_name for s in studies]
+    picked = event.selection.rows
+    if picked and picked[0] < len(names):
+        return names[picked[0]]
+    return started if started in names else names[-1]
+
+
+def progress_text(status: SweepStatus) -> str:
+    return (
+        f"{status.state} · {status.finished}/{status.n_trials} trials done "
+        f"({status.pruned} pruned, {status.failed} failed) · {status.running} training · "
+        f"best {format.number(status.best_value)}"
+    )
+
+
+def plan_text(plan: SweepPlan) -> str:
+    """How the sweep samples; with its seed, which replays it."""
+    pruning = "pruning" if plan.pruning else "no pruning"
+    return (
+        f"{plan.sampler} search · seed {plan.seed} · {plan.parallel} at once · {pruning} · "
+        f"every trial: {plan.base_config.label}"
+    )
+
+
+def trials_table(sweep: Sweep, rows: list[TrialRow]) -> TrialRow | None:
+    """Every trial, with its run; returns the one picked in the table."""
+    params = [row.params for row in rows]
+    event = st.dataframe(
         [
             {
                 "trial": r.number,
@@ -226,32 +287,103 @@ def sweep_view(sweep: Sweep, was_active: bool) -> None:
                 "run": r.run_id,
                 "run status": r.run_status,
                 "step": r.step,
+                "reason": r.reason,
             }
             for r in rows
         ],
         hide_index=True,
+        key=f"sweep:trials:{sweep.study_name}",  # a pick belongs to its sweep
+        on_select="rerun",
+        selection_mode="single-row",
+        column_config=TRIAL_COLUMNS
+        | {a.name: SETTING for a in sweep.plan.axes if numeric(params, a.name)},
     )
-    scored = [
-        {
-            **{k: float(v) for k, v in r.params.items() if isinstance(v, int | float)},
-            "val_accuracy": r.value,
-        }
-        for r in rows
-        if r.value is not None
-    ]
+    picked = event.selection.rows
+    return rows[picked[0]] if picked and picked[0] < len(rows) else None
+
+
+def trial_config(sweep: Sweep, trial: TrialRow) -> dict[str, Any]:
+    """The config the trial's run trained with; the plan's for the trial's values when the
+    run is not in this store (another machine's, in a shared storage)."""
+    with contextlib.suppress(UnknownRunError):
+        if trial.run_id is not None:
+            return engine.status(trial.run_id).config
+    return sweep.plan.config_for(trial.params).to_dict()
+
+
+def actions(
+    sweep: Sweep, status: SweepStatus, rows: list[TrialRow], picked: TrialRow | None
+) -> None:
+    stop, clone, best, watch = st.columns(4)
+    stop.button(
+        "Stop the sweep",
+        icon=":material/stop_circle:",
+        key="sweep:stop",
+        on_click=sweep.stop,
+        disabled=not status.active,
+        width="stretch",
+    )
+    if (
+        clone.button(
+            "Clone into Train",
+            icon=":material/content_copy:",
+            key="sweep:clone",
+            disabled=picked is None or picked.run_id is None,
+            help="Pick a trial in the table: its run's config opens in the Train form.",
+            width="stretch",
+        )
+        and picked is not None
+    ):
+        state.open_page("pages/1_Train.py", **{state.PREFILL: trial_config(sweep, picked)})
+    if best.button(
+        "Open the best in Train",
+        icon=":material/trophy:",
+        key="sweep:best",
+        disabled=status.best_run_id is None,
+        width="stretch",
+    ):
+        state.open_page("pages/1_Train.py", **{state.PREFILL: sweep.best_config().to_dict()})
+    running = [r.run_id for r in rows if r.run_id and r.state == "RUNNING"]
+    shown = running or ([status.best_run_id] if status.best_run_id else [])
+    if watch.button(
+        "Watch its runs",
+        icon=":material/monitoring:",
+        key="sweep:watch",
+        disabled=not shown,
+        width="stretch",
+    ):
+        state.open_page("pages/2_Live.py", **{state.WATCH: shown})
+
+
+def sweep_view(sweep: Sweep) -> None:
+    status = sweep.status()
+    st.progress(status.progress, text=progress_text(status))
+    st.caption(format.literal(plan_text(sweep.plan)))
+    if status.error:
+        st.error(status.error, icon=":material/error:")
+    rows = sweep.results()
+    picked = trials_table(sweep, rows)
+    scored = [r for r in rows if r.value is not None]
     if scored:
-        st.plotly_chart(hyperparameter_figure(scored, "val_accuracy"), key="chart:sweep")
-    stop, best, watch = st.columns(3)
-    if status.active:
-        stop.button("⏹ Stop the sweep", on_click=sweep.stop, width="stretch")
-    if status.best_run_id:
-        if best.button("⧉ Open the best in Train", width="stretch"):
-            state.open_page("pages/1_Train.py", **{state.PREFILL: sweep.best_config().to_dict()})
-        running = [r.run_id for r in rows if r.run_id and r.state == "RUNNING"]
-        if watch.button("📈 Watch its runs", width="stretch"):
-            state.open_page("pages/2_Live.py", **{state.WATCH: running or [status.best_run_id]})
-    if was_active and not status.active:
-        st.rerun()
+        figure_rows = parallel_rows([r.params for r in scored], TARGET, [r.value for r in scored])
+        st.plotly_chart(hyperparameter_figure(figure_rows, TARGET), key="chart:sweep")
+    actions(sweep, status, rows, picked)
 
 
-sweep_view(sweep, sweep.status().active)
+# One fragment for the studies and the one picked: while any sweep runs, every study's
+# counts tick along with the picked sweep's trials.
+@st.fragment(run_every=state.refresh_interval(anything_active()))
+def sweeps_view(was_active: bool) -> None:
+    # Oldest first: a new study adds a row at the end, so a pick (a row number) stays put.
+    studies = list_studies(engine)[::-1]
+    if not studies:
+        st.info("No sweeps yet.", icon=":material/info:")
+        return
+    if (sweep := open_sweep(studies_table(studies))) is not None:
+        sweep_view(sweep)
+    if was_active and not anything_active():
+        st.rerun()  # every sweep ended: a full rerun turns the refresh timer off
+
+
+new_sweep_form()
+sweeps_view(anything_active())

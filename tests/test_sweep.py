@@ -3,6 +3,7 @@ divergence, stopping, resuming, and the study kept in the lab's SQLite file."""
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import time
@@ -15,12 +16,16 @@ from core.engine import Engine, RunConfig
 from core.knobs import InvalidHyperparameters
 from core.store import Store
 from core.sweep import (
+    MAX_SEED,
     Dimension,
     SearchSpace,
     Sweep,
     SweepPlan,
     list_studies,
+    parallel_rows,
+    settings,
     storage_url,
+    varying,
 )
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -154,6 +159,47 @@ def test_every_bad_argument_is_named_at_once(engine) -> None:
         Sweep(engine, BASE, space(LR), sampler="tpe")
 
 
+def test_a_sweep_without_a_seed_draws_its_own_and_keeps_it(engine) -> None:
+    first, second = (Sweep(engine, BASE, space(LR), n_trials=2, sampler="tpe") for _ in "ab")
+    assert first.plan.seed != second.plan.seed  # else every sweep would sample alike
+    assert 0 <= first.plan.seed <= MAX_SEED
+    assert SweepPlan.from_dict(first.plan.to_dict()).seed == first.plan.seed  # and replays
+    given = Sweep(engine, BASE, space(LR), n_trials=2, sampler="tpe", seed=1234)
+    assert given.plan.seed == 1234
+
+
+# Rows for tables and parallel coordinates -------------------------------------------------
+
+
+def test_settings_are_a_configs_run_fields_and_knobs_flat() -> None:
+    config = BASE.replace(name="mine", hyperparameters={"learning_rate": 0.1}).to_dict()
+    flat = settings(config)
+    assert flat["learning_rate"] == 0.1 and flat["batch_size"] == 64 and flat["model"] == "mlp"
+    assert "name" not in flat and "task_weights" not in flat and "hyperparameters" not in flat
+
+
+def test_parallel_rows_keep_the_optimizer_and_what_varies() -> None:
+    rows = [
+        {"optimizer": "sgd", "learning_rate": 0.1, "batch_size": 64, "nesterov": None},
+        {"optimizer": "sgd", "learning_rate": 1, "batch_size": 64, "nesterov": None},
+        {"optimizer": "momentum", "learning_rate": 0.01, "batch_size": 64, "nesterov": True},
+    ]
+    assert varying(rows) == ["optimizer", "learning_rate", "nesterov"]
+    assert varying(rows[:2]) == ["learning_rate"]  # equal batch sizes and Nones do not vary
+    assert varying([{"flag": True}, {"flag": 1}]) == ["flag"]  # a bool is not a number
+    drawn = parallel_rows(rows[:2], "val_accuracy", [0.9, None], keep=("optimizer",))
+    assert drawn[0] == {"optimizer": "sgd", "learning_rate": 0.1, "val_accuracy": 0.9}
+    assert drawn[1]["learning_rate"] == 1.0 and math.isnan(drawn[1]["val_accuracy"])
+    drawn = parallel_rows(rows, "val_accuracy", [0.9, 0.8, 0.7])
+    assert drawn[2] == {
+        "optimizer": "momentum",  # categorical axes hold text
+        "learning_rate": 0.01,
+        "nesterov": "true",
+        "val_accuracy": 0.7,
+    }
+    assert "nesterov" not in drawn[0]  # off: left for the chart to show as missing
+
+
 # Sweeps -------------------------------------------------------------------------------
 
 
@@ -192,6 +238,7 @@ def test_a_random_sweep_runs_each_trial_as_an_engine_run(engine) -> None:
 
     [summary] = list_studies(engine)
     assert (summary.study_name, summary.trials, summary.loadable) == (sweep.study_name, 4, True)
+    assert (summary.finished, summary.running, summary.best_value) == (4, 0, status.best_value)
     with pytest.raises(InvalidHyperparameters, match="study_name"):  # the name is taken
         Sweep(engine, BASE, space(LR), n_trials=1, study_name=sweep.study_name).start()
     with Store(engine.store.path) as reopened:  # Optuna's tables do not upset the store
@@ -230,7 +277,11 @@ def test_pruned_trials_stop_their_runs_early(engine) -> None:
         **FAST,
     )
     sweep.start()
-    assert sweep.wait(120).state == "done"
+    status = sweep.wait(120)
+    assert status.state == "done"
+    assert (status.finished, status.pruned, status.failed) == (2, 2, 0)
+    [summary] = list_studies(engine)
+    assert (summary.finished, summary.pruned, summary.failed, summary.best_value) == (2, 2, 0, None)
     trials = load_study(engine, sweep.study_name).trials
     for row, trial in zip(sweep.results(), trials, strict=True):
         run = engine.status(row.run_id)
@@ -256,6 +307,7 @@ def test_a_diverged_run_fails_its_trial_with_the_reason(engine) -> None:
     diverged_at = engine.status(rows[100.0].run_id).final_metrics["diverged_at"]
     assert rows[100.0].reason == f"the loss diverged at step {diverged_at}"
     assert sweep.status().best_params == {"learning_rate": 0.1}
+    assert (sweep.status().failed, sweep.status().pruned) == (1, 0)
 
 
 def test_stop_ends_the_sweep_and_its_runs_promptly(engine) -> None:
@@ -276,7 +328,8 @@ def test_stop_ends_the_sweep_and_its_runs_promptly(engine) -> None:
     assert all(run.step < 20_000 for run in runs)
     rows = sweep.results()
     assert [(r.state, r.reason) for r in rows] == [("FAIL", "the sweep was stopped")] * 2
-    assert status.finished == 0  # cut short: they run again if the sweep resumes
+    # Cut short: they run again if the sweep resumes, so they neither finish nor fail.
+    assert (status.finished, status.failed) == (0, 0)
 
 
 def test_a_loaded_sweep_resumes_its_unfinished_trials(engine) -> None:

@@ -15,16 +15,19 @@ name)` reopens (and can resume) one.
 Modules: `space` (dimensions, checked against knobs), `plan` (a sweep's storable
 definition), `trial_run` (one trial as one run, and how each run's end is told),
 `driver` (the driver thread's loop), `samplers` (the Optuna sampler and pruner), `studies`
-(storages and listing), `sweep` (the `Sweep` facade). Importing `core.sweep` imports
+(storages and listing), `sweep` (the `Sweep` facade), `coordinates` (runs and trials as
+rows of settings, for tables and parallel coordinates). Importing `core.sweep` imports
 neither TensorFlow nor Optuna.
 """
 
-from core.sweep.plan import SAMPLERS, SweepPlan
+from core.sweep.coordinates import numeric, parallel_rows, settings, varying
+from core.sweep.plan import MAX_SEED, SAMPLERS, SweepPlan
 from core.sweep.space import Axis, Dimension, SearchSpace, sweepable_knobs
 from core.sweep.studies import SweepSummary, list_studies, storage_url
 from core.sweep.sweep import Sweep, SweepState, SweepStatus, TrialRow
 
 __all__ = [
+    "MAX_SEED",
     "SAMPLERS",
     "Axis",
     "Dimension",
@@ -36,6 +39,10 @@ __all__ = [
     "SweepSummary",
     "TrialRow",
     "list_studies",
+    "numeric",
+    "parallel_rows",
+    "settings",
     "storage_url",
     "sweepable_knobs",
+    "varying",
 ]

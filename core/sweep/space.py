@@ -209,7 +209,7 @@ def sweepable_knobs(optimizer: str) -> dict[str, Knob]:
 
 def _settings(optimizer: str) -> dict[str, Knob]:
     """Every run field, then every knob of `optimizer` (but `telemetry`, a run field)."""
-    from core.optimizers import get_spec  # imports TensorFlow, as any RunConfig already has
+    from core.optimizers import get_spec
 
     knobs = {knob.name: knob for knob in get_spec(optimizer).knobs if knob.name not in RUN_FIELDS}
     return {**RUN_FIELDS, **knobs}

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from core.knobs import InvalidHyperparameters
+from core.sweep.trial_run import CUT_SHORT
 
 if TYPE_CHECKING:
     import optuna
@@ -31,6 +34,34 @@ SQLITE_TIMEOUT: Final = 30.0
 
 
 @dataclass(frozen=True)
+class TrialCounts:
+    """A study's trials by state. A trial cut short (by a stopped sweep or a closed
+    engine) runs again on a resume: it neither finishes nor fails.
+
+    Attributes:
+        finished: Trials that have ended and count toward the budget.
+        running: Trials training now (in a shared storage, other machines' too).
+        pruned: Finished trials the pruner stopped.
+        failed: Finished trials whose run failed (diverged, say).
+    """
+
+    finished: int
+    running: int
+    pruned: int
+    failed: int
+
+    @classmethod
+    def of(cls, trials: Sequence[optuna.trial.FrozenTrial]) -> TrialCounts:
+        ended = Counter(t.state.name for t in trials if not t.user_attrs.get(CUT_SHORT))
+        return cls(
+            finished=ended["COMPLETE"] + ended["PRUNED"] + ended["FAIL"],
+            running=sum(t.state.name == "RUNNING" for t in trials),
+            pruned=ended["PRUNED"],
+            failed=ended["FAIL"],
+        )
+
+
+@dataclass(frozen=True)
 class SweepSummary:
     """One study of a storage, for a list of past and running sweeps.
 
@@ -41,6 +72,8 @@ class SweepSummary:
         sampler: `grid`, `random` or `tpe`, for studies made by a `Sweep` (else None).
         best_value: The best value of a completed trial, if any.
         started: When the first trial started, if one has.
+        finished, running, pruned, failed: Trials by state, counted as `SweepStatus`
+            counts them (see `TrialCounts`).
     """
 
     study_name: str
@@ -49,6 +82,10 @@ class SweepSummary:
     sampler: str | None
     best_value: float | None
     started: datetime | None
+    finished: int
+    running: int
+    pruned: int
+    failed: int
 
     @property
     def loadable(self) -> bool:
@@ -85,24 +122,43 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
 
 def list_studies(engine: Engine, storage: str | None = None) -> list[SweepSummary]:
     """Every study in `storage` (default: `engine`'s store), the most recent first."""
-    import optuna
-
-    summaries = optuna.get_all_study_summaries(open_storage(storage_url(engine, storage)))
-    result = [_summary(summary) for summary in summaries]
+    opened = open_storage(storage_url(engine, storage))
+    # What `optuna.get_all_study_summaries` reads (its trials by `_study_id`, as it does),
+    # counted by state here.
+    result = [
+        _summary(study, opened.get_all_trials(study._study_id, deepcopy=False))
+        for study in opened.get_all_studies()
+    ]
     return sorted(result, key=lambda s: s.started or datetime.max, reverse=True)
 
 
-def _summary(summary: optuna.study.StudySummary) -> SweepSummary:
-    plan: dict[str, Any] = summary.user_attrs.get(PLAN_ATTR) or {}
-    best = summary.best_trial
+def _summary(
+    study: optuna.study.FrozenStudy, trials: Sequence[optuna.trial.FrozenTrial]
+) -> SweepSummary:
+    plan: dict[str, Any] = study.user_attrs.get(PLAN_ATTR) or {}
+    counts = TrialCounts.of(trials)
     return SweepSummary(
-        study_name=summary.study_name,
-        trials=summary.n_trials,
+        study_name=study.study_name,
+        trials=len(trials),
         n_trials=plan.get("n_trials"),
         sampler=plan.get("sampler"),
-        best_value=best.value if best is not None else None,
-        started=summary.datetime_start,
+        best_value=_best_value(study, trials),
+        started=min((t.datetime_start for t in trials if t.datetime_start), default=None),
+        finished=counts.finished,
+        running=counts.running,
+        pruned=counts.pruned,
+        failed=counts.failed,
     )
+
+
+def _best_value(
+    study: optuna.study.FrozenStudy, trials: Sequence[optuna.trial.FrozenTrial]
+) -> float | None:
+    if len(study.directions) != 1:
+        return None  # several objectives have no single best
+    values = [t.value for t in trials if t.state.name == "COMPLETE" and t.value is not None]
+    best = max if study.direction.name == "MAXIMIZE" else min
+    return best(values, default=None)
 
 
 class DriverRegistry:

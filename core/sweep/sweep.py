@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from core.knobs import InvalidHyperparameters
 from core.store import UnknownRunError
 from core.sweep.driver import Driver
-from core.sweep.plan import SweepPlan
-from core.sweep.studies import DRIVERS, PLAN_ATTR, open_storage, storage_url
-from core.sweep.trial_run import CUT_SHORT, REASON, RUN_ID, RUN_STATUS
+from core.sweep.plan import MAX_SEED, SweepPlan
+from core.sweep.studies import DRIVERS, PLAN_ATTR, TrialCounts, open_storage, storage_url
+from core.sweep.trial_run import REASON, RUN_ID, RUN_STATUS
 
 if TYPE_CHECKING:
     import optuna
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from core.sweep.space import SearchSpace
 
 SweepState = Literal["idle", "running", "stopping", "done", "stopped", "failed"]
+ACTIVE_STATES: Final = ("running", "stopping")  # while the driver thread works
 MAX_STUDY_NAME: Final = 100
 
 
@@ -34,8 +35,7 @@ class SweepStatus:
         state: `idle` (not started), `running`, `stopping` (waiting for its runs to stop),
             `done` (the budget is spent), `stopped`, or `failed` (see `error`).
         n_trials: The budget.
-        finished: Trials that have ended and count toward the budget.
-        running: Trials training now (in a shared storage, other machines' too).
+        finished, running, pruned, failed: Trials by state (see `TrialCounts`).
         best_value: The best validation accuracy of a completed trial, if any.
         best_params: That trial's sampled values.
         best_trial: That trial's number.
@@ -48,6 +48,8 @@ class SweepStatus:
     n_trials: int
     finished: int
     running: int
+    pruned: int = 0
+    failed: int = 0
     best_value: float | None = None
     best_params: dict[str, Any] | None = None
     best_trial: int | None = None
@@ -57,7 +59,7 @@ class SweepStatus:
     @property
     def active(self) -> bool:
         """Whether the driver thread is still at work."""
-        return self.state in ("running", "stopping")
+        return self.state in ACTIVE_STATES
 
     @property
     def progress(self) -> float:
@@ -113,7 +115,9 @@ class Sweep:
         storage: An SQLAlchemy URL for the study; default: the engine's store file.
         study_name: The study's name, unique in `storage`; default: made from the time.
         parallel: How many trials train at once.
-        seed: The sampler's seed. Give each machine sharing a study its own.
+        seed: The sampler's seed; default: a fresh random one. The plan keeps the seed
+            used (`sweep.plan.seed`), so a sweep can be replayed. Give each machine
+            sharing a study its own.
         poll_interval: Seconds between two looks at the runs: how late a report (and so a
             pruning decision) may come.
 
@@ -133,7 +137,7 @@ class Sweep:
         storage: str | None = None,
         study_name: str | None = None,
         parallel: int = 2,
-        seed: int = 0,
+        seed: int | None = None,
         poll_interval: float = 0.25,
     ) -> None:
         errors: dict[str, str] = {}
@@ -146,7 +150,7 @@ class Sweep:
                 sampler=sampler,
                 pruning=pruning,
                 parallel=parallel,
-                seed=seed,
+                seed=secrets.randbelow(MAX_SEED + 1) if seed is None else seed,
             )
         except InvalidHyperparameters as exc:
             errors |= exc.errors
@@ -296,6 +300,13 @@ class Sweep:
     # Reading ------------------------------------------------------------------------------
 
     @property
+    def active(self) -> bool:
+        """Whether this sweep's driver thread is at work; cheaper than `status().active`,
+        which reads the study too."""
+        with self._lock:
+            return self._state in ACTIVE_STATES
+
+    @property
     def study(self) -> optuna.Study | None:
         """The Optuna study (for its plots), once started or loaded."""
         with self._lock:
@@ -306,18 +317,16 @@ class Sweep:
         with self._lock:
             state, error, study = self._state, self._error, self._study
         trials = study.get_trials(deepcopy=False) if study is not None else []
-        states = [t.state.name for t in trials]
-        finished = sum(
-            s in ("COMPLETE", "PRUNED", "FAIL") and not t.user_attrs.get(CUT_SHORT)
-            for s, t in zip(states, trials, strict=True)
-        )
+        counts = TrialCounts.of(trials)
         best = _best(trials)
         return SweepStatus(
             study_name=self.study_name,
             state=state,
             n_trials=self.plan.n_trials,
-            finished=finished,
-            running=states.count("RUNNING"),
+            finished=counts.finished,
+            running=counts.running,
+            pruned=counts.pruned,
+            failed=counts.failed,
             best_value=best.value if best else None,
             best_params=dict(best.params) if best else None,
             best_trial=best.number if best else None,

@@ -1,0 +1,265 @@
+"""The Compare and Sweep pages (streamlit.testing.v1.AppTest): what the tables and the
+parallel coordinates show, sampler seeds, live study summaries, cloning a trial, and that
+neither page imports TensorFlow."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from core.engine import RunConfig
+from core.engine.client import EngineClient
+from core.sweep import Dimension, SearchSpace, Sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+SHORT = {
+    "dataset": "digits",
+    "model": "mlp",
+    "optimizer": "sgd",
+    "max_steps": 12,
+    "log_every": 2,
+    "hyperparameters": {"learning_rate": 0.1, "radius": 20.0},
+}
+# Trials of about a second: 8×8 digits, validated every 11 steps.
+TRIAL = RunConfig(
+    dataset="digits",
+    model="mlp",
+    optimizer="sgd",
+    hyperparameters={"learning_rate": 0.1},
+    max_steps=22,
+    epochs=1,
+    val_every=11,
+)
+LR = SearchSpace((Dimension("learning_rate", 1e-3, 1.0, log=True),))
+
+
+@pytest.fixture
+def lab(app_store: Path) -> EngineClient:
+    """The app's engine client on a temporary store served in this process, as the
+    pages get it from `ui.state`."""
+    from ui import state
+
+    return state.shared_engine()
+
+
+@pytest.fixture
+def sweeps(lab: EngineClient) -> Iterator[Callable[..., Sweep]]:
+    """Starts sweeps of `lab` as the Sweep page does (kept in `ui.state.sweeps()`), and
+    stops whatever still runs at the end."""
+    from ui import state
+
+    def start(base: RunConfig = TRIAL, **options: Any) -> Sweep:
+        sweep = Sweep(lab, base, LR, sampler="random", poll_interval=0.05, **options)
+        sweep.start()
+        state.sweeps()[sweep.study_name] = sweep
+        return sweep
+
+    yield start
+    for sweep in state.sweeps().values():
+        sweep.stop()
+        sweep.wait(60)
+
+
+@pytest.fixture
+def ticking_tables(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The keys of the tables a page draws inside a fragment that reruns on a timer
+    (`run_every`): what refreshes by itself in the browser, which AppTest does not do."""
+    keys: list[str] = []
+    inside = [False]
+    real_fragment, real_dataframe = st.fragment, st.dataframe
+
+    def fragment(func: Callable | None = None, *, run_every: Any = None, **kwargs: Any) -> Any:
+        def decorate(body: Callable) -> Callable:
+            @functools.wraps(body)
+            def run(*args: Any, **kw: Any) -> Any:
+                outer, inside[0] = inside[0], inside[0] or run_every is not None
+                try:
+                    return body(*args, **kw)
+                finally:
+                    inside[0] = outer
+
+            return real_fragment(run, run_every=run_every, **kwargs)
+
+        return decorate if func is None else decorate(func)
+
+    def dataframe(*args: Any, **kwargs: Any) -> Any:
+        if inside[0]:
+            keys.append(kwargs.get("key"))
+        return real_dataframe(*args, **kwargs)
+
+    monkeypatch.setattr(st, "fragment", fragment)
+    monkeypatch.setattr(st, "dataframe", dataframe)
+    return keys
+
+
+def page(name: str) -> AppTest:
+    """A page of the app, run as Streamlit runs it: app.py is the main script, so page
+    paths (`st.switch_page("pages/...")`) resolve as they do in the server."""
+    return AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).switch_page(name)
+
+
+def finished_run(engine: EngineClient, **changes: Any) -> str:
+    run_id = engine.start(RunConfig.from_dict({**SHORT, **changes}))
+    engine.wait(run_id, 60)
+    return run_id
+
+
+def column_formats(table: Any) -> dict[str, str | None]:
+    """Each configured column of an AppTest dataframe, with its number format."""
+    config = json.loads(table.proto.columns)
+    return {k: v.get("type_config", {}).get("format") for k, v in config.items()}
+
+
+# Compare ------------------------------------------------------------------------------
+
+
+def test_compare_shows_the_optimizer_and_every_knob_that_differs(lab: EngineClient) -> None:
+    knobs = SHORT["hyperparameters"]
+    ids = [
+        finished_run(lab),
+        finished_run(lab, hyperparameters={**knobs, "learning_rate": 0.05}),
+        finished_run(lab, optimizer="momentum", hyperparameters={**knobs, "nesterov": True}),
+    ]
+    at = page("pages/3_Compare.py")
+    at.session_state["compare"] = ids
+    at.run()
+    assert not at.exception
+
+    table = at.dataframe[0]
+    columns = table.value.columns.tolist()
+    assert {"run", "optimizer", "learning_rate", "nesterov", "val_accuracy"} <= set(columns)
+    assert not {"radius", "batch_size", "model", "layer_rules"} & set(columns)  # all alike
+    formats = column_formats(table)
+    assert formats["val_accuracy"] == "%.3f" and formats["loss"] == "%.4g"
+    assert formats["steps"] == "%d" and formats["learning_rate"] == "%.4g"
+    assert "radius 20" in at.caption[0].value  # what they share is said once
+
+    (parcoords,) = json.loads(at.get("plotly_chart")[0].proto.spec)["data"]
+    axes = {axis["label"]: axis for axis in parcoords["dimensions"]}
+    assert {"optimizer", "learning_rate", "nesterov", "val_accuracy"} <= set(axes)
+    assert set(axes["optimizer"]["ticktext"]) == {"sgd", "momentum"}  # a categorical axis
+    assert "radius" not in axes
+
+
+# Sweep --------------------------------------------------------------------------------
+
+
+def start_from_the_form(at: AppTest, seed: int | None) -> None:
+    at.selectbox(key="sweep:optimizer").select("sgd").run()
+    at.selectbox(key="sweep:model").select("mlp").run()
+    at.selectbox(key="sweep:dataset").select("digits").run()
+    at.number_input(key="sweep:epochs").set_value(1).run()
+    at.number_input(key="sweep:n_trials").set_value(1).run()
+    at.radio(key="sweep:sampler").set_value("random").run()
+    at.number_input(key="sweep:seed").set_value(seed).run()
+    at.button(key="sweep:start").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+
+
+@pytest.mark.usefixtures("sweeps")  # which stops the sweeps the form starts
+def test_every_sweep_gets_a_fresh_seed_unless_given_one() -> None:
+    from ui import state
+
+    at = page("pages/4_Sweep.py").run()
+    assert at.number_input(key="sweep:seed").value is None  # empty: random
+    for seed in (None, None, 1234):
+        start_from_the_form(at, seed)
+    first, second, given = (sweep.plan.seed for sweep in state.sweeps().values())
+    assert first != second and given == 1234
+    assert any("seed 1234" in caption.value for caption in at.caption)  # shown, to replay
+
+
+def test_the_studies_and_their_trials_refresh_while_a_sweep_runs(
+    lab: EngineClient, sweeps: Callable[..., Sweep], ticking_tables: list[str]
+) -> None:
+    sweep = sweeps(TRIAL.replace(max_steps=20_000, epochs=1000), n_trials=1)
+    at = page("pages/4_Sweep.py").run()
+    assert not at.exception
+    (studies,) = [t.value for t in at.dataframe if "sweep" in t.value.columns]
+    assert studies["sweep"].tolist() == [sweep.study_name]
+    assert "sweep:studies:None" in ticking_tables  # the list of studies, with its counts
+    assert f"sweep:trials:{sweep.study_name}" in ticking_tables
+
+    sweep.stop()
+    assert sweep.wait(60).state == "stopped"
+    ticking_tables.clear()
+    at.run()
+    assert not at.exception and ticking_tables == []  # nothing runs: no refreshing
+
+
+def test_a_picked_trial_clones_into_train(lab: EngineClient, sweeps: Callable[..., Sweep]) -> None:
+    sweep = sweeps(n_trials=2)
+    assert sweep.wait(120).state == "done"
+    trial = sweep.results()[1]
+    run = lab.status(trial.run_id)
+
+    at = page("pages/4_Sweep.py").run()
+    assert at.button(key="sweep:clone").disabled  # until a trial is picked
+    at.session_state[f"sweep:trials:{sweep.study_name}"] = {
+        "selection": {"rows": [1], "columns": [], "cells": []}
+    }
+    at.run()
+    at.button(key="sweep:clone").click().run()
+    assert not at.exception
+    assert at.title[0].value.endswith("Train")
+    assert at.text_input(key="run:name").value == run.name
+    learning_rate = run.config["hyperparameters"]["learning_rate"]
+    assert at.text_input(key="knob:sgd:learning_rate").value == f"{learning_rate:g}"
+
+
+# Never TensorFlow ---------------------------------------------------------------------
+
+RENDER_PAGES = """
+import sys
+from streamlit.testing.v1 import AppTest
+
+for path in ("pages/3_Compare.py", "pages/4_Sweep.py"):
+    at = AppTest.from_file("app.py", default_timeout=60).switch_page(path)
+    at.session_state["compare"] = sys.argv[1:]  # the runs to compare
+    at.run()
+    assert not at.exception, (path, [e.value for e in at.exception])
+    assert at.get("plotly_chart"), path  # drawn with data: the parallel coordinates
+print(sorted({"tensorflow", "keras"} & set(sys.modules)))
+"""
+
+
+def test_compare_and_sweep_pages_never_import_tensorflow(
+    app_store: Path, lab: EngineClient, sweeps: Callable[..., Sweep]
+) -> None:
+    ids = [finished_run(lab, seed=seed) for seed in (0, 1)]
+    assert sweeps(n_trials=1).wait(120).state == "done"
+    # Another process, as the dashboard's: it finds this process's engine through the store.
+    env = {**os.environ, "OPTLAB_STORE": str(app_store)}
+    out = subprocess.run(
+        [sys.executable, "-c", RENDER_PAGES, *ids],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_sweep_page_lists_studies_oldest_first(
+    lab: EngineClient, sweeps: Callable[..., Sweep]
+) -> None:
+    first = sweeps(n_trials=1)
+    first.wait(120)
+    second = sweeps(n_trials=1)
+    second.wait(120)
+    at = page("pages/4_Sweep.py").run()
+    (studies,) = [t.value for t in at.dataframe if "sweep" in t.value.columns]
+    assert studies["sweep"].tolist() == [first.study_name, second.study_name]
+    assert studies["done"].tolist() == [1, 1]
