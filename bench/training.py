@@ -37,7 +37,7 @@ from bench.step_clock import ClockedStore
 from bench.timing import Sampler, interleave
 from core import data, models
 from core.engine import Engine, RunConfig, RunStatus, execution
-from core.engine.config import INSTRUMENT_INTERVALS
+from core.engine.config import INSTRUMENT_INTERVALS, instrument_intervals
 
 MODEL = "lenet"
 DATASET = "mnist-5k"
@@ -86,21 +86,20 @@ def telemetry_cost(settings: Settings) -> Measured:
 
 
 def instrument_cost(settings: Settings) -> Measured:
-    """Figure 8: seconds per step with every instrument at its default interval, and with
-    the instruments off (telemetry on, logged every step, in both).
+    """Figure 8: seconds per step with every instrument at its default interval (scaled
+    to a 2,000-step run: see `instrument_intervals`), and with the instruments off
+    (telemetry on, logged every step, in both).
 
     The window is one whole longest interval (the sharpness's), so every instrument
-    measures in it as often as it does on average in a long run, and it starts after one
-    such interval, once each mix of instruments due at a step has been traced (a one-time
-    cost at the start of a run, which a long run amortizes).
+    measures in it as often as it does on average over the run, and it starts after one
+    such interval, once each kind of step has been traced (a one-time cost at the start
+    of a run, which a long run amortizes).
     """
-    intervals = {f"{name}_every": every for name, every, _ in INSTRUMENT_INTERVALS}
-    if settings.quick:  # one sharpness measurement in a short window
-        intervals["sharpness_every"] = 100
-    longest = max(intervals.values())
+    length = 500 if settings.quick else 2000  # steps of the run the defaults scale to
+    on_config = _config(length, telemetry=True)
+    longest = max(instrument_intervals(on_config, length).values())
     first, last = longest, 2 * longest
-    off_config = _config(last + 1, telemetry=True)
-    on_config = off_config.replace(**intervals)
+    off_config = on_config.replace(**INSTRUMENTS_OFF)
     return _step_times(settings, (on_config, off_config), first, last, "the instruments")
 
 

@@ -25,6 +25,7 @@ import argparse
 import contextlib
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -39,7 +40,8 @@ from core.engine import FIELDS, Engine, RunConfig, RunStatus, fields
 from core.engine.execution import FINAL_KEYS
 from core.export import safe_path, write_csv, write_tensorboard
 from core.knobs import InvalidHyperparameters, Knob
-from core.optimizers import OptimizerSpec
+from core.optimizers import catalog
+from core.optimizers.catalog import OptimizerSpec
 from core.store import RunRecord, Store, StoreError, default_path
 
 EXIT_OK = 0
@@ -68,7 +70,13 @@ class UsageError(Exception):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line on `argv` (default: `sys.argv[1:]`); returns the exit status."""
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    plugins = _needs_plugins(argv)
+    trains = "train" in argv and not {"-h", "--help"} & set(argv)
+    if (plugins or trains) and "TF_CPP_MIN_LOG_LEVEL" not in os.environ:
+        _import_tensorflow_quietly()
+    specs = optimizers.specs() if plugins else list(catalog.BUILTIN)
+    parser = build_parser(specs)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse has printed the help, or the usage and the error
@@ -85,11 +93,49 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
 
 
+def _import_tensorflow_quietly() -> None:
+    """Imports TensorFlow and finds its devices with the native start-up lines (oneDNN,
+    CPU features, CUDA probing: written to file descriptor 2 before any logging setting
+    applies) kept off the terminal. Python's own errors still show. Setting
+    `TF_CPP_MIN_LOG_LEVEL` leaves TensorFlow's output to it."""
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        import tensorflow as tf
+
+        tf.config.list_physical_devices()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 # The parser ------------------------------------------------------------------------------
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The `python -m core` parser; each command's handler is its `handler` default."""
+def _needs_plugins(argv: Sequence[str]) -> bool:
+    """Whether `train` may need a plugin optimizer's flags: it names an optimizer that is
+    not built in, or takes a `--config` file (which may). Loading plugins imports
+    TensorFlow, which `--help` and the other commands do without."""
+    if "train" not in argv:
+        return False
+    for i, arg in enumerate(argv):
+        name = arg.partition("=")[2] if arg.startswith("--optimizer=") else None
+        if arg == "--optimizer" and i + 1 < len(argv):
+            name = argv[i + 1]
+        if (
+            arg == "--config"
+            or arg.startswith("--config=")
+            or (name is not None and name not in catalog.BUILTIN_NAMES)
+        ):
+            return True
+    return False
+
+
+def build_parser(specs: Sequence[OptimizerSpec] | None = None) -> argparse.ArgumentParser:
+    """The `python -m core` parser, with `train` flags for the knobs of `specs` (default:
+    every optimizer, plugins included); each command's handler is its `handler` default."""
+    specs = optimizers.specs() if specs is None else specs
     parser = argparse.ArgumentParser(
         prog="python -m core",
         description="Optimizer Lab from the command line: train runs, list them, export them.",
@@ -114,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _add_train_arguments(train)
+    _add_train_arguments(train, specs)
     train.set_defaults(handler=_train)
 
     runs = commands.add_parser(
@@ -173,8 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_train_arguments(parser: argparse.ArgumentParser) -> None:
-    """`train`'s flags, made from the run fields and the knobs of every optimizer."""
+def _add_train_arguments(parser: argparse.ArgumentParser, specs: Sequence[OptimizerSpec]) -> None:
+    """`train`'s flags, made from the run fields and the knobs of `specs`."""
     parser.add_argument(
         "--config",
         type=Path,
@@ -183,7 +229,7 @@ def _add_train_arguments(parser: argparse.ArgumentParser) -> None:
         "given on the command line override its values.",
     )
     run = parser.add_argument_group("run")
-    for knob in fields():
+    for knob in fields(specs):
         _add_knob(run, knob, knob.name, _show(knob.default) + ".")
     run.add_argument(
         "--task-weight",
@@ -196,9 +242,13 @@ def _add_train_arguments(parser: argparse.ArgumentParser) -> None:
         "repeatable. Default: 1 each.",
     )
 
-    specs = optimizers.specs()
     common = parser.add_argument_group("optimizer knobs", "Every optimizer has these.")
-    specific = parser.add_argument_group("knobs of some optimizers")
+    specific = parser.add_argument_group(
+        "knobs of some optimizers",
+        None
+        if any(spec.source != "core" for spec in specs)
+        else "A plugin optimizer's own knobs are listed with `--optimizer NAME --help`.",
+    )
     for knob, owners in _optimizer_knobs(specs):
         everyone = len(owners) == len(specs)
         extra = "" if everyone else f" For {', '.join(spec.name for spec in owners)}."

@@ -173,7 +173,8 @@ def test_compare_page_overlays_runs(lab) -> None:
     at.run()
     assert not at.exception
     assert len(at.dataframe[0].value) == 2
-    assert len(at.get("plotly_chart")) == 1 + 7 + 6  # parallel axes, charts, instruments
+    # parallel axes; four charts, and the three per-layer ones per run; the instruments
+    assert len(at.get("plotly_chart")) == 1 + (4 + 3 * 2) + 6
 
 
 def test_optimizers_page_lists_every_optimizer(lab) -> None:

@@ -202,7 +202,12 @@ def clocked_run(tmp_path_factory):
     )
     engine = Engine(store, max_concurrent=1)
     config = RunConfig(
-        model="lenet", dataset="mnist-5k", optimizer="adamw", max_steps=2, log_every=1
+        model="lenet",
+        dataset="mnist-5k",
+        optimizer="adamw",
+        max_steps=2,
+        log_every=1,
+        **{f"{name}_every": 0 for name in ("alpha", "sharpness", "noise_scale", "histogram")},
     )
     run_id = engine.start(config)
     status = engine.wait(run_id, 120)

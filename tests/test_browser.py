@@ -16,18 +16,11 @@ import pytest
 
 from core.store import Store
 from tests import app_server
-
-CHROMIUM = app_server.CHROMIUM
-ROOT = app_server.ROOT
-ARTIFACTS = ROOT / "test-artifacts"
+from tests.browser import ARTIFACTS, NEEDS_CHROMIUM, chromium, screenshot, settle
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(),
-        reason="no browser at /usr/bin/chromium: install Debian's with "
-        "`apt-get install chromium` (as .ci/run does) to run the end-to-end test",
-    ),
+    NEEDS_CHROMIUM,
 ]
 
 
@@ -42,31 +35,8 @@ def server(tmp_path_factory) -> Iterator[tuple[str, Path]]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=list(app_server.CHROMIUM_ARGS)
-        )
+    with chromium() as browser:
         yield browser
-        browser.close()
-
-
-def settle(page, timeout: float = 60_000) -> None:
-    """Waits until the app has finished running its script."""
-    page.wait_for_selector(
-        "[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout
-    )
-
-
-def screenshot(page, name: str, height: int = 1000) -> None:
-    """Saves the page; Streamlit scrolls inside its own container, so a tall page needs a
-    tall window rather than `full_page`."""
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.set_viewport_size({"width": 1400, "height": height})
-    page.wait_for_timeout(300)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
-    page.set_viewport_size({"width": 1400, "height": 1000})
 
 
 def loss_points(page) -> tuple[int, float]:
@@ -130,7 +100,7 @@ def test_start_watch_and_stop_a_run_in_the_browser(server, browser) -> None:
     )
     screenshot(page, "live-training", height=3600)
 
-    page.get_by_role("button", name="⏹ Stop").click()
+    page.get_by_role("button", name="Stop").click()
     page.wait_for_function("() => document.body.innerText.includes('stopped')", timeout=30_000)
     with Store(store_path) as store:
         (run,) = store.list_runs()

@@ -38,9 +38,9 @@ from core.engine import Engine
 from core.store import Store, StoreError
 from core.store.connections import ConnectionPool
 from tests import app_server
+from tests.browser import NEEDS_CHROMIUM, chromium, settle
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = app_server.CHROMIUM
 FAST = {
     "dataset": "digits",
     "model": "mlp",
@@ -198,51 +198,27 @@ def probed_rows(probe: Path) -> dict[str, list[tuple[int, float]]]:
 
 def start_demo_race(url: str) -> None:
     """Click the demo race on Home in Chromium, and wait for the Live page."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=list(app_server.CHROMIUM_ARGS)
-        )
+    with chromium() as browser:
         page = browser.new_page()
         page.goto(url)
-        page.wait_for_selector(
-            "[data-testid='stApp'][data-test-script-state='notRunning']", timeout=60_000
-        )
+        settle(page)
         page.get_by_role("button", name="Start the demo race").click()
         page.wait_for_url(f"{url}/Live", timeout=60_000)
-        browser.close()
 
 
 def live_page_text(url: str) -> str:
-    """The text of a page in Chromium, once its script has run."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=list(app_server.CHROMIUM_ARGS)
-        )
+    """The text of a Live page in Chromium, once its runs show."""
+    with chromium() as browser:
         page = browser.new_page()
         page.goto(url)
         page.wait_for_selector("[data-testid='stProgress']", timeout=60_000)
-        text = page.inner_text("body")
-        browser.close()
-    return text
+        return page.inner_text("body")
 
 
 def trained_past(store_path: Path, step: int) -> int:
     """How many runs have stored metrics past `step` (past their first traces)."""
     with Store(store_path) as store:
-        return sum(
-            (store.read_metrics(r.id).last_step or 0) >= step for r in store.list_runs()
-        )
-
-
-NEEDS_CHROMIUM = pytest.mark.skipif(
-    not CHROMIUM.exists(),
-    reason="no browser at /usr/bin/chromium: install Debian's with "
-    "`apt-get install chromium` (as .ci/run does) to run the SIGKILL tests",
-)
+        return sum((store.read_metrics(r.id).last_step or 0) >= step for r in store.list_runs())
 
 
 @pytest.mark.slow

@@ -10,22 +10,28 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core import data, models
 from core.knobs import InvalidHyperparameters, Knob
 
+if TYPE_CHECKING:
+    from core.optimizers.catalog import OptimizerSpec
+
 STRATEGIES = ("default", "mirrored", "multiworker")
-# The instruments (core/engine/instruments.py) and their default intervals, chosen so that
-# together they cost at most about 15% of the step time of LeNet on mnist-5k (`make bench`).
+# The instruments (core/engine/instruments.py): how many times a run measures each when its
+# interval is not set (see `instrument_intervals`), and what the interval field says.
 INSTRUMENT_INTERVALS = (
-    ("alpha", 50, "Measure alpha, the step's landing point in its valley,"),
-    ("sharpness", 500, "Measure sharpness, the top Hessian eigenvalue,"),
-    ("noise_scale", 10, "Estimate the gradient noise scale"),
-    ("histogram", 100, "Record gradient and weight histograms per layer"),
+    ("alpha", 20, "Measure alpha, the step's landing point in its valley,"),
+    ("sharpness", 5, "Measure sharpness, the top Hessian eigenvalue,"),
+    ("noise_scale", 20, "Estimate the gradient noise scale"),
+    ("histogram", 20, "Record gradient and weight histograms per layer"),
 )
+# Sharpness (power iteration, about 30 passes) measures every this many base intervals.
+SHARPNESS_SPACING = 4
 TASKS = ("digit", "parity")
 
 FIELDS: tuple[Knob, ...] = (
@@ -85,12 +91,13 @@ FIELDS: tuple[Knob, ...] = (
         Knob(
             f"{name}_every",
             "int",
-            every,
-            f"{what} every this many steps (0: off).",
+            None,
+            f"{what} every this many steps (0: off; empty: about {count} times a run).",
             low=0,
             high=10**6,
+            optional=True,
         )
-        for name, every, what in INSTRUMENT_INTERVALS
+        for name, count, what in INSTRUMENT_INTERVALS
     ),
     Knob(
         "multitask",
@@ -133,10 +140,10 @@ class RunConfig:
     log_every: int = DEFAULTS["log_every"]
     val_every: int | None = DEFAULTS["val_every"]
     telemetry: bool = DEFAULTS["telemetry"]
-    alpha_every: int = DEFAULTS["alpha_every"]
-    sharpness_every: int = DEFAULTS["sharpness_every"]
-    noise_scale_every: int = DEFAULTS["noise_scale_every"]
-    histogram_every: int = DEFAULTS["histogram_every"]
+    alpha_every: int | None = DEFAULTS["alpha_every"]
+    sharpness_every: int | None = DEFAULTS["sharpness_every"]
+    noise_scale_every: int | None = DEFAULTS["noise_scale_every"]
+    histogram_every: int | None = DEFAULTS["histogram_every"]
     multitask: bool = DEFAULTS["multitask"]
     task_weights: Mapping[str, float] = field(default_factory=lambda: dict.fromkeys(TASKS, 1.0))
     strategy: str = DEFAULTS["strategy"]
@@ -198,11 +205,34 @@ class RunConfig:
         return self.name or f"{self.optimizer} · {self.model} · {self.dataset}"
 
 
-def fields() -> tuple[Knob, ...]:
-    """The run fields, with the optimizer field's choices filled from the registry."""
+def instrument_intervals(config: RunConfig, total_steps: int) -> dict[str, int]:
+    """Each instrument's interval in steps for a run of `total_steps` (0: off; all off
+    without telemetry, of which they are part).
+
+    An interval the config leaves empty is scaled to the run's length: alpha, the noise
+    scale and the histograms measure every N steps, N = ⌈total / 20⌉ rounded up to a
+    multiple of `log_every` (they measure on logged steps), sharpness (the costly one)
+    every 4N; so a short demo shows every instrument and a long run pays a bounded share.
+    Intervals that are multiples of one N make the steps where instruments are due come
+    in few kinds, and the training step is traced once per kind.
+    """
+    base = math.ceil(total_steps / max(count for _, count, _ in INSTRUMENT_INTERVALS))
+    base = max(1, math.ceil(base / config.log_every)) * config.log_every
+    intervals = {}
+    for name, _, _ in INSTRUMENT_INTERVALS:
+        every = getattr(config, f"{name}_every")
+        if every is None:
+            every = base * (SHARPNESS_SPACING if name == "sharpness" else 1)
+        intervals[name] = every if config.telemetry else 0
+    return intervals
+
+
+def fields(specs: Sequence[OptimizerSpec] | None = None) -> tuple[Knob, ...]:
+    """The run fields, with the optimizer field's choices filled from `specs` (default:
+    every optimizer, plugins included)."""
     from core import optimizers
 
-    names = tuple(spec.name for spec in optimizers.specs())
+    names = tuple(spec.name for spec in (optimizers.specs() if specs is None else specs))
     return tuple(
         dataclasses.replace(f, choices=names) if f.name == "optimizer" else f for f in FIELDS
     )

@@ -102,6 +102,7 @@ class RunExecution:
                     "first_batch_sha256": trainer.first_batch_sha256,
                     "layers": trainer.layers,
                     "steps_per_epoch": trainer.steps_per_epoch,
+                    "instrument_intervals": trainer.instrument_intervals,
                     "replicas": trainer.strategy.num_replicas_in_sync,
                 },
             )
@@ -147,7 +148,9 @@ class RunExecution:
             self._apply_updates(trainer, step)
 
             last_step = step == trainer.total_steps
-            log = step % config.log_every == 0 or last_step
+            # A step that measures logs too: its instruments' values beside the loss,
+            # and a divergence it finds beside the loss that shows it.
+            log = step % config.log_every == 0 or last_step or trainer.measures(step)
             measured = trainer.step(step, log=log)
             row = dict(measured.values)
             if log:

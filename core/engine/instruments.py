@@ -69,13 +69,23 @@ def power_iteration(
     `hvp(v)` returns H·v; `start` is the first guess (warm-starting from the previous
     eigenvector makes a few iterations enough during training). Returns the Rayleigh
     quotient vᵀHv of the last unit vector v, and H·v normalized as the next guess.
+
+    The iterations are a `tf.while_loop`: a traced function holds one H·v, not one per
+    iteration (tracing ten double backprops took seconds).
     """
-    v = _normalized(start)
-    eigenvalue = tf.constant(0.0)
-    for _ in range(iterations):
+
+    def iterate(
+        i: tf.Tensor, eigenvalue: tf.Tensor, v: list[tf.Tensor]
+    ) -> tuple[tf.Tensor, tf.Tensor, list[tf.Tensor]]:
         hv = hvp(v)
-        eigenvalue = dot(v, hv)
-        v = _normalized(hv)
+        return i + 1, dot(v, hv), _normalized(hv)
+
+    _, eigenvalue, v = tf.while_loop(
+        lambda i, *_: i < iterations,
+        iterate,
+        (tf.constant(0), tf.constant(0.0), _normalized(start)),
+        parallel_iterations=1,
+    )
     return eigenvalue, v
 
 

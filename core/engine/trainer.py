@@ -1,7 +1,7 @@
 """`Trainer`: one run's data, model and optimizer, and its instrumented, traced steps.
 
 The training step is a custom loop step (not `model.fit`), traced once for each set of
-instruments due at a step (a handful in all: their intervals are fixed). It keeps running
+instruments due at a step (three kinds of step with the default intervals). It keeps running
 sums of the loss and accuracy in variables and leaves the optimizer's telemetry in the
 optimizer's `stats`, so no value crosses to the host except on a step that logs, when the
 step itself returns everything at once: one host round trip per logged step. Under a
@@ -24,7 +24,7 @@ import tensorflow as tf
 
 from core import data, models, optimizers
 from core.engine import instruments
-from core.engine.config import TASKS, RunConfig
+from core.engine.config import TASKS, RunConfig, instrument_intervals
 
 EVAL_BATCH = 500
 ALPHA_TERMS = ("f0", "f1", "df0", "df1")
@@ -60,6 +60,7 @@ class Trainer:
         model, optimizer: What trains.
         steps_per_epoch: Full batches per pass over the training split.
         total_steps: Steps the run will take (epochs, capped by `max_steps`).
+        instrument_intervals: Each instrument's interval in steps, 0 when off.
         layers: The layer names that per-layer statistics are keyed by.
     """
 
@@ -75,6 +76,7 @@ class Trainer:
         self.total_steps = config.epochs * self.steps_per_epoch
         if config.max_steps is not None:
             self.total_steps = min(self.total_steps, config.max_steps)
+        self.instrument_intervals = instrument_intervals(config, self.total_steps)
         epochs_needed = math.ceil(self.total_steps / self.steps_per_epoch)
 
         train = data.pipeline(
@@ -185,19 +187,15 @@ class Trainer:
         self._train_step = self._sharpness = self._eval_batch = None
         self.model = self.optimizer = self._batches = None
 
+    def measures(self, step: int) -> bool:
+        """Whether an instrument measures at `step`."""
+        return any(self._due(step).values())
+
     def _due(self, step: int) -> dict[str, bool]:
-        """Which instruments measure at `step`; none without telemetry (they are part of
-        it)."""
-        config = self.config
-        intervals = {
-            "alpha": config.alpha_every,
-            "noise_scale": config.noise_scale_every,
-            "histogram": config.histogram_every,
-            "sharpness": config.sharpness_every,
-        }
+        """Which instruments measure at `step` (see `instrument_intervals`)."""
         return {
-            name: config.telemetry and every > 0 and step % every == 0
-            for name, every in intervals.items()
+            name: every > 0 and step % every == 0
+            for name, every in self.instrument_intervals.items()
         }
 
     def set_knob(self, name: str, value: float) -> float:

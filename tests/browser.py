@@ -1,0 +1,63 @@
+"""Chromium for the end-to-end tests: launching it, waiting for a page, screenshots."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from tests import app_server
+
+ARTIFACTS = app_server.ROOT / "test-artifacts"
+NEEDS_CHROMIUM = pytest.mark.skipif(
+    not app_server.CHROMIUM.exists(),
+    reason="no browser at /usr/bin/chromium: install Debian's with "
+    "`apt-get install chromium` (as .ci/run does) to run the end-to-end tests",
+)
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """Debian's Chromium, headless, through Playwright."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(app_server.CHROMIUM), args=list(app_server.CHROMIUM_ARGS)
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def settle(page: Any, timeout: float = 60_000) -> None:
+    """Waits until the app has finished running its script."""
+    page.wait_for_selector(
+        "[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout
+    )
+
+
+def screenshot(page: Any, name: str, height: int = 1000) -> None:
+    """Saves the page; Streamlit scrolls inside its own container, so a tall page needs a
+    tall window rather than `full_page`."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.set_viewport_size({"width": 1400, "height": height})
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+    page.set_viewport_size({"width": 1400, "height": 1000})
+
+
+def charts_with_data(page: Any) -> tuple[int, int]:
+    """(charts on the page, charts that draw at least one point)."""
+    return page.evaluate(
+        """() => {
+            const plots = [...document.querySelectorAll('.js-plotly-plot')];
+            const drawn = plots.filter(p => (p._fullData || []).some(
+                t => (t.x && t.x.length) || (t.z && t.z.length)
+                     || (t.dimensions && t.dimensions.length)));
+            return [plots.length, drawn.length];
+        }"""
+    )

@@ -1,0 +1,221 @@
+"""Watching costs nothing (issue 10), in Chromium against `streamlit run` and its engine.
+
+- Watching never changes a run: three runs watched with every knob expander open, a
+  reload, a second tab, and the runs ending under the user's eyes record no knob change
+  (nor pause, resume or stop) that nobody asked for.
+- The demo race starts its three runs at once and all three finish, watched, within
+  30 s of the click, with data in every chart and instrument.
+- Two Live tabs refreshing slow training little: the steps per second of a run with two
+  tabs open against none, in interleaved windows. The target (≥ 0.90×) is `make bench`
+  figure 9's; here the ratio is printed and held above a looser floor, so that a noisy
+  machine cannot fail the suite while a regression to the old 10–40× slowdown does.
+
+Each test writes what it measured to `test-artifacts/watching.txt`.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.engine.client import EngineClient
+from core.store import Store
+from tests import app_server
+from tests.browser import ARTIFACTS, NEEDS_CHROMIUM, charts_with_data, chromium, screenshot
+
+pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
+
+RACE_SECONDS = 30.0  # issue 10, target 3
+SPEED_FLOOR = 0.75  # the test's floor; the target, 0.90, is make bench's figure 9
+# Runs with every live knob that a slider could change on by mistake.
+WATCHED = (
+    {"optimizer": "adamw", "hyperparameters": {"learning_rate": 0.001, "weight_decay": 0.01}},
+    {
+        "optimizer": "sgd",
+        "hyperparameters": {
+            "learning_rate": 0.05,
+            "clip_norm": 1.0,
+            "noise_std": 0.001,
+            "prune_threshold": 1e-4,
+        },
+    },
+    {"optimizer": "projected_gd", "hyperparameters": {"learning_rate": 0.05, "radius": 12.0}},
+)
+UNASKED = ("knob", "paused", "resumed")
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, EngineClient, int]]:
+    """The app (URL, and the pid of its process) and its engine, warm (TensorFlow
+    imported), on a fresh store."""
+    folder = tmp_path_factory.mktemp("watching")
+    store = folder / "lab.sqlite"
+    engine = app_server.start_engine(store, folder / "engine.log")
+    app, port = app_server.start(store, folder / "streamlit.log")
+    client = EngineClient(Store(store))
+    deadline = time.monotonic() + 60
+    while not (client.engine() or {}).info.get("ready"):  # type: ignore[union-attr]
+        assert time.monotonic() < deadline, "the engine did not warm up"
+        time.sleep(0.2)
+    yield f"http://127.0.0.1:{port}", client, app.pid
+    client.close()
+    app_server.stop(app)
+    engine.terminate()
+    engine.wait(30)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with chromium() as browser:
+        yield browser
+
+
+def record(line: str) -> None:
+    print("\n" + line)
+    ARTIFACTS.mkdir(exist_ok=True)
+    with (ARTIFACTS / "watching.txt").open("a") as file:
+        file.write(line + "\n")
+
+
+def open_live(browser: Any, url: str, run_ids: list[str]) -> Any:
+    """A new tab on the Live page of `run_ids`, once its charts are drawn."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{url}/Live?runs={','.join(run_ids)}")
+    page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+    return page
+
+
+def open_knob_expanders(page: Any) -> None:
+    for expander in page.get_by_text("Change knobs while it trains").all():
+        expander.click()
+    page.wait_for_timeout(500)
+
+
+def test_the_demo_race_ends_within_30_seconds_of_the_click_watched(lab, browser) -> None:
+    url, client, _ = lab
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(url)
+    page.get_by_role("button", name="Start the demo race").wait_for(timeout=60_000)
+    clicked = time.time()
+    page.get_by_role("button", name="Start the demo race").click()
+    page.wait_for_url(f"{url}/Live**", timeout=60_000)
+    deadline = time.monotonic() + 120
+    while any(run.active for run in client.list()):
+        assert time.monotonic() < deadline, "the race did not end"
+        time.sleep(0.2)
+    runs = client.list()
+    assert sorted(r.config["optimizer"] for r in runs[:3]) == ["adamw", "projected_gd", "sgd"]
+    race = runs[:3]
+    starts = [r.started - clicked for r in race]
+    ends = [r.finished - clicked for r in race]
+    record(
+        "demo race, watched: started "
+        + ", ".join(f"{s:.1f}" for s in starts)
+        + " s after the click; ended "
+        + ", ".join(f"{e:.1f}" for e in ends)
+        + " s after it"
+    )
+    assert {r.status for r in race} == {"completed"}
+    assert max(starts) < 2.0, "the three runs did not start at once"
+    assert max(ends) <= RACE_SECONDS
+
+    for run in race:  # every instrument measured
+        metrics = client.metrics(run.id)
+        for key in ("alpha", "sharpness", "noise_scale", "distance_from_init", "grad_norm"):
+            assert key in metrics.keys, (run.config["optimizer"], key)
+        assert [e for e in client.events(run.id) if e.kind == "histogram"]
+    page.wait_for_timeout(2500)  # the last refresh, after the runs ended
+    total, drawn = charts_with_data(page)
+    assert total >= 13 and drawn == total, f"{drawn} of {total} charts have data"
+    screenshot(page, "live-demo-race", height=4200)
+    page.close()
+
+
+def test_watching_never_changes_a_run(lab, browser) -> None:
+    url, client, _ = lab
+    base = {"model": "mlp", "dataset": "digits", "epochs": 10_000, "log_every": 1}
+    ids = [client.start({**base, **run, "name": f"watched {run['optimizer']}"}) for run in WATCHED]
+    first = open_live(browser, url, ids)
+    open_knob_expanders(first)
+    first.wait_for_timeout(15_000)
+    first.reload()
+    first.wait_for_selector(".js-plotly-plot", timeout=60_000)
+    open_knob_expanders(first)
+    second = open_live(browser, url, ids)
+    open_knob_expanders(second)
+    second.wait_for_timeout(25_000)
+    for run_id in ids:  # the runs end while both tabs watch
+        client.settle(client.stop(run_id))
+        first.wait_for_timeout(3000)
+    first.wait_for_timeout(10_000)
+    screenshot(first, "live-watched", height=2400)
+
+    unasked = [
+        (run_id, event.kind, event.step, event.payload)
+        for run_id in ids
+        for event in client.events(run_id)
+        if event.kind in UNASKED
+    ]
+    assert not unasked, unasked
+    assert {client.status(run_id).status for run_id in ids} == {"stopped"}
+    shown = first.inner_text("body")
+    assert shown.count("stopped") >= 3
+    record(f"watched 3 runs for about 60 s in two tabs: {len(unasked)} unasked events")
+    first.close()
+    second.close()
+
+
+def steps_per_second(client: EngineClient, run_id: str, seconds: float) -> float:
+    """The run's speed over the next `seconds`, from its logged steps' wall times."""
+    started = time.time()
+    time.sleep(seconds)
+    metrics = client.metrics(run_id)
+    inside = (metrics["wall_time"] >= started) & (metrics["wall_time"] <= started + seconds)
+    steps, times = metrics.steps[inside], metrics["wall_time"][inside]
+    return float((steps[-1] - steps[0]) / (times[-1] - times[0]))
+
+
+def test_two_live_tabs_slow_training_little(lab, browser) -> None:
+    url, client, _ = lab
+    run_id = client.start(
+        {"model": "lenet", "dataset": "mnist-5k", "epochs": 10_000, "name": "speed under watch"}
+    )
+    time.sleep(8)  # past the first traces
+    ratios = []
+    try:
+        for _ in range(4):  # interleaved: no tab, two tabs
+            alone = steps_per_second(client, run_id, 6)
+            tabs = [open_live(browser, url, [run_id]) for _ in range(2)]
+            time.sleep(2)
+            watched = steps_per_second(client, run_id, 6)
+            for tab in tabs:
+                tab.close()
+            ratios.append(watched / alone)
+    finally:
+        client.settle(client.stop(run_id))
+    ratio = statistics.median(ratios)
+    record(
+        "steps/s with two Live tabs vs none: median "
+        f"{ratio:.2f}× (pairs: {', '.join(f'{r:.2f}' for r in ratios)})"
+    )
+    assert ratio >= SPEED_FLOOR
+
+
+def test_the_streamlit_process_never_imports_tensorflow(lab, browser) -> None:
+    """What keeps the page server light (and Streamlit from clearing Keras's session
+    after every refresh): after every page was shown, it has not loaded TensorFlow."""
+    url, _, app_pid = lab
+    page = browser.new_page()
+    for path in ("", "/Train", "/Live", "/Compare", "/Sweep", "/Optimizers"):
+        page.goto(url + path)
+        page.wait_for_selector("h1", timeout=60_000)
+        page.wait_for_timeout(1000)
+        assert page.locator("[data-testid='stException']").count() == 0, path
+    page.close()
+    maps = Path(f"/proc/{app_pid}/maps").read_text()
+    assert "_pywrap_tensorflow" not in maps and "libtensorflow" not in maps
