@@ -73,7 +73,11 @@ def matches(run: RunStatus, text: str, statuses: list[str]) -> bool:
     dataset or a tag (case-insensitive), and its status among `statuses` (if any)."""
     if statuses and run.status not in statuses:
         return False
-    fields = (run.name, run.id, *(str(run.config.get(k)) for k in ("optimizer", "model", "dataset")))
+    fields = (
+        run.name,
+        run.id,
+        *(str(run.config.get(k)) for k in ("optimizer", "model", "dataset")),
+    )
     return text.lower() in " ".join((*fields, *run.tags)).lower()
 
 
@@ -112,9 +116,7 @@ def actions(chosen: list[RunStatus]) -> None:
         state.open_page("pages/1_Train.py", **{state.PREFILL: chosen[0].config})
     with tag.popover("Tag", icon=":material/sell:", disabled=not ids, width="stretch"):
         text = st.text_input("Tags to add, separated by commas", key="new_tags")
-        st.button(
-            "Add tags", on_click=tag_runs, args=(chosen, text), disabled=not text.strip()
-        )
+        st.button("Add tags", on_click=tag_runs, args=(chosen, text), disabled=not text.strip())
     ended = [run for run in chosen if not run.active or not run.steerable]
     with delete.popover("Delete", icon=":material/delete:", disabled=not ended, width="stretch"):
         st.write(

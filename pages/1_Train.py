@@ -11,7 +11,9 @@ from core.engine import RunConfig, fields
 from core.knobs import InvalidHyperparameters, Knob
 from ui import forms, nav, state
 
-st.set_page_config(page_title="Train · Optimizer Lab", page_icon=":material/rocket_launch:", layout="wide")
+st.set_page_config(
+    page_title="Train · Optimizer Lab", page_icon=":material/rocket_launch:", layout="wide"
+)
 nav.sidebar()
 st.title(":material/rocket_launch: Train")
 

@@ -13,7 +13,9 @@ from core.knobs import InvalidHyperparameters, Knob, live_change
 from core.store import Command, UnknownRunError
 from ui import format, nav, state, views
 
-st.set_page_config(page_title="Live · Optimizer Lab", page_icon=":material/monitoring:", layout="wide")
+st.set_page_config(
+    page_title="Live · Optimizer Lab", page_icon=":material/monitoring:", layout="wide"
+)
 nav.sidebar()
 st.title(":material/monitoring: Live")
 
@@ -30,9 +32,7 @@ def slider_values(knob: Knob, value: float) -> list[float]:
             candidates.add(float(f"{mantissa}e{exponent}"))
     span = max(abs(value), 1e-8)
     return sorted(
-        v
-        for v in candidates
-        if (v == 0.0 or span / 1e4 <= v <= span * 1e4) and _valid(knob, v)
+        v for v in candidates if (v == 0.0 or span / 1e4 <= v <= span * 1e4) and _valid(knob, v)
     )
 
 
@@ -84,7 +84,11 @@ def knob_form(run: RunStatus) -> None:
                 st.toast("Nothing moved: no knob changed.", icon=":material/info:")
                 return
             described = ", ".join(f"{n} → {format.number(v)}" for n, v in changes.items())
-            send(lambda run_id: engine.update(run_id, **changes), run.id, f"{described} from the next step")
+            send(
+                lambda run_id: engine.update(run_id, **changes),
+                run.id,
+                f"{described} from the next step",
+            )
 
 
 def controls(run: RunStatus) -> None:

@@ -5,7 +5,9 @@ import streamlit as st
 from core import optimizers
 from ui import nav
 
-st.set_page_config(page_title="Optimizers · Optimizer Lab", page_icon=":material/function:", layout="wide")
+st.set_page_config(
+    page_title="Optimizers · Optimizer Lab", page_icon=":material/function:", layout="wide"
+)
 nav.sidebar()
 st.title(":material/function: Optimizers")
 st.markdown(

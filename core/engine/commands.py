@@ -33,9 +33,7 @@ class CommandListener:
     A store error (a lock held too long, a full disk) skips one round; the next retries.
     """
 
-    def __init__(
-        self, store: Store, owner: str, handle: Handler, progress: ProgressSource
-    ) -> None:
+    def __init__(self, store: Store, owner: str, handle: Handler, progress: ProgressSource) -> None:
         self.store = store
         self.owner = owner
         self._handle = handle
