@@ -8,10 +8,12 @@ DEV := $(VENV)/.dev-installed
 
 .PHONY: run test lint bench
 
-$(RUNTIME): requirements.txt
+$(RUNTIME): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
+	# The project itself, editable, for the `optlab` command (same as `python -m core`).
+	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@
 
 $(DEV): $(RUNTIME) requirements-dev.txt

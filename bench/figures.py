@@ -145,6 +145,14 @@ FIGURES: tuple[Figure, ...] = (
         Target("<=", 1.15),
         "bench.training:instrument_cost",
     ),
+    Figure(
+        9,
+        "9",
+        "Training steps/s of a LeNet run with two browser tabs on its Live page (A) vs no "
+        "tab (B); engine, page server and Chromium on the same cores",
+        Target(">=", 0.90),
+        "bench.watching:two_live_tabs",
+    ),
 )
 
 

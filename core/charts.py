@@ -58,14 +58,9 @@ class RunView:
     batch_size: int | None = None  # drawn beside the gradient noise scale
 
 
-def live_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
-    """Every chart of the Live page, by key, for one or more runs.
-
-    Keys: `loss`, `accuracy`, `grad_norm`, `param_norm`, with every run overlaid; then
-    `step_norm`, `update_ratio` and `sparsity`, per layer: one chart under that key for a
-    single run, or one per run under `<key>/<run id>` for several (but a single empty one
-    under `<key>` while none of them has logged the series).
-    """
+def training_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
+    """The training charts, every run overlaid: `loss`, `accuracy`, `grad_norm`,
+    `param_norm`."""
     return _draw(
         {
             "loss": Chart("Loss", _loss, "log"),
@@ -76,6 +71,17 @@ def live_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
             "param_norm": Chart(
                 "Parameter norm ‖θ'‖ before projection, and the radius", _param_norm
             ),
+        },
+        runs,
+    )
+
+
+def layer_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
+    """The per-layer charts `step_norm`, `update_ratio` and `sparsity`: one chart under
+    that key for a single run, or one per run under `<key>/<run id>` for several (but a
+    single empty one under `<key>` while none of them has logged the series)."""
+    return _draw(
+        {
             "step_norm": Chart(
                 "Step norm ‖Δθ‖ per layer", _per_layer("step_norm"), "log", split=True
             ),
@@ -91,6 +97,11 @@ def live_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
         },
         runs,
     )
+
+
+def live_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
+    """The training charts, then the per-layer ones (see both)."""
+    return training_figures(runs) | layer_figures(runs)
 
 
 # One sentence on how to read each instrument, shown under its chart.
@@ -552,8 +563,8 @@ def _scatter(
     which then toggles alone); hover values use the axes' formats."""
     trace = {
         "type": "scatter",
-        "x": steps,
-        "y": values,
+        "x": _compact(steps),
+        "y": np.asarray(values, dtype=np.float32),
         "name": legend or f"{run.label} · {what}",
         "legendgroup": legend or run.run_id,
         "mode": mode,
@@ -564,6 +575,14 @@ def _scatter(
     if meta is not None:
         trace["meta"] = meta
     return trace
+
+
+def _compact(steps: np.ndarray) -> np.ndarray:
+    """Steps as 32-bit integers when they fit: Plotly ships arrays to the browser in their
+    own width, and every open tab decodes them every second."""
+    steps = np.asarray(steps)
+    fits = steps.size == 0 or (steps.dtype.kind in "iu" and steps.max() < 2**31)
+    return steps.astype(np.int32) if fits else steps
 
 
 def _projection_markers(run: RunView, key: str, colour: str) -> list[dict[str, Any]]:

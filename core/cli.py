@@ -137,7 +137,7 @@ def build_parser(specs: Sequence[OptimizerSpec] | None = None) -> argparse.Argum
     every optimizer, plugins included); each command's handler is its `handler` default."""
     specs = optimizers.specs() if specs is None else specs
     parser = argparse.ArgumentParser(
-        prog="python -m core",
+        prog="optlab" if Path(sys.argv[0]).name == "optlab" else "python -m core",
         description="Optimizer Lab from the command line: train runs, list them, export them.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,

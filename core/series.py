@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-MAX_POINTS = 2000
+# A bucket's low and high for every other pixel of a half-page chart (about 600 wide): more
+# would hardly show, and every point is sent to each open tab and drawn there every second.
+MAX_POINTS = 800
 
 
 def downsample(

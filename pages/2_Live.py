@@ -7,7 +7,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from core import optimizers
-from core.charts import INSTRUMENT_HELP, instrument_figures, live_figures
+from core.charts import INSTRUMENT_HELP, instrument_figures, layer_figures, training_figures
 from core.engine import RunStatus
 from core.knobs import InvalidHyperparameters, Knob, live_change
 from core.store import Command, UnknownRunError
@@ -94,33 +94,28 @@ def knob_form(run: RunStatus) -> None:
 def controls(run: RunStatus) -> None:
     """Pause or resume, and stop, for a run whose process takes commands; clone always."""
     pause, stop, clone = st.columns(3)
-    if run.steerable:
-        if run.status == "paused":
-            pause.button(
-                "Resume",
-                icon=":material/play_arrow:",
-                key=f"resume:{run.id}",
+    buttons = (
+        (
+            pause,
+            "Resume",
+            ":material/play_arrow:",
+            engine.resume,
+            "Resumed",
+            run.status == "paused",
+        ),
+        (pause, "Pause", ":material/pause:", engine.pause, "Paused", run.status != "paused"),
+        (stop, "Stop", ":material/stop:", engine.stop, "Stopped", True),
+    )
+    for column, label, icon, action, done, shown in buttons:
+        if run.steerable and shown:
+            column.button(
+                label,
+                icon=icon,
+                key=f"{label.lower()}:{run.id}",
                 on_click=send,
-                args=(engine.resume, run.id, "Resumed"),
+                args=(action, run.id, done),
                 width="stretch",
             )
-        else:
-            pause.button(
-                "Pause",
-                icon=":material/pause:",
-                key=f"pause:{run.id}",
-                on_click=send,
-                args=(engine.pause, run.id, "Paused after its current step"),
-                width="stretch",
-            )
-        stop.button(
-            "Stop",
-            icon=":material/stop:",
-            key=f"stop:{run.id}",
-            on_click=send,
-            args=(engine.stop, run.id, "Stopped"),
-            width="stretch",
-        )
     if clone.button(
         "Clone",
         icon=":material/content_copy:",
@@ -132,18 +127,15 @@ def controls(run: RunStatus) -> None:
 
 
 def run_panel(run: RunStatus) -> None:
+    """A run's status and progress (refreshed every second while it trains), its controls
+    and knob sliders (drawn again only when something is clicked, or the run ends)."""
     with st.container(border=True):
         title, buttons = st.columns([3, 2])
-        title.markdown(
-            f"**{format.literal(run.name)}** `{run.id}` · {format.badge(run.status)}  \n"
-            f"{format.literal(format.knobs(run))}"
-        )
+        with title:
+            # Ticks while the run trains; an ended run's panel stays as it is.
+            st.fragment(progress, run_every=state.refresh_interval(run.active))(run.id, run.active)
         with buttons:
             controls(run)
-        speed = f"{run.steps_per_second:.1f} steps/s" if run.steps_per_second else ""
-        eta = f"ETA {format.duration(run.eta_seconds)}" if run.eta_seconds else ""
-        text = " · ".join(p for p in (f"step {run.step}/{run.total_steps or '?'}", speed, eta) if p)
-        st.progress(min(run.progress, 1.0), text=text)
         if run.status == "diverged" and run.final_metrics:
             st.error(
                 f"Diverged: the loss was not finite at step "
@@ -157,6 +149,21 @@ def run_panel(run: RunStatus) -> None:
                 knob_form(run)
         elif run.active:
             st.caption("The process that trains this run has ended; it cannot be steered.")
+
+
+def progress(run_id: str, was_active: bool) -> None:
+    """The run's name, status, knobs now, step, speed and ETA."""
+    run = engine.status(run_id)
+    st.markdown(
+        f"**{format.literal(run.name)}** `{run.id}` · {format.badge(run.status)}  \n"
+        f"{format.knobs(run)}"
+    )
+    speed = f"{run.steps_per_second:.1f} steps/s" if run.steps_per_second else ""
+    eta = f"ETA {format.duration(run.eta_seconds)}" if run.eta_seconds else ""
+    text = " · ".join(p for p in (f"step {run.step}/{run.total_steps or '?'}", speed, eta) if p)
+    st.progress(min(run.progress, 1.0), text=text)
+    if was_active and not run.active:
+        st.rerun()  # it ended: the whole page again, with its last charts, controls gone
 
 
 runs, selected = views.pick_runs(
@@ -174,22 +181,30 @@ if not selected:
 any_active = any(runs[i].active for i in selected)
 
 
-@st.fragment(run_every=state.refresh_interval(any_active))
-def live_view(run_ids: list[str], was_active: bool) -> None:
-    statuses = [engine.status(run_id) for run_id in run_ids]
-    shown = [views.run_view(engine, s) for s in statuses]
-    for status in statuses:
-        run_panel(status)
-    views.show_in_columns(live_figures(shown))
-    st.subheader("Instruments")
-    st.caption(
-        "Measured each at its own interval (see the run's `*_every` fields), so that "
-        "together they cost a bounded share of the step time. Heat strips show the "
-        "first selected run."
-    )
-    views.show_in_columns(instrument_figures(shown), captions=INSTRUMENT_HELP)
-    if was_active and not any(s.active for s in statuses):
-        st.rerun()  # everything ended: a full rerun turns the refresh timer off
+# One group of charts at a time: each chart is redrawn in every open tab at every refresh.
+VIEWS = {
+    "Training": training_figures,
+    "Per layer": layer_figures,
+    "Instruments": instrument_figures,
+}
 
 
-live_view(selected, any_active)
+@st.fragment(run_every=state.refresh_interval(any_active, state.CHART_REFRESH_SECONDS))
+def charts(run_ids: list[str]) -> None:
+    """One group of charts, redrawn less often than the panels: each redraw costs every
+    open tab's browser more than the page server, on the cores the runs train on."""
+    view = st.segmented_control("Charts", list(VIEWS), default="Training", key="live_charts")
+    view = view or "Training"  # a click on the chosen one deselects it
+    shown = [views.run_view(engine, engine.status(run_id)) for run_id in run_ids]
+    if view == "Instruments":
+        st.caption(
+            "Measured each at its own interval (the run's `*_every` fields; about 20 times "
+            "a run when left empty), so that together they cost a bounded share of the "
+            "step time. Heat strips show the first selected run."
+        )
+    views.show_in_columns(VIEWS[view](shown), captions=INSTRUMENT_HELP)
+
+
+for run_id in selected:
+    run_panel(runs[run_id])
+charts(selected)

@@ -76,13 +76,19 @@ def start(
 
 def stop(process: subprocess.Popen, store: Path | None = None) -> None:
     """Stops the app, then the engine process serving `store` (the app launched it)."""
-    process.terminate()
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        process.kill()
+    end(process)
     if store is not None:
         stop_engine(store)
+
+
+def end(process: subprocess.Popen, grace: float = 15.0) -> None:
+    """SIGTERM, then SIGKILL if the process has not exited within `grace` seconds."""
+    process.terminate()
+    try:
+        process.wait(grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def start_engine(

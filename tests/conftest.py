@@ -55,3 +55,12 @@ def app_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     with served(path):
         yield path
     st.cache_resource.clear()
+
+
+@pytest.fixture
+def lab(app_store: Path):
+    """The app's engine client on a temporary store served in this process, as the
+    pages get it from `ui.state`."""
+    from ui import state
+
+    return state.shared_engine()

@@ -7,44 +7,9 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
-
-import pytest
-from streamlit.testing.v1 import AppTest
 
 from core.engine import RunConfig
-
-ROOT = Path(__file__).resolve().parents[1]
-SHORT = {
-    "dataset": "digits",
-    "model": "mlp",
-    "optimizer": "sgd",
-    "max_steps": 12,
-    "log_every": 2,
-    "hyperparameters": {"learning_rate": 0.1, "radius": 20.0},
-}
-
-
-@pytest.fixture
-def lab(app_store):
-    """The app's engine client on a temporary store served in this process, as the
-    pages get it from `ui.state`."""
-    from ui import state
-
-    return state.shared_engine()
-
-
-def page(name: str) -> AppTest:
-    """A page of the app, run as Streamlit runs it: app.py is the main script, so page
-    paths (`st.switch_page("pages/...")`) resolve as they do in the server."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    return at if name == "app.py" else at.switch_page(name)
-
-
-def finished_run(engine, **changes) -> str:
-    run_id = engine.start(RunConfig.from_dict({**SHORT, **changes}))
-    engine.wait(run_id, 60)
-    return run_id
+from tests.apptest import ROOT, SHORT, finished_run, page
 
 
 def test_home_page_without_runs(lab) -> None:
@@ -238,3 +203,64 @@ def test_sweep_page_refuses_a_bad_space_naming_the_field(lab) -> None:
     errors = " ".join(e.value for e in at.error)
     assert "low" in errors
     assert lab.list() == []
+
+
+def test_sliders_offer_only_values_the_knob_takes_and_headers_show_current_ones(lab) -> None:
+    run_id = lab.start(
+        RunConfig.from_dict(
+            {
+                **SHORT,
+                "optimizer": "adamw",
+                "max_steps": None,
+                "epochs": 10_000,
+                "hyperparameters": {"learning_rate": 0.01, "weight_decay": 0.004},
+            }
+        )
+    )
+    at = page("pages/2_Live.py")
+    at.session_state["watch"] = [run_id]
+    at.run()
+    learning_rate = at.select_slider(key=f"knob:{run_id}:learning_rate:0.01")
+    assert "0" not in learning_rate.options and "0.01" in learning_rate.options
+    assert "0" in at.select_slider(key=f"knob:{run_id}:weight_decay:0.004").options
+    # A change made elsewhere (another tab, the CLI) shows in the header and the slider.
+    lab.settle(lab.update(run_id, learning_rate=0.02))
+    deadline = time.monotonic() + 30
+    while lab.status(run_id).knobs["learning_rate"] != 0.02:
+        assert time.monotonic() < deadline, "the change never reached the run"
+        time.sleep(0.05)
+    at.run()
+    assert "lr 0.02" in at.markdown[0].value
+    assert at.select_slider(key=f"knob:{run_id}:learning_rate:0.02").value == 0.02
+    home = page("app.py").run()
+    assert "lr 0.02" in home.dataframe[0].value["knobs"].tolist()[0]
+    lab.settle(lab.stop(run_id))
+
+
+def test_home_filters_tags_and_deletes_runs(lab) -> None:
+    kept = finished_run(lab, name="kept run")
+    gone = finished_run(lab, name="doomed run", optimizer="adam")
+    at = page("app.py").run()
+    at.text_input(key="runs_filter").input("doomed").run()
+    assert at.dataframe[0].value["id"].tolist() == [gone]
+    at.text_input(key="runs_filter").input("").run()
+    at.multiselect(key="runs_status_filter").select("running").run()
+    assert at.dataframe[0].value.empty
+    lab.set_tags(kept, ["baseline"])
+    at.multiselect(key="runs_status_filter").unselect("running").run()
+    at.text_input(key="runs_filter").input("baseline").run()
+    assert at.dataframe[0].value["id"].tolist() == [kept]
+    lab.delete(gone)
+    assert [run.id for run in lab.list()] == [kept]
+    assert len(lab.metrics(gone)) == 0 and lab.events(gone) == []
+
+
+def test_the_live_selection_is_in_the_url(lab) -> None:
+    first, second = finished_run(lab), finished_run(lab, seed=1)
+    at = page("pages/2_Live.py")
+    at.query_params["runs"] = f"{second},unknown-run"
+    at.run()
+    assert at.multiselect(key="live_runs").value == [second]
+    assert at.query_params["runs"] == second
+    at.multiselect(key="live_runs").select(first).run()
+    assert at.query_params["runs"] == f"{second},{first}"

@@ -20,16 +20,8 @@ from streamlit.testing.v1 import AppTest
 from core.engine import RunConfig
 from core.engine.client import EngineClient
 from core.sweep import Dimension, SearchSpace, Sweep
+from tests.apptest import ROOT, SHORT, finished_run, page
 
-ROOT = Path(__file__).resolve().parents[1]
-SHORT = {
-    "dataset": "digits",
-    "model": "mlp",
-    "optimizer": "sgd",
-    "max_steps": 12,
-    "log_every": 2,
-    "hyperparameters": {"learning_rate": 0.1, "radius": 20.0},
-}
 # Trials of about a second: 8×8 digits, validated every 11 steps.
 TRIAL = RunConfig(
     dataset="digits",
@@ -41,15 +33,6 @@ TRIAL = RunConfig(
     val_every=11,
 )
 LR = SearchSpace((Dimension("learning_rate", 1e-3, 1.0, log=True),))
-
-
-@pytest.fixture
-def lab(app_store: Path) -> EngineClient:
-    """The app's engine client on a temporary store served in this process, as the
-    pages get it from `ui.state`."""
-    from ui import state
-
-    return state.shared_engine()
 
 
 @pytest.fixture
@@ -100,18 +83,6 @@ def ticking_tables(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     monkeypatch.setattr(st, "fragment", fragment)
     monkeypatch.setattr(st, "dataframe", dataframe)
     return keys
-
-
-def page(name: str) -> AppTest:
-    """A page of the app, run as Streamlit runs it: app.py is the main script, so page
-    paths (`st.switch_page("pages/...")`) resolve as they do in the server."""
-    return AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).switch_page(name)
-
-
-def finished_run(engine: EngineClient, **changes: Any) -> str:
-    run_id = engine.start(RunConfig.from_dict({**SHORT, **changes}))
-    engine.wait(run_id, 60)
-    return run_id
 
 
 def column_formats(table: Any) -> dict[str, str | None]:

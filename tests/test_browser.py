@@ -69,7 +69,7 @@ def test_start_watch_and_stop_a_run_in_the_browser(server, browser) -> None:
     page.get_by_role("button", name="Start training").click()
 
     # The Live page opens on the new run; its loss chart grows while the run trains.
-    page.wait_for_url(f"{url}/Live", timeout=60_000)
+    page.wait_for_url(f"{url}/Live**", timeout=60_000)
     page.wait_for_function(
         "() => [...document.querySelectorAll('.js-plotly-plot')]"
         ".some(p => p.layout && p.layout.uirevision === 'loss' && p._fullData"

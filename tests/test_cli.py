@@ -453,3 +453,29 @@ def test_sigkill_loses_at_most_the_last_second_of_metrics(tmp_path):
     assert lost_seconds <= 1.0
     with contextlib.closing(sqlite3.connect(store_path)) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+# The optlab command -----------------------------------------------------------------------
+
+
+def test_optlab_answers_help_from_any_folder_without_tensorflow(tmp_path):
+    """`optlab` (installed into the venv by make) is `python -m core` from any folder; its
+    help never imports TensorFlow (what took seconds and printed its start-up lines)."""
+    optlab = Path(sys.executable).parent / "optlab"
+    assert optlab.exists(), "make installs the project into .venv (pip install -e .)"
+    for command in ([], ["train"], ["runs"], ["serve"]):
+        started = time.monotonic()
+        done = subprocess.run(
+            [str(optlab), *command, "--help"], cwd=tmp_path, capture_output=True, text=True
+        )
+        print(f"optlab {' '.join(command)} --help: {time.monotonic() - started:.2f} s")
+        assert done.returncode == 0 and done.stderr == ""
+        assert done.stdout.startswith(f"usage: optlab {' '.join(command)}".rstrip())
+    probe = (
+        "import sys; from core.cli import main; main(['train', '--help']); "
+        "print('tensorflow' in sys.modules, file=sys.stderr)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=Path(__file__).parents[1], capture_output=True, text=True
+    )
+    assert done.stderr.strip() == "False"

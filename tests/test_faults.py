@@ -203,7 +203,7 @@ def start_demo_race(url: str) -> None:
         page.goto(url)
         settle(page)
         page.get_by_role("button", name="Start the demo race").click()
-        page.wait_for_url(f"{url}/Live", timeout=60_000)
+        page.wait_for_url(f"{url}/Live**", timeout=60_000)
 
 
 def live_page_text(url: str) -> str:
@@ -512,6 +512,7 @@ def wrong_shape_plugin(tmp_path: Path) -> Iterator[str]:
     from core.optimizers import registry  # the registry has no unregister: tidy up by hand
 
     registry._plugins.pop(name, None)
+    registry._plugin_classes.pop(name, None)
     sys.modules.pop("optlab_plugins.wrong_shape", None)
 
 

@@ -181,8 +181,15 @@ FORBIDDEN_ATTRIBUTES = {
     ("builtins", "exec"),
 }
 FORBIDDEN_MODULES = {"pickle", "marshal", "shelve", "dill", "cloudpickle", "subprocess", "yaml"}
-# The one place code is loaded from a file: the plugin loader, on the plugins folder's files.
-ALLOWED = {("core/optimizers/registry.py", "exec_module")}
+ALLOWED = {
+    # The one place code is loaded from a file: the plugin loader, on the plugins folder's
+    # files.
+    ("core/optimizers/registry.py", "exec_module"),
+    # Names imported on first use, from modules named in a fixed table of the same file.
+    ("core/optimizers/__init__.py", "importlib.import_module"),
+    # The dashboard launches the engine process: a fixed argument list, no shell.
+    ("core/engine/server.py", "subprocess"),
+}
 # Rendering user-typed text (run names) as HTML would let it run as script.
 HTML_CALLS = {"html"}  # st.html, components.html
 HTML_KEYWORDS = {"unsafe_allow_html"}
@@ -197,7 +204,7 @@ def violations(source: str, where: str) -> list[str]:
             names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             names += [alias.name for alias in node.names]
             for name in names:
-                if name.split(".")[0] in FORBIDDEN_MODULES:
+                if name.split(".")[0] in FORBIDDEN_MODULES and (where, name) not in ALLOWED:
                     found.append(f"{line}: imports {name}")
         if isinstance(node, ast.keyword):
             value = node.value
@@ -214,7 +221,9 @@ def violations(source: str, where: str) -> list[str]:
             found.append(f"{line}: {func.id}(")
         if isinstance(func, ast.Attribute):
             owner = func.value.id if isinstance(func.value, ast.Name) else None
-            if (owner, func.attr) in FORBIDDEN_ATTRIBUTES or func.attr in HTML_CALLS:
+            forbidden = (owner, func.attr) in FORBIDDEN_ATTRIBUTES
+            allowed = (where, f"{owner}.{func.attr}") in ALLOWED
+            if (forbidden and not allowed) or func.attr in HTML_CALLS:
                 found.append(f"{line}: {owner}.{func.attr}(")
             if func.attr == "exec_module" and (where, "exec_module") not in ALLOWED:
                 found.append(f"{line}: .exec_module(")
@@ -258,8 +267,9 @@ def test_the_scanner_finds_each_way_to_run_text() -> None:
 
 def test_the_lab_never_runs_text_as_code() -> None:
     """No `eval`, `exec`, `compile`, `__import__`, pickle, YAML loading, subprocess, shell,
-    `import_module` or HTML rendering anywhere in core/, ui/, pages/ and app.py; the
-    plugin loader's `exec_module` is the one allowed loading of code."""
+    `import_module` or HTML rendering anywhere in core/, ui/, pages/ and app.py, but for
+    the few `ALLOWED` uses: the plugin loader's `exec_module` (the one loading of code),
+    the optimizers' lazy names, and the launch of the engine process."""
     assert len(SOURCES) > 30
     found = []
     for path in SOURCES:

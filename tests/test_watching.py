@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from bench.watching import SETTLE_SECONDS, steps_per_second
 from core.engine.client import EngineClient
 from core.store import Store
 from tests import app_server
@@ -65,8 +66,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, EngineC
     yield f"http://127.0.0.1:{port}", client, app.pid
     client.close()
     app_server.stop(app)
-    engine.terminate()
-    engine.wait(30)
+    app_server.end(engine)
 
 
 @pytest.fixture(scope="module")
@@ -170,16 +170,6 @@ def test_watching_never_changes_a_run(lab, browser) -> None:
     second.close()
 
 
-def steps_per_second(client: EngineClient, run_id: str, seconds: float) -> float:
-    """The run's speed over the next `seconds`, from its logged steps' wall times."""
-    started = time.time()
-    time.sleep(seconds)
-    metrics = client.metrics(run_id)
-    inside = (metrics["wall_time"] >= started) & (metrics["wall_time"] <= started + seconds)
-    steps, times = metrics.steps[inside], metrics["wall_time"][inside]
-    return float((steps[-1] - steps[0]) / (times[-1] - times[0]))
-
-
 def test_two_live_tabs_slow_training_little(lab, browser) -> None:
     url, client, _ = lab
     run_id = client.start(
@@ -191,7 +181,7 @@ def test_two_live_tabs_slow_training_little(lab, browser) -> None:
         for _ in range(4):  # interleaved: no tab, two tabs
             alone = steps_per_second(client, run_id, 6)
             tabs = [open_live(browser, url, [run_id]) for _ in range(2)]
-            time.sleep(2)
+            time.sleep(SETTLE_SECONDS)
             watched = steps_per_second(client, run_id, 6)
             for tab in tabs:
                 tab.close()

@@ -24,8 +24,9 @@ def sidebar() -> None:
         training_now()
 
 
-# Always ticking: a run started in another tab or from the CLI shows up here too.
-@st.fragment(run_every=state.REFRESH_SECONDS)
+# Always ticking (a run started in another tab or from the CLI shows up here too), but
+# slower than a page's own refresh: every tick costs each open tab's browser.
+@st.fragment(run_every=state.SIDEBAR_REFRESH_SECONDS)
 def training_now() -> None:
     """The runs not ended, with their step, total and status, refreshed every second."""
     active = [run for run in state.engine().list() if run.active]

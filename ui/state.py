@@ -22,7 +22,9 @@ from core.sweep import Sweep
 WATCH = "watch"  # run ids on the Live page
 COMPARE = "compare"  # run ids on the Compare page
 PREFILL = "prefill"  # a RunConfig dict for the Train form
-REFRESH_SECONDS = 1.0
+REFRESH_SECONDS = 1.0  # status, progress, tables
+CHART_REFRESH_SECONDS = 5.0  # charts: a redraw costs each open tab's browser far more
+SIDEBAR_REFRESH_SECONDS = 5.0  # "Training now", on every page
 
 
 def engine() -> EngineClient:
@@ -56,9 +58,10 @@ def open_page(page: str, **selection: object) -> None:
     st.switch_page(page)
 
 
-def refresh_interval(active: bool) -> float | None:
-    """`run_every` for a fragment: tick while something trains, never otherwise."""
-    return REFRESH_SECONDS if active else None
+def refresh_interval(active: bool, seconds: float = REFRESH_SECONDS) -> float | None:
+    """`run_every` for a fragment: tick every `seconds` while something trains, never
+    otherwise."""
+    return seconds if active else None
 
 
 @st.cache_resource(show_spinner=False)

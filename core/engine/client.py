@@ -17,10 +17,11 @@ from core import optimizers
 from core.engine import owner
 from core.engine.config import RunConfig
 from core.engine.engine import new_run_id
+from core.engine.reading import RunReader
 from core.engine.status import RunStatus
 from core.knobs import InvalidHyperparameters, live_change
 from core.optimizers.catalog import OptimizerSpec, Plugins
-from core.store import Command, Event, Metrics, Service, Store, UnknownRunError
+from core.store import Command, Service, Store, UnknownRunError
 
 ENGINE = "engine"  # the service role of a process that takes new runs
 DASHBOARD = "dashboard"  # the role of a dashboard process, which keeps an engine alive
@@ -31,7 +32,7 @@ class EngineUnavailable(RuntimeError):
     """No engine process serves the store, and none could be started."""
 
 
-class EngineClient:
+class EngineClient(RunReader):
     """Reads runs from `store` and steers them with commands; see the module docstring.
 
     Args:
@@ -166,33 +167,7 @@ class EngineClient:
                 )
         self.store.set_tags(run_id, clean)
 
-    # Reading --------------------------------------------------------------------------
-
-    def status(self, run_id: str) -> RunStatus:
-        record = self.store.get_run(run_id)
-        if record is None:
-            raise UnknownRunError(f"run_id: no run {run_id!r}")
-        changed = self.store.latest_knobs(run_id).get(run_id)
-        return RunStatus.of(record, None, changed, steerable=owner.alive(record.owner))
-
-    def list(self) -> list[RunStatus]:
-        """Every run in the store, newest first."""
-        changed = self.store.latest_knobs()
-        return [
-            RunStatus.of(
-                record,
-                None,
-                changed.get(record.id),
-                steerable=record.active and owner.alive(record.owner),
-            )
-            for record in self.store.list_runs()
-        ]
-
-    def metrics(self, run_id: str, since_step: int | None = None) -> Metrics:
-        return self.store.read_metrics(run_id, since_step)
-
-    def events(self, run_id: str) -> list[Event]:
-        return self.store.events(run_id)
+    # Reading (see `RunReader`) ------------------------------------------------------
 
     def wait(self, run_id: str, timeout: float | None = None) -> RunStatus:
         """Polls until the run ends (or `timeout` passes) and returns its status."""

@@ -22,12 +22,13 @@ from core.engine import owner
 from core.engine.commands import CommandListener
 from core.engine.config import RunConfig
 from core.engine.execution import RunControl, RunExecution
+from core.engine.reading import RunReader
 from core.engine.status import Progress, RunStatus
 from core.knobs import InvalidHyperparameters, live_change
-from core.store import Command, Event, Metrics, RunRecord, Store, UnknownRunError
+from core.store import Command, Store, UnknownRunError
 
 
-class Engine:
+class Engine(RunReader):
     """Runs training in background threads; see the module docstring.
 
     Args:
@@ -132,30 +133,6 @@ class Engine:
         with self._lock:
             return bool(self._controls)
 
-    def status(self, run_id: str) -> RunStatus:
-        live = self._progress()
-        record = self.store.get_run(run_id)
-        if record is None:
-            raise UnknownRunError(f"run_id: no run {run_id!r}")
-        return self._status(record, live.get(run_id), self.store.latest_knobs(run_id).get(run_id))
-
-    def list(self) -> list[RunStatus]:
-        """Every run in the store, newest first."""
-        live = self._progress()
-        changed = self.store.latest_knobs()
-        return [
-            self._status(record, live.get(record.id), changed.get(record.id))
-            for record in self.store.list_runs()
-        ]
-
-    def metrics(self, run_id: str, since_step: int | None = None) -> Metrics:
-        """The run's logged metrics, only those after `since_step` when given."""
-        return self.store.read_metrics(run_id, since_step)
-
-    def events(self, run_id: str) -> list[Event]:
-        """Knob changes, pauses, divergence and the run's initial fingerprints, by step."""
-        return self.store.events(run_id)
-
     def wait(self, run_id: str, timeout: float | None = None) -> RunStatus:
         """Blocks until the run ends (or `timeout` passes) and returns its status."""
         with self._lock:
@@ -241,9 +218,8 @@ class Engine:
         del self._controls[control.run_id]
         control.done.set()
 
-    def _progress(self) -> dict[str, Progress]:
-        """(status, step, steps/s) of every run not ended, copied at once. Read before the
-        store's records: a run that ends in between then shows its final record."""
+    def _live(self) -> dict[str, Progress]:
+        """(status, step, steps/s) of every run not ended, copied at once."""
         with self._lock:
             return {
                 run_id: Progress(c.status, c.step, c.steps_per_second)
@@ -254,15 +230,9 @@ class Engine:
         """(step, steps/s) of the runs training now, for the command listener to publish."""
         return {
             run_id: (progress.step, progress.steps_per_second)
-            for run_id, progress in self._progress().items()
+            for run_id, progress in self._live().items()
             if progress.status == "running"
         }
-
-    def _status(
-        self, record: RunRecord, live: Progress | None, changed: dict[str, Any] | None
-    ) -> RunStatus:
-        steerable = record.active and (record.owner == self.owner or owner.alive(record.owner))
-        return RunStatus.of(record, live, changed, steerable=steerable)
 
 
 def new_run_id(store: Store) -> str:

@@ -141,8 +141,10 @@ def serve(
                 idle_since = time.monotonic()
             elif time.monotonic() - idle_since > IDLE_GRACE_SECONDS:
                 break
+        print(f"engine {engine.owner} stopping", file=sys.stderr, flush=True)
         service.close()
         engine.close()
+        print(f"engine {engine.owner} stopped", file=sys.stderr, flush=True)
     finally:
         lock.close()
     return 0

@@ -10,7 +10,6 @@ light, takes the descriptions the engine process publishes in the store.
 
 from __future__ import annotations
 
-import importlib
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -106,14 +105,11 @@ class OptimizerSpec:
 
     @property
     def cls(self) -> type:
-        """The `LabOptimizer` subclass that implements it (imports TensorFlow)."""
-        module, _, name = self.implementation.partition(":")
-        try:
-            return getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError) as exc:
-            raise LookupError(
-                f"optimizer {self.name!r}: its class {self.implementation} is not loaded here"
-            ) from exc
+        """The `LabOptimizer` subclass that implements it (imports TensorFlow). A plugin's
+        class exists only in a process that loaded the plugin: `LookupError` elsewhere."""
+        from core.optimizers import registry
+
+        return registry.implementation(self)
 
     def validate(self, hyperparameters: Mapping[str, Any]) -> dict[str, Any]:
         """Every knob's value after validation; raises `InvalidHyperparameters`."""
@@ -156,7 +152,8 @@ class OptimizerSpec:
         knobs = tuple(
             Knob(
                 **{
-                    key: tuple(value) if key == "choices" else value
+                    # JSON has lists only: the knob's choices and list defaults are tuples.
+                    key: tuple(value) if isinstance(value, list) else value
                     for key, value in knob.items()
                     if key in knob_fields
                 }

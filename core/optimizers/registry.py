@@ -19,6 +19,7 @@ from typing import Any
 
 import keras
 
+from core.optimizers import algorithms
 from core.optimizers.base import LabOptimizer
 from core.optimizers.catalog import (
     BUILTIN_NAMES,
@@ -46,6 +47,7 @@ __all__ = [
 
 _lock = threading.RLock()
 _plugins: dict[str, OptimizerSpec] = {}
+_plugin_classes: dict[str, type[LabOptimizer]] = {}
 _plugin_errors: dict[str, str] = {}
 _loaded_files: set[Path] = set()
 
@@ -85,9 +87,21 @@ def register(
                 required,
                 str(source),
             )
+            _plugin_classes[name] = cls
         return cls
 
     return decorate
+
+
+def implementation(spec: OptimizerSpec) -> type[LabOptimizer]:
+    """The class of `spec`: a built-in one of `algorithms`, or a loaded plugin's."""
+    if spec.source == "core":
+        return getattr(algorithms, spec.implementation.partition(":")[2])
+    with _lock:
+        cls = _plugin_classes.get(spec.name)
+    if cls is None:
+        raise LookupError(f"optimizer {spec.name!r}: its plugin is not loaded in this process")
+    return cls
 
 
 def load_plugins(folder: Path | None = None) -> dict[str, str]:

@@ -1,0 +1,123 @@
+"""Figure 9: a run's speed while two browser tabs watch it on Live, against no tab.
+
+The lab as a user runs it, on this machine's cores: the engine process, `streamlit run
+app.py`, and Debian's Chromium with two tabs on the Live page of a LeNet run. Windows
+with the two tabs open (A, from a few seconds after they opened) and with none (B)
+alternate on the same run; each is timed from the run's own logged steps. Where the
+cores go in a watched window (the engine, the page server, the browser) is printed with
+the row.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from bench.figures import Settings
+from bench.rows import Measured, NotMeasured, Quantity
+from bench.timing import interleave
+from core.engine.client import EngineClient
+from core.store import Store
+
+TABS = 2
+WINDOW_SECONDS = 8.0
+# Opening a tab loads and compiles the app's scripts (seconds of CPU): the figure is about
+# tabs that are open, so each watched window starts this long after they were.
+SETTLE_SECONDS = 8.0
+RUN = {"model": "lenet", "dataset": "mnist-5k", "epochs": 10_000, "name": "watched"}
+
+
+def steps_per_second(client: EngineClient, run_id: str, seconds: float) -> float:
+    """The run's speed over the next `seconds`, from its logged steps' wall times."""
+    started = time.time()
+    time.sleep(seconds)
+    metrics = client.metrics(run_id)
+    inside = (metrics["wall_time"] >= started) & (metrics["wall_time"] <= started + seconds)
+    steps, times = metrics.steps[inside], metrics["wall_time"][inside]
+    return float((steps[-1] - steps[0]) / (times[-1] - times[0]))
+
+
+def cpu_seconds(pids: dict[str, set[int]]) -> Counter[str]:
+    """CPU seconds used so far by each group of processes (Linux /proc)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    used: Counter[str] = Counter()
+    for group, members in pids.items():
+        for pid in members:
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            used[group] += (int(fields[11]) + int(fields[12])) / ticks
+    return used
+
+
+def chromium_pids() -> set[int]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if b"chromium" in (entry / "cmdline").read_bytes():
+                    found.add(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def two_live_tabs(settings: Settings) -> Measured:
+    """Median steps/s of a LeNet run with two Live tabs open (A) and none (B)."""
+    from tests import app_server
+    from tests.browser import chromium
+
+    if not app_server.CHROMIUM.exists():
+        raise NotMeasured("no Chromium at /usr/bin/chromium (apt-get install chromium)")
+    with tempfile.TemporaryDirectory() as folder:
+        store = Path(folder) / "lab.sqlite"
+        engine = app_server.start_engine(store, Path(folder) / "engine.log")
+        app, port = app_server.start(store, Path(folder) / "streamlit.log")
+        client = EngineClient(Store(store))
+        run_id = client.start(RUN)
+        try:
+            time.sleep(settings.pick(10.0, 6.0))  # past the first traces
+            with chromium() as browser:
+                groups = {"engine": {engine.pid}, "page server": {app.pid}}
+                shares: Counter[str] = Counter()
+
+                def watched() -> float:
+                    tabs = [browser.new_page() for _ in range(TABS)]
+                    for tab in tabs:
+                        tab.goto(f"http://127.0.0.1:{port}/Live?runs={run_id}")
+                    for tab in tabs:
+                        tab.wait_for_selector(".js-plotly-plot", timeout=60_000)
+                    time.sleep(SETTLE_SECONDS)
+                    groups["browser"] = chromium_pids()
+                    before = cpu_seconds(groups)
+                    speed = steps_per_second(client, run_id, WINDOW_SECONDS)
+                    shares.update(cpu_seconds(groups) - before)
+                    for tab in tabs:
+                        tab.close()
+                    return speed
+
+                paired = interleave(
+                    watched,
+                    lambda: steps_per_second(client, run_id, WINDOW_SECONDS),
+                    pairs=settings.pairs,
+                    warmup=settings.warmup,
+                )
+        finally:
+            client.settle(client.stop(run_id))
+            client.close()
+            app_server.stop(app)
+            app_server.end(engine)
+    watched_seconds = WINDOW_SECONDS * (settings.pairs + settings.warmup)
+    cores = ", ".join(
+        f"{group} {seconds / watched_seconds:.0%}" for group, seconds in shares.most_common()
+    )
+    return Measured(
+        a=Quantity(paired.a_median, "steps/s"),
+        b=Quantity(paired.b_median, "steps/s"),
+        ratio=paired.ratio,
+        detail=f"In the watched windows, of one core: {cores}.",
+    )

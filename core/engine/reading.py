@@ -1,0 +1,49 @@
+"""`RunReader`: runs as the store holds them, what an engine and its clients answer alike."""
+
+from __future__ import annotations
+
+from core.engine import owner
+from core.engine.status import Progress, RunStatus
+from core.store import Event, Metrics, RunRecord, Store, UnknownRunError
+
+
+class RunReader:
+    """Reads runs, their metrics and events from `store`. An engine adds the progress of
+    the runs it trains (`_live`), fresher than the store's."""
+
+    store: Store
+
+    def status(self, run_id: str) -> RunStatus:
+        live = self._live()
+        record = self.store.get_run(run_id)
+        if record is None:
+            raise UnknownRunError(f"run_id: no run {run_id!r}")
+        return self._status(record, live.get(run_id), self.store.latest_knobs(run_id))
+
+    def list(self) -> list[RunStatus]:
+        """Every run in the store, newest first."""
+        live = self._live()
+        changed = self.store.latest_knobs()
+        return [
+            self._status(record, live.get(record.id), changed) for record in self.store.list_runs()
+        ]
+
+    def metrics(self, run_id: str, since_step: int | None = None) -> Metrics:
+        """The run's logged metrics, only those after `since_step` when given."""
+        return self.store.read_metrics(run_id, since_step)
+
+    def events(self, run_id: str) -> list[Event]:
+        """Knob changes, pauses, divergence and the run's initial fingerprints, by step."""
+        return self.store.events(run_id)
+
+    def _live(self) -> dict[str, Progress]:
+        """Progress of runs training in this process, copied at once; read before the
+        store's records, so that a run ending in between shows its final record."""
+        return {}
+
+    @staticmethod
+    def _status(
+        record: RunRecord, live: Progress | None, changed: dict[str, dict[str, object]]
+    ) -> RunStatus:
+        steerable = record.active and owner.alive(record.owner)
+        return RunStatus.of(record, live, changed.get(record.id), steerable=steerable)

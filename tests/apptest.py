@@ -1,0 +1,35 @@
+"""The app's pages under `streamlit.testing.v1.AppTest`, and short runs to show on them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from streamlit.testing.v1 import AppTest
+
+from core.engine import RunConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+# A run of about a second: 12 MLP steps on the 8×8 digits.
+SHORT = {
+    "dataset": "digits",
+    "model": "mlp",
+    "optimizer": "sgd",
+    "max_steps": 12,
+    "log_every": 2,
+    "hyperparameters": {"learning_rate": 0.1, "radius": 20.0},
+}
+
+
+def page(name: str) -> AppTest:
+    """A page of the app, run as Streamlit runs it: app.py is the main script, so page
+    paths (`st.switch_page("pages/...")`) resolve as they do in the server."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    return at if name == "app.py" else at.switch_page(name)
+
+
+def finished_run(engine: Any, **changes: Any) -> str:
+    """A `SHORT` run (with `changes`) started through `engine`, once it has ended."""
+    run_id = engine.start(RunConfig.from_dict({**SHORT, **changes}))
+    engine.wait(run_id, 60)
+    return run_id
