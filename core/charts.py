@@ -223,7 +223,7 @@ LEGEND = {
     "orientation": "h",
     "x": 0,
     "xanchor": "left",
-    "y": -0.2,
+    "y": -0.3,  # below the axis title "step"
     "yanchor": "top",
     "font": {"size": 10},
 }
