@@ -97,9 +97,12 @@ def test_live_page_shows_a_run_with_every_chart(lab) -> None:
     at.session_state["watch"] = [run_id]
     at.run()
     assert not at.exception
-    charts = list(at.get("plotly_chart"))
-    assert len(charts) == 7 + 6  # the live charts and the instruments panel
     assert "completed" in at.markdown[0].value
+    # One group of charts at a time: the training charts first.
+    for view, charts in (("Training", 4), ("Per layer", 3), ("Instruments", 6)):
+        at.segmented_control(key="live_charts").set_value(view).run()
+        assert not at.exception
+        assert len(at.get("plotly_chart")) == charts, view
 
 
 def test_live_page_controls_an_active_run(lab) -> None:

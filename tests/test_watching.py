@@ -181,7 +181,7 @@ def test_two_live_tabs_slow_training_little(lab, browser) -> None:
     time.sleep(8)  # past the first traces
     ratios = []
     try:
-        for _ in range(4):  # interleaved: no tab, two tabs
+        for _ in range(3):  # interleaved: no tab, two tabs
             alone = steps_per_second(client, run_id, 6)
             tabs = [open_live(browser, url, [run_id]) for _ in range(2)]
             time.sleep(SETTLE_SECONDS)
