@@ -96,10 +96,10 @@ def instrument_cost(settings: Settings) -> Measured:
     of a run, which a long run amortizes).
     """
     length = 500 if settings.quick else 2000  # steps of the run the defaults scale to
-    on_config = _config(length, telemetry=True)
+    off_config = _config(length, telemetry=True)
+    on_config = off_config.replace(**dict.fromkeys(INSTRUMENTS_OFF))  # empty: the defaults
     longest = max(instrument_intervals(on_config, length).values())
     first, last = longest, 2 * longest
-    off_config = on_config.replace(**INSTRUMENTS_OFF)
     return _step_times(settings, (on_config, off_config), first, last, "the instruments")
 
 

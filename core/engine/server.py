@@ -34,10 +34,10 @@ from core.engine import owner
 from core.engine.client import DASHBOARD, ENGINE, live_service
 from core.engine.engine import Engine
 from core.store import Store, StoreError
+from core.store.paths import PROJECT_ROOT
 
 HEARTBEAT_SECONDS = 1.0
 IDLE_GRACE_SECONDS = 60.0  # a dashboard restarting within this finds its engine again
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def lock_path(store_path: Path) -> Path:

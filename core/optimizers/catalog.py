@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from core.knobs import COMMON_KNOBS, InvalidHyperparameters, Knob, validate
-
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+from core.store.paths import PROJECT_ROOT
 
 # The algorithms' own knobs (core/optimizers/algorithms.py), after the common ones.
 MOMENTUM = Knob(
