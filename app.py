@@ -87,7 +87,7 @@ def tag_runs(chosen: list[RunStatus], text: str) -> None:
         for run in chosen:
             engine.set_tags(run.id, [*run.tags, *tags])
     except InvalidHyperparameters as exc:
-        st.toast(f"Not tagged: {exc}", icon=":material/warning:")
+        st.toast(f"Not tagged: {format.literal(str(exc))}", icon=":material/warning:")
 
 
 def delete_runs(chosen: list[RunStatus]) -> None:
@@ -95,7 +95,7 @@ def delete_runs(chosen: list[RunStatus]) -> None:
         try:
             engine.delete(run.id)
         except InvalidHyperparameters as exc:
-            st.toast(f"Not deleted: {exc}", icon=":material/warning:")
+            st.toast(f"Not deleted: {format.literal(str(exc))}", icon=":material/warning:")
     st.session_state.pop("runs_table", None)  # its selection named rows that are gone
 
 

@@ -19,6 +19,7 @@ id>`), all on the same y range, so that the small charts compare at a glance.
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -56,6 +57,17 @@ class RunView:
     metrics: Metrics
     events: Sequence[Event] = ()
     batch_size: int | None = None  # drawn beside the gradient noise scale
+
+    @property
+    def text(self) -> str:
+        """The label as a chart shows it: literally (see `literal`)."""
+        return literal(self.label)
+
+
+def literal(text: str) -> str:
+    """`text` for Plotly to show as typed: its HTML subset (`<a href>`, `<b>`, …) escaped,
+    and `%{` broken with a zero-width space so that no hover template reads it."""
+    return html.escape(text, quote=False).replace("%{", "%\u200b{")
 
 
 def training_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
@@ -264,7 +276,7 @@ def _draw(charts: Mapping[str, Chart], runs: Sequence[RunView]) -> dict[str, go.
         for run, run_traces, run_marks in zip(runs, traces, marks, strict=True):
             figures[f"{key}/{run.run_id}"] = _figure(
                 f"{key}/{run.run_id}",
-                f"{chart.title} · {run.label}",
+                f"{chart.title} · {run.text}",
                 run_traces,
                 xaxis=xaxis,
                 yaxis=yaxis,
@@ -565,12 +577,12 @@ def _scatter(
         "type": "scatter",
         "x": _compact(steps),
         "y": np.asarray(values, dtype=np.float32),
-        "name": legend or f"{run.label} · {what}",
+        "name": legend or f"{run.text} · {what}",
         "legendgroup": legend or run.run_id,
         "mode": mode,
         "line": {"color": colour, "dash": dash, "shape": shape, "width": 1.6},
         "marker": {"color": colour, "size": 5},
-        "hovertemplate": f"{run.label} · {what}<br>%{{y}} at step %{{x}}<extra></extra>",
+        "hovertemplate": f"{run.text} · {what}<br>%{{y}} at step %{{x}}<extra></extra>",
     }
     if meta is not None:
         trace["meta"] = meta
@@ -620,10 +632,10 @@ def _marks(run: RunView) -> list[Mark]:
             what = (
                 f"{change['name']} {_number(change.get('previous'))} → {_number(change['value'])}"
             )
-            marks.append(Mark(event.step, "knob", f"{what} at step {event.step:,} · {run.label}"))
+            marks.append(Mark(event.step, "knob", f"{what} at step {event.step:,} · {run.text}"))
         elif event.kind == "diverged":
             marks.append(
-                Mark(event.step, "diverged", f"{run.label} diverged at step {event.step:,}")
+                Mark(event.step, "diverged", f"{run.text} diverged at step {event.step:,}")
             )
     return marks
 

@@ -39,7 +39,7 @@ from core import optimizers
 from core.engine import FIELDS, Engine, RunConfig, RunStatus, fields
 from core.engine.execution import FINAL_KEYS
 from core.export import safe_path, write_csv, write_tensorboard
-from core.knobs import InvalidHyperparameters, Knob
+from core.knobs import InvalidHyperparameters, Knob, read_number
 from core.optimizers import catalog
 from core.optimizers.catalog import OptimizerSpec
 from core.store import RunRecord, Store, StoreError, default_path
@@ -91,6 +91,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILED
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader left (`runs --json | head`): nothing more to say, and no traceback.
+        # Python would still try to flush stdout at exit: point it at /dev/null first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
 
 
 def _import_tensorflow_quietly() -> None:
@@ -311,17 +316,18 @@ def _value_parser(knob: Knob) -> Callable[[str], Any]:
     None for `none` (optional knobs), else the text itself, for validation to refuse with
     the field's name (argparse's own message would name only the flag)."""
 
-    # A float knob's text is read as a float: as an int, `1` and 400 zeros would be a
-    # number that no float holds (1e400 reads as inf, which validation refuses).
-    numbers: tuple[type, ...] = {"int": (int, float), "float": (float,)}.get(knob.type, ())
-
     def parse(text: str) -> Any:
         if knob.optional and text.lower() == "none":
             return None
-        for number in numbers:
-            with contextlib.suppress(ValueError):
-                return number(text)
-        return text
+        if knob.type not in ("int", "float"):
+            return text
+        try:
+            number = read_number(text)
+        except ValueError:
+            return text
+        # A float knob's text is read as a float: as an int, `1` and 400 zeros would be a
+        # number that no float holds (1e400 reads as inf, which validation refuses).
+        return float(number) if knob.type == "float" else number
 
     return parse
 

@@ -15,6 +15,7 @@ import csv
 import json
 import math
 import os
+import secrets
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePath
@@ -64,16 +65,17 @@ def write_csv(metrics: Metrics, path: str | os.PathLike[str]) -> Path:
     Columns: `step`, then `column_order(metrics.keys)`. A value the step did not log (NaN)
     is an empty cell; the others are written exactly (Python's shortest round-trip repr),
     so reading the file back gives the stored float64 values. The table is written to a
-    `.part` file next to `path` and renamed into place, so `path` never holds half a
-    table. Missing parent folders are created.
+    new file next to `path` (see `_claim`) and renamed into place, so `path` never holds
+    half a table, and nothing planted there is written through. Missing parent folders
+    are created.
     """
     path = Path(path)
     columns = column_order(metrics.keys)
     table = _rows(metrics, columns)
     path.parent.mkdir(parents=True, exist_ok=True)
-    part = path.with_name(path.name + ".part")
+    part, descriptor = _claim(path)
     try:
-        with part.open("w", newline="", encoding="utf-8") as file:
+        with os.fdopen(descriptor, "w", newline="", encoding="utf-8") as file:
             writer = csv.writer(file)
             writer.writerow(["step", *columns])
             for step, values in zip(metrics.steps.tolist(), table, strict=True):
@@ -144,7 +146,10 @@ def write_tensorboard(
     records.sort(key=lambda record: record[:2])
 
     name = f"events.out.tfevents.{int(now)}.optlab"
-    part = directory / "optlab-export.part"  # no "tfevents" in it: TensorBoard skips it
+    # TensorFlow's record writer opens the file by name: it gets one made exclusively,
+    # under a random name ("tfevents" is not in it: TensorBoard skips it meanwhile).
+    part, descriptor = _claim(directory / "optlab-export")
+    os.close(descriptor)
     try:
         with tf.io.TFRecordWriter(str(part)) as writer:
             writer.write(
@@ -156,6 +161,20 @@ def write_tensorboard(
     finally:
         part.unlink(missing_ok=True)
     return directory / name
+
+
+def _claim(target: Path) -> tuple[Path, int]:
+    """A new empty file beside `target`, to write and then rename onto it, and its open
+    descriptor. It is created exclusively (`O_EXCL`) under a random name, never through a
+    link (`O_NOFOLLOW`): a file or link planted next to `target` is never written through.
+    The rename replaces `target` itself, even where `target` is a link."""
+    while True:
+        part = target.with_name(f".{target.name}.{secrets.token_hex(8)}.part")
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+            return part, os.open(part, flags, 0o644)
+        except FileExistsError:
+            continue  # taken: draw another name
 
 
 def _rows(metrics: Metrics, keys: list[str]) -> list[list[float]]:

@@ -34,6 +34,26 @@ class InvalidHyperparameters(ValueError):
         super().__init__("; ".join(f"{name}: {why}" for name, why in self.errors.items()))
 
 
+# A number as people type it: digits, one point, an exponent; no `_` separators (Python's
+# `float("1_0")` is 10), no spaces inside. Infinities and NaN read, for validation to refuse.
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?(inf|infinity|nan)", re.I)
+_INTEGER = re.compile(r"[+-]?\d+")
+
+
+def read_number(text: str) -> int | float:
+    """`text` as a number: an `int` when it is written as a whole number, else a `float`.
+    Raises `ValueError` for anything else."""
+    text = text.strip()
+    if _INTEGER.fullmatch(text):
+        try:
+            return int(text)
+        except ValueError:  # more digits than Python converts: a float (inf) then
+            return float(text)
+    if _NUMBER.fullmatch(text):
+        return float(text)
+    raise ValueError(f"must be a number (got {text!r})")
+
+
 @dataclass(frozen=True)
 class Knob:
     """One hyperparameter of an optimizer.
@@ -141,7 +161,8 @@ class LayerRule:
     """A per-layer override chosen by a regular expression on the variable path.
 
     A variable's path is its layer path plus its name, e.g. `sequential/logits/kernel`;
-    the first rule whose `pattern` is found in it (`re.search`) applies.
+    the first rule whose `pattern` is found in it (a search, as `re.search`) applies.
+    Patterns are RE2 expressions (see `compile_pattern`).
 
     Attributes:
         pattern: The regular expression.
@@ -155,11 +176,30 @@ class LayerRule:
     weight_decay: float | None = None
 
     @functools.cached_property
-    def regex(self) -> re.Pattern[str]:
-        return re.compile(self.pattern)
+    def regex(self) -> Any:
+        return compile_pattern(self.pattern)
 
     def to_dict(self) -> dict[str, Any]:
         return {"pattern": self.pattern, "lr_mult": self.lr_mult, "weight_decay": self.weight_decay}
+
+
+def compile_pattern(pattern: str) -> Any:
+    """`pattern` compiled by RE2, whose matching takes time linear in the text whatever the
+    pattern: Python's backtracking `re` can take hours on `(x|x|x)*y` against a long path,
+    holding the interpreter lock all the while. RE2 has no backreferences or lookaround;
+    such a pattern raises `ValueError` saying so."""
+    import re2  # google-re2: Python's `re` interface on RE2
+
+    options = re2.Options()
+    options.log_errors = False  # the error is raised, with the reason
+    try:
+        return re2.compile(pattern, options=options)
+    except re2.error as exc:
+        reason = exc.args[0].decode() if isinstance(exc.args[0], bytes) else str(exc)
+        raise ValueError(
+            f"does not compile: {reason} (patterns are RE2 expressions: no backreferences "
+            "or lookaround)"
+        ) from None
 
 
 LR_MULT = Knob("lr_mult", "float", 1.0, "Step multiplier.", low=0.0, high=100.0)
@@ -191,9 +231,9 @@ def parse_layer_rules(value: Any) -> tuple[LayerRule, ...]:
             errors[f"{where}.pattern"] = f"must be a non-empty regular expression (got {pattern!r})"
             continue
         try:
-            re.compile(pattern)
-        except re.error as exc:
-            errors[f"{where}.pattern"] = f"does not compile: {exc}"
+            compile_pattern(pattern)
+        except ValueError as exc:
+            errors[f"{where}.pattern"] = str(exc)
             continue
         try:
             lr_mult = LR_MULT.validate(item.get("lr_mult", 1.0))

@@ -172,7 +172,7 @@ other = {
     if k not in RUN_FIELDS and k not in {knob.name for knob in spec.knobs} and k != "task_weights"
 }
 for name, reason in other.items():
-    st.error(f"**{name}**: {reason}", icon=":material/warning:")
+    forms.error(name, reason)
 
 st.button(
     "Start training", icon=":material/play_arrow:", type="primary", on_click=submit, key="start"

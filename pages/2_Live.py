@@ -49,10 +49,10 @@ def send(action: Callable[[str], Command], run_id: str, done: str) -> None:
     try:
         command = engine.settle(action(run_id))
     except (InvalidHyperparameters, UnknownRunError) as exc:
-        st.toast(f"Not done: {exc}", icon=":material/warning:")
+        st.toast(f"Not done: {format.literal(str(exc))}", icon=":material/warning:")
         return
     if command.error:
-        st.toast(f"Not done: {command.error}", icon=":material/warning:")
+        st.toast(f"Not done: {format.literal(command.error)}", icon=":material/warning:")
     else:
         st.toast(done, icon=":material/check:")
 

@@ -28,7 +28,7 @@ from core.sweep import (
     parallel_rows,
     sweepable_knobs,
 )
-from ui import format, nav, state
+from ui import format, forms, nav, state
 
 st.set_page_config(
     page_title="Sweep · Optimizer Lab", page_icon=":material/explore:", layout="wide"
@@ -37,8 +37,7 @@ nav.sidebar()
 st.title(":material/explore: Sweep")
 st.caption(
     "Grid or sampled search over any knob; Optuna prunes trials whose validation "
-    "accuracy trails the others'. Studies live in the lab's SQLite file by default; "
-    "a PostgreSQL URL lets several machines work on one study."
+    "accuracy trails the others'. Studies live in the lab's store, beside its runs."
 )
 
 ERRORS = "sweep_errors"
@@ -174,11 +173,6 @@ def new_sweep_form() -> None:
                 placeholder="random",
             )
             pruning = st.toggle("prune trials that trail", True, key="sweep:pruning")
-            storage = st.text_input(
-                "storage (empty: the lab's SQLite file)",
-                key="sweep:storage",
-                placeholder="postgresql://user@host/db",
-            )
         if st.button("Start sweep", type="primary", key="sweep:start"):
             try:
                 base = RunConfig(
@@ -196,7 +190,6 @@ def new_sweep_form() -> None:
                     n_trials=None if n_trials is None else int(n_trials),
                     sampler=sampler,
                     pruning=pruning,
-                    storage=storage or None,
                     parallel=int(parallel),
                     seed=None if seed is None else int(seed),
                 )
@@ -208,7 +201,7 @@ def new_sweep_form() -> None:
                 state.sweeps()[sweep.study_name] = sweep
                 st.session_state[STARTED] = sweep.study_name
         for name, reason in st.session_state.get(ERRORS, {}).items():
-            st.error(f"**{name}**: {reason}", icon=":material/warning:")
+            forms.error(name, reason)
 
 
 def open_sweep(name: str) -> Sweep | None:
@@ -360,7 +353,7 @@ def sweep_view(sweep: Sweep) -> None:
     st.progress(status.progress, text=progress_text(status))
     st.caption(format.literal(plan_text(sweep.plan)))
     if status.error:
-        st.error(status.error, icon=":material/error:")
+        st.error(format.literal(status.error), icon=":material/error:")
     rows = sweep.results()
     picked = trials_table(sweep, rows)
     scored = [r for r in rows if r.value is not None]

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from core import optimizers
-from ui import nav
+from ui import format, nav
 
 st.set_page_config(
     page_title="Optimizers · Optimizer Lab", page_icon=":material/function:", layout="wide"
@@ -48,10 +48,13 @@ for spec in optimizers.specs():
         )
         st.code(USAGE.format(args=f'"{spec.name}", learning_rate=1e-3'), language="python")
         if spec.source != "core":
-            st.caption(f"Plugin: {spec.source}")
+            st.caption(f"Plugin: {format.literal(spec.source)}")
 
 for path, error in optimizers.plugin_errors().items():
-    st.error(f"Plugin {path} did not load: {error}", icon=":material/error:")
+    st.error(
+        f"Plugin {format.literal(path)} did not load: {format.literal(error)}",
+        icon=":material/error:",
+    )
 
 st.subheader("Add your own")
 st.markdown(

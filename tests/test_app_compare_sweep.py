@@ -234,3 +234,12 @@ def test_sweep_page_lists_studies_oldest_first(
     (studies,) = [t.value for t in at.dataframe if "sweep" in t.value.columns]
     assert studies["sweep"].tolist() == [first.study_name, second.study_name]
     assert studies["done"].tolist() == [1, 1]
+
+
+def test_no_field_of_the_sweep_page_names_a_server_path_or_database(lab) -> None:
+    """Studies live in the lab's store: the page has no storage field, which accepted
+    `sqlite:////any/path` and wrote Optuna's tables into any file on the server."""
+    at = page("pages/4_Sweep.py").run()
+    assert not at.exception
+    labels = [widget.label.lower() for widget in at.text_input]
+    assert not [label for label in labels if "storage" in label or "url" in label], labels

@@ -401,3 +401,22 @@ def test_hyperparameter_figure_draws_strings_as_categories() -> None:
     assert [d.label for d in parcoords.dimensions] == ["optimizer", "val_accuracy"]
     assert parcoords.dimensions[0].ticktext == ("sgd",)
     assert hyperparameter_figure([], "val_accuracy").data == ()
+
+
+def test_a_run_name_is_shown_as_typed_in_legends_titles_and_hover() -> None:
+    """Plotly reads a subset of HTML in names (`<a href>` makes a link) and `%{...}` in
+    hover templates; a run's name is neither (issue 11, finding 6)."""
+    name = '<a href="http://evil.example/">click</a> %{x} <b>bold</b>'
+    runs = [RunView(r, f"{name} {r}", metrics(), [knob(r, 40)]) for r in "ab"]
+    figures = live_figures(runs)
+    texts = []
+    for figure in figures.values():
+        texts.append(figure.layout.title.text or "")
+        for trace in figure.data:
+            texts += [trace.name or "", trace.hovertemplate or "", *(trace.hovertext or ())]
+    shown = [text for text in texts if "evil" in text]
+    assert shown, "the name is in the charts"
+    for text in shown:
+        typed = text.split("<br>")[0]  # a hover template's own part follows the name
+        assert "<a " not in typed and "<b>" not in typed and "%{x}" not in typed, text
+        assert "&lt;a href" in typed

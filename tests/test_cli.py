@@ -479,3 +479,27 @@ def test_optlab_answers_help_from_any_folder_without_tensorflow(tmp_path):
         [sys.executable, "-c", probe], cwd=Path(__file__).parents[1], capture_output=True, text=True
     )
     assert done.stderr.strip() == "False"
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback(tmp_path):
+    """`runs --json | head -1` on a store whose listing is larger than a pipe holds: the
+    CLI stops quietly when `head` closes the pipe (it printed a BrokenPipeError)."""
+    store = tmp_path / "lab.sqlite"
+    with Store(store) as opened:
+        for i in range(300):
+            opened.create_run(f"r{i:03d}", "x" * 200, {"optimizer": "sgd", "note": "y" * 500})
+    done = subprocess.run(
+        f"{sys.executable} -m core runs --json --store {store} | head -1",
+        shell=True,
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert done.stdout == "[\n" and done.stderr == ""
+
+
+def test_numbers_with_separators_are_refused(tmp_path):
+    code, out, err = run_main("train", "--store", tmp_path / "s.sqlite", "--epochs", "1_0")
+    assert (code, out) == (2, "")
+    assert error_lines(err) == ["error: epochs: must be a number (got '1_0')"]
+    assert not (tmp_path / "s.sqlite").exists()

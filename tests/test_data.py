@@ -54,6 +54,9 @@ def test_catalog_describes_every_dataset():
     assert infos["digits"].input_shape == (8, 8, 1)
     assert infos["cifar10"].input_shape == (32, 32, 3)
     assert all(info.num_classes == 10 and info.description for info in infos.values())
+    # The sizes the form checks a batch against are the real ones.
+    for name in ("mnist-5k", "digits"):
+        assert infos[name].train_size == len(data.load(name).y_train)
 
 
 def test_unknown_dataset_names_the_field_and_the_choices():

@@ -102,7 +102,7 @@ def test_csv_round_trips_every_value_and_leaves_missing_cells_empty(run, tmp_pat
                 assert float(row[column]) == stored  # exact, not approximate
     assert rows[0][header.index("val_loss")] == ""
     assert float(rows[9][header.index("val_loss")]) == 3.0 / 10
-    assert not list(path.parent.glob("*.part"))
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left
 
 
 def test_csv_of_a_run_without_metrics_has_only_the_header(tmp_path):
@@ -179,3 +179,22 @@ def test_safe_path_refuses_a_symlink_that_leads_outside(tmp_path):
     with pytest.raises(ValueError, match=r"^run_id: 'link/x' leads outside"):
         safe_path(base, "link/x", field="run_id")
     assert safe_path(base, "inside/x") == base.resolve() / "x"
+
+
+def test_planted_links_are_never_written_through(run, tmp_path) -> None:
+    """A link planted where the export's temporary file or its target would be, pointing
+    at a file to overwrite, leaves that file as it was."""
+    _, metrics = run
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    out = tmp_path / "out"
+    out.mkdir()
+    # What the old exports wrote through: a fixed temporary name, and the target itself.
+    (out / "run.csv.part").symlink_to(victim)
+    (out / "run.csv").symlink_to(victim)
+    (out / "tb").mkdir()
+    (out / "tb" / "optlab-export.part").symlink_to(victim)
+    write_csv(metrics, out / "run.csv")
+    write_tensorboard(metrics, out / "tb")
+    assert victim.read_text() == "keep me"
+    assert not (out / "run.csv").is_symlink() and (out / "run.csv").read_text().startswith("step")

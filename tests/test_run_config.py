@@ -75,3 +75,13 @@ def test_fields_offer_every_registered_optimizer() -> None:
     optimizer = next(f for f in fields() if f.name == "optimizer")
     assert {"sgd", "adamw", "projected_gd", "scaled_sign_gd"} <= set(optimizer.choices)
     assert all(f.help for f in fields())
+
+
+def test_a_batch_larger_than_the_training_split_is_refused_naming_its_size() -> None:
+    with pytest.raises(InvalidHyperparameters) as refused:
+        RunConfig(dataset="digits", batch_size=1439)
+    assert refused.value.errors == {
+        "batch_size": "must be at most the training split of digits, 1,438 examples "
+        "(got 1,439)"
+    }
+    assert RunConfig(dataset="digits", batch_size=1438).batch_size == 1438

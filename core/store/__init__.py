@@ -27,7 +27,7 @@ from core.store.records import (
     Service,
 )
 from core.store.schema import APPLICATION_ID, SCHEMA_VERSION
-from core.store.store import Store
+from core.store.store import LOCK_PATIENCE, Store
 from core.store.writer import MetricsWriter
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "APPLICATION_ID",
     "COMMAND_KINDS",
     "FINAL_STATUSES",
+    "LOCK_PATIENCE",
     "SCHEMA_VERSION",
     "STATUSES",
     "Command",

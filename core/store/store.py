@@ -30,6 +30,9 @@ from core.store.records import (
 )
 from core.store.writer import MetricsWriter
 
+#: Seconds a write waits while another process holds the store's write lock.
+LOCK_PATIENCE = 60.0
+
 _RUN_COLUMNS = ", ".join(field.name for field in dataclasses.fields(RunRecord))
 _EVENT_COLUMNS = ", ".join(field.name for field in dataclasses.fields(Event))
 _COMMAND_COLUMNS = ", ".join(field.name for field in dataclasses.fields(Command))
@@ -56,12 +59,15 @@ class Store:
         path: str | os.PathLike[str] | None = None,
         *,
         flush_interval: float = 0.5,
-        timeout: float = 5.0,
+        timeout: float = LOCK_PATIENCE,
     ) -> None:
         """Open (or create) the store at `path`, by default `paths.default_path()`.
 
         `flush_interval` is the default for metrics writers, in seconds; `timeout` is how
-        long a write waits for another connection's write lock before it fails.
+        long a write waits for another connection's write lock (retrying with growing
+        pauses, as SQLite's busy handler does) before it fails: by default
+        `LOCK_PATIENCE`, so that a run outlasts another process holding the lock for a
+        while (a long export, a frozen process mid-write) instead of failing.
         """
         self.path = Path(default_path() if path is None else path)
         self.flush_interval = flush_interval
@@ -419,6 +425,11 @@ class Store:
             )
             self._writers[run_id] = writer
         return writer
+
+    def last_step(self, run_id: str) -> int | None:
+        """The largest step of the run's committed metrics, None if it has none."""
+        with self._read() as conn:
+            return chunks.last_step(conn, run_id)
 
     def read_metrics(self, run_id: str, since_step: int | None = None) -> Metrics:
         """The run's committed metrics, only the steps after `since_step` if given.

@@ -101,7 +101,14 @@ class MetricsWriter:
                         (int(block.steps[-1]), time.time(), self.run_id),
                     )
             except Exception as exc:  # whatever it is, the training thread must hear of it
-                error = StoreError(f"could not save metrics of run {self.run_id!r}: {exc}")
+                lost = (
+                    f"steps {rows[0][0]} to {rows[-1][0]}"
+                    if len(rows) > 1
+                    else f"step {rows[0][0]}"
+                )
+                error = StoreError(
+                    f"could not save the metrics of run {self.run_id!r} ({lost} lost): {exc}"
+                )
                 error.__cause__ = exc
                 with self._lock:
                     self._error = error

@@ -1,0 +1,133 @@
+"""What an adversarial review broke (issue 11), each finding reproduced and held fixed.
+
+1. A slow regular expression froze the whole server: layer-rule patterns are RE2
+   expressions now, matched in time linear in the path.
+2. Metrics were lost, and the run reported `completed`, when another process held the
+   store's write lock for a few seconds: writes now wait for it (`LOCK_PATIENCE`), and a
+   run whose metrics could not all be written ends `failed`, naming the lost steps.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+
+from core import optimizers
+from core.engine import Engine
+from core.knobs import InvalidHyperparameters, LayerRule
+from core.store import LOCK_PATIENCE, Store
+
+# Each takes Python's backtracking `re` exponential time on a long enough text.
+CATASTROPHIC = ("(x|x|x|x|x|x)*y", "(x+x+)+y", "(x+)+y", "(.*x){20}y", "((x|xx)+)+y")
+
+
+def test_catastrophic_patterns_match_in_linear_time() -> None:
+    started = time.monotonic()
+    for pattern in CATASTROPHIC:
+        regex = LayerRule(pattern).regex
+        for length in (30, 3_000, 300_000):
+            assert regex.search("x" * length) is None
+    # Python's `re` takes about a minute for one of them at length 30; at 3,000, ages.
+    assert time.monotonic() - started < 5.0
+
+
+def test_an_optimizer_with_catastrophic_rules_builds_at_once() -> None:
+    variables = [keras.Variable([1.0, 2.0], name="x" * 60), keras.Variable([3.0], name="y")]
+    for pattern in CATASTROPHIC:
+        optimizer = optimizers.build("sgd", layer_rules=[{"pattern": pattern, "lr_mult": 0.5}])
+        started = time.monotonic()
+        optimizer.build(variables)
+        assert time.monotonic() - started < 5.0
+
+
+@pytest.mark.parametrize("pattern", [r"(a)\1", "(?=dense)", "(?<!bias)kernel"])
+def test_patterns_re2_cannot_match_are_refused_saying_why(pattern: str) -> None:
+    with pytest.raises(InvalidHyperparameters) as refused:
+        optimizers.build("sgd", layer_rules=[{"pattern": pattern}])
+    assert "layer_rules" in refused.value.errors
+    assert "RE2" in refused.value.errors["layer_rules"]
+
+
+# 2. A write lock held by another process ---------------------------------------------------
+
+HOLD_LOCK = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+print("locked", flush=True)
+time.sleep(float(sys.argv[2]))
+conn.execute("ROLLBACK")
+"""
+RUN = {"dataset": "digits", "model": "mlp", "optimizer": "sgd", "log_every": 1}
+
+
+@contextmanager
+def lock_held(path: Path, seconds: float) -> Iterator[None]:
+    """Another process holds the store's write lock for `seconds` from entering."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(path), str(seconds)], stdout=subprocess.PIPE
+    )
+    assert holder.stdout is not None and holder.stdout.readline() == b"locked\n"
+    try:
+        yield
+    finally:
+        holder.wait(seconds + 30)
+
+
+def wait_for_steps(engine: Engine, run_id: str, steps: int) -> None:
+    deadline = time.monotonic() + 120
+    while len(engine.metrics(run_id)) < steps:
+        assert time.monotonic() < deadline, f"fewer than {steps} steps stored"
+        time.sleep(0.05)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("seconds", "steps"),
+    [(3.0, 400), (30.0, 110)],  # mid-run; past the run's last step, validation included
+    ids=["3 s mid-run", "30 s over the last step"],
+)
+def test_a_run_outlasts_a_held_lock_with_every_metric(tmp_path, seconds, steps) -> None:
+    path = tmp_path / "lab.sqlite"
+    engine = Engine(path, max_concurrent=1)
+    try:
+        run_id = engine.start({**RUN, "max_steps": steps, "epochs": 100})
+        wait_for_steps(engine, run_id, 50)
+        with lock_held(path, seconds):
+            pass
+        released = time.time()
+        status = engine.wait(run_id, 120)
+        assert status.status == "completed", status.error
+        assert status.finished >= released - 0.1  # its last writes waited for the lock
+        metrics = engine.metrics(run_id)
+        assert metrics.steps.tolist() == list(range(1, steps + 1))
+        assert not np.isnan(metrics["val_accuracy"][-1])
+    finally:
+        engine.close()
+
+
+def test_metrics_that_could_not_be_written_fail_the_run_naming_them(tmp_path) -> None:
+    """With less patience than the lock lasts, the run ends `failed`, saying which steps
+    were lost, and never `completed` (its final status waits and is written after)."""
+    path = tmp_path / "lab.sqlite"
+    engine = Engine(Store(path, timeout=0.5), max_concurrent=1)
+    try:
+        run_id = engine.start({**RUN, "max_steps": 2000, "epochs": 100})
+        wait_for_steps(engine, run_id, 50)
+        with lock_held(path, 4.0):
+            status = engine.wait(run_id, 60)
+        assert status.status == "failed"
+        assert "not saved" in status.error and "database is locked" in status.error, status.error
+    finally:
+        engine.close()
+    with Store(path) as store:
+        assert store.get_run(run_id).status == "failed"
+    assert LOCK_PATIENCE >= 30  # the default outlasts the 30 s lock above
