@@ -76,6 +76,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if (plugins or trains) and "TF_CPP_MIN_LOG_LEVEL" not in os.environ:
         _import_tensorflow_quietly()
     specs = optimizers.specs() if plugins else list(catalog.BUILTIN)
+    if plugins:
+        for path, reason in catalog.plugin_errors().items():
+            print(f"warning: plugin {path} was not loaded: {reason}", file=sys.stderr)
     parser = build_parser(specs)
     try:
         args = parser.parse_args(argv)
@@ -321,13 +324,12 @@ def _value_parser(knob: Knob) -> Callable[[str], Any]:
             return None
         if knob.type not in ("int", "float"):
             return text
-        try:
-            number = read_number(text)
-        except ValueError:
-            return text
         # A float knob's text is read as a float: as an int, `1` and 400 zeros would be a
         # number that no float holds (1e400 reads as inf, which validation refuses).
-        return float(number) if knob.type == "float" else number
+        try:
+            return read_number(text, real=knob.type == "float")
+        except ValueError:
+            return text
 
     return parse
 

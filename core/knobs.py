@@ -40,11 +40,12 @@ _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?(inf|infinity|
 _INTEGER = re.compile(r"[+-]?\d+")
 
 
-def read_number(text: str) -> int | float:
-    """`text` as a number: an `int` when it is written as a whole number, else a `float`.
-    Raises `ValueError` for anything else."""
+def read_number(text: str, *, real: bool = False) -> int | float:
+    """`text` as a number: an `int` when it is written as a whole number (unless `real`),
+    else a `float` (infinite when too large for one). Raises `ValueError` for anything
+    else."""
     text = text.strip()
-    if _INTEGER.fullmatch(text):
+    if _INTEGER.fullmatch(text) and not real:
         try:
             return int(text)
         except ValueError:  # more digits than Python converts: a float (inf) then

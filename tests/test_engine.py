@@ -109,7 +109,7 @@ def test_queue_is_fifo_and_at_most_two_train_at_once(tmp_path) -> None:
         ]
         most = 0
         while any(engine.status(r).active for r in ids):
-            statuses = [engine.status(r).status for r in ids]
+            statuses = [run.status for run in engine.list()]  # one snapshot of all four
             most = max(most, statuses.count("running") + statuses.count("paused"))
             time.sleep(0.01)
         assert most == 2
@@ -242,8 +242,22 @@ def test_invalid_config_writes_nothing(engine) -> None:
     assert threading.active_count() == threads
 
 
-def test_a_failing_run_reports_the_error_and_others_go_on(engine) -> None:
-    bad = engine.start(config(batch_size=5000))  # larger than the training split
+def test_a_failing_run_reports_the_error_and_others_go_on(engine, monkeypatch) -> None:
+    from dataclasses import replace
+
+    from core import data
+
+    # A dataset smaller on disk than the catalog says: the config passes, the trainer refuses.
+    load = data.load
+
+    def load_shrunk_mnist(name: str, **kwargs) -> data.Dataset:
+        loaded = load(name, **kwargs)
+        if name != "mnist-5k":
+            return loaded
+        return replace(loaded, x_train=loaded.x_train[:10], y_train=loaded.y_train[:10])
+
+    monkeypatch.setattr(data, "load", load_shrunk_mnist)
+    bad = engine.start(config(dataset="mnist-5k"))
     good = engine.start(config(max_steps=10))
     failed = engine.wait(bad, 60)
     assert failed.status == "failed"

@@ -5,12 +5,17 @@
 2. Metrics were lost, and the run reported `completed`, when another process held the
    store's write lock for a few seconds: writes now wait for it (`LOCK_PATIENCE`), and a
    run whose metrics could not all be written ends `failed`, naming the lost steps.
+3. Plugins could take every entry point down: each file is now tried in a child process
+   first; any failure, `SystemExit` included, is reported; links and folders others can
+   write to are refused; `runs` and `export` never import plugins.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -91,11 +96,13 @@ def wait_for_steps(engine: Engine, run_id: str, steps: int) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("seconds", "steps"),
-    [(3.0, 400), (30.0, 110)],  # mid-run; past the run's last step, validation included
+    ("seconds", "steps", "ends_under_lock"),
+    [(3.0, 400, False), (30.0, 110, True)],  # mid-run; over the last step and validation
     ids=["3 s mid-run", "30 s over the last step"],
 )
-def test_a_run_outlasts_a_held_lock_with_every_metric(tmp_path, seconds, steps) -> None:
+def test_a_run_outlasts_a_held_lock_with_every_metric(
+    tmp_path, seconds, steps, ends_under_lock
+) -> None:
     path = tmp_path / "lab.sqlite"
     engine = Engine(path, max_concurrent=1)
     try:
@@ -106,7 +113,8 @@ def test_a_run_outlasts_a_held_lock_with_every_metric(tmp_path, seconds, steps) 
         released = time.time()
         status = engine.wait(run_id, 120)
         assert status.status == "completed", status.error
-        assert status.finished >= released - 0.1  # its last writes waited for the lock
+        if ends_under_lock:  # it finished training (the time it records) while locked out
+            assert status.finished < released
         metrics = engine.metrics(run_id)
         assert metrics.steps.tolist() == list(range(1, steps + 1))
         assert not np.isnan(metrics["val_accuracy"][-1])
@@ -131,3 +139,78 @@ def test_metrics_that_could_not_be_written_fail_the_run_naming_them(tmp_path) ->
     with Store(path) as store:
         assert store.get_run(run_id).status == "failed"
     assert LOCK_PATIENCE >= 30  # the default outlasts the 30 s lock above
+
+
+# 3. Plugins that loop, exit, or are not the lab's to load -----------------------------------
+
+GOOD_PLUGIN = """
+from core.optimizers import SGD, register
+
+@register("hardening_good", summary="Plain SGD.", update_rule="θ ← θ − η·g")
+class HardeningGood(SGD):
+    pass
+"""
+
+
+def plugins_folder(tmp_path: Path, files: dict[str, str]) -> Path:
+    folder = tmp_path / "plugins"
+    folder.mkdir(mode=0o755)
+    for name, text in files.items():
+        (folder / name).write_text(textwrap.dedent(text))
+    return folder
+
+
+def test_runs_and_export_never_import_plugins(tmp_path) -> None:
+    folder = plugins_folder(tmp_path, {"loops.py": "while True:\n    pass\n"})
+    store = tmp_path / "lab.sqlite"
+    Store(store).close()
+    for command in (["runs"], ["runs", "--json"], ["train", "--help"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "core", *command, "--store", str(store)],
+            cwd=Path(__file__).resolve().parents[1],
+            env={**os.environ, "OPTLAB_PLUGINS": str(folder)},
+            capture_output=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, command
+
+
+def test_a_plugin_that_loops_or_exits_is_reported_and_skipped(tmp_path, monkeypatch) -> None:
+    from core.optimizers import probe, registry
+
+    monkeypatch.setattr(probe, "PROBE_SECONDS", 20.0)
+    folder = plugins_folder(
+        tmp_path,
+        {
+            "loops.py": "while True:\n    pass\n",
+            "exits.py": "import sys\nsys.exit('no thanks')\n",
+            "good.py": GOOD_PLUGIN,
+        },
+    )
+    started = time.monotonic()
+    errors = registry.load_plugins(folder)
+    assert time.monotonic() - started < 60
+    assert "did not finish importing within 20 s" in errors[str(folder / "loops.py")]
+    assert "no thanks" in errors[str(folder / "exits.py")]
+    assert str(folder / "good.py") not in errors
+    assert optimizers.get_spec("hardening_good").source.endswith("good.py")
+    assert "optlab_plugins.exits" not in sys.modules  # not counted as loaded
+
+
+def test_links_and_folders_others_can_write_are_refused(tmp_path) -> None:
+    from core.optimizers import registry
+
+    outside = tmp_path / "outside.py"
+    outside.write_text(GOOD_PLUGIN.replace("hardening_good", "hardening_linked"))
+    folder = plugins_folder(tmp_path, {})
+    (folder / "linked.py").symlink_to(outside)
+    errors = registry.load_plugins(folder)
+    assert "is a link" in errors[str(folder / "linked.py")]
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    (shared / "any.py").write_text(GOOD_PLUGIN.replace("hardening_good", "hardening_shared"))
+    errors = registry.load_plugins(shared)
+    assert "can be written by other users" in errors[str(shared)]
+    with pytest.raises(InvalidHyperparameters):
+        optimizers.get_spec("hardening_shared")

@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from core import optimizers
+from core import data, optimizers
 from core.cli import main
 from core.engine import TASKS, Engine, RunConfig, fields
 from core.engine.config import FIELD_NAMES
@@ -228,6 +228,9 @@ def valid_run_configs(draw: st.DrawFn) -> dict[str, Any]:
         for knob in RUN_FIELDS
         if knob.name != "optimizer" and draw(st.booleans())
     }
+    if "batch_size" in values:  # at most the training split (valid_values knows no split)
+        split = data.registry.info(values.get("dataset", data.DEFAULT_DATASET)).train_size
+        values["batch_size"] = draw(st.integers(1, split))
     spec = draw(st.sampled_from(SPECS))
     values["optimizer"] = spec.name
     values["hyperparameters"] = {

@@ -81,7 +81,6 @@ def test_a_batch_larger_than_the_training_split_is_refused_naming_its_size() -> 
     with pytest.raises(InvalidHyperparameters) as refused:
         RunConfig(dataset="digits", batch_size=1439)
     assert refused.value.errors == {
-        "batch_size": "must be at most the training split of digits, 1,438 examples "
-        "(got 1,439)"
+        "batch_size": "must be at most the training split of digits, 1,438 examples (got 1,439)"
     }
     assert RunConfig(dataset="digits", batch_size=1438).batch_size == 1438

@@ -189,6 +189,8 @@ ALLOWED = {
     ("core/optimizers/__init__.py", "importlib.import_module"),
     # The dashboard launches the engine process: a fixed argument list, no shell.
     ("core/engine/server.py", "subprocess"),
+    # A plugin file is tried in a child process first (the same file the loader imports).
+    ("core/optimizers/probe.py", "subprocess"),
 }
 # Rendering user-typed text (run names) as HTML would let it run as script.
 HTML_CALLS = {"html"}  # st.html, components.html

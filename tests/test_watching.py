@@ -132,7 +132,12 @@ def test_the_demo_race_ends_within_30_seconds_of_the_click_watched(lab, browser)
     page.wait_for_timeout(2500)  # the full refresh after the runs ended
     for view, charts in (("Training", 4), ("Per layer", 9), ("Instruments", 6)):
         page.get_by_text(view, exact=True).click()
-        page.wait_for_timeout(2500)
+        # The group's charts replace the last one's (which linger while it draws).
+        page.wait_for_function(
+            f"document.querySelectorAll('.js-plotly-plot').length === {charts}",
+            timeout=30_000,
+        )
+        page.wait_for_timeout(1000)
         total, drawn = charts_with_data(page)
         assert total == charts and drawn == total, f"{view}: {drawn} of {total} charts drawn"
         screenshot(page, f"live-demo-race-{view.lower().replace(' ', '-')}", height=3000)

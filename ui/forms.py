@@ -84,10 +84,10 @@ def parse(knob: Knob, raw: Any) -> Any:
         text = str(raw).strip()
         if text == "":
             return None
-        number = read_number(text)
+        number = read_number(text, real=knob.type == "float")
         if knob.type == "int" and isinstance(number, float) and number.is_integer():
             return int(number)
-        return float(number) if knob.type == "float" else number
+        return number
     if knob.type == "text":
         return str(raw).strip() or None
     if knob.type == "rules":

@@ -19,7 +19,7 @@ from typing import Any
 
 import keras
 
-from core.optimizers import algorithms
+from core.optimizers import algorithms, probe
 from core.optimizers.base import LabOptimizer
 from core.optimizers.catalog import (
     BUILTIN_NAMES,
@@ -107,42 +107,60 @@ def implementation(spec: OptimizerSpec) -> type[LabOptimizer]:
 def load_plugins(folder: Path | None = None) -> dict[str, str]:
     """Imports the `*.py` files of the plugins folder not imported yet; returns the errors.
 
-    A plugin that fails to import (or registers a taken name) is reported by file, not
-    raised, so one broken file never hides the other optimizers. Files whose name starts
-    with `_` are skipped.
+    A plugin that fails to import (with any exception, `SystemExit` included), does not
+    import within `probe.PROBE_SECONDS` in a child process, or registers a taken name is
+    reported by file, not raised, so one broken file never hides the other optimizers
+    (see `core.optimizers.probe`). A folder or file others can write to, and links, are
+    refused. Files whose name starts with `_` are skipped.
     """
     folder = Path(folder) if folder is not None else plugins_folder()
     with _lock:
-        for path in sorted(folder.glob("*.py")) if folder.is_dir() else []:
-            path = path.resolve()
+        if not folder.is_dir():
+            return dict(_plugin_errors)
+        if reason := probe.unsafe(folder):
+            _plugin_errors[str(folder)] = reason
+            return dict(_plugin_errors)
+        for path in sorted(folder.glob("*.py")):
             if path.name.startswith("_") or path in _loaded_files:
                 continue
             _loaded_files.add(path)
-            try:
-                _import_file(path)
-            except Exception as exc:
-                _plugin_errors[str(path)] = "".join(
-                    traceback.format_exception_only(type(exc), exc)
-                ).strip()
+            reason = probe.unsafe(path) or probe.probe(path)
+            if reason is None:
+                reason = _import_file(path)
+            if reason is not None:
+                _plugin_errors[str(path)] = reason
         return dict(_plugin_errors)
 
 
 def loaded_plugins() -> Plugins:
-    """The plugin optimizers, after loading the plugins folder, and the files that failed."""
-    load_plugins()
+    """The plugin optimizers, after loading the plugins folder, and the files of that
+    folder that failed (or the folder itself)."""
+    folder = plugins_folder()
+    load_plugins(folder)
     with _lock:
-        return list(_plugins.values()), dict(_plugin_errors)
+        errors = {
+            path: reason
+            for path, reason in _plugin_errors.items()
+            if Path(path) == folder or Path(path).parent == folder
+        }
+        return list(_plugins.values()), errors
 
 
-def _import_file(path: Path) -> None:
+def _import_file(path: Path) -> str | None:
+    """Imports the plugin file; returns why it failed, or None."""
     module_name = f"optlab_plugins.{path.stem}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {path}")
+        return f"cannot import {path}"
     module = importlib.util.module_from_spec(spec)
     # Registered before it runs: `register` looks the module up to record the plugin's file.
     sys.modules[module_name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except (Exception, SystemExit) as exc:  # a plugin's `sys.exit` must not end the lab
+        sys.modules.pop(module_name, None)
+        return "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return None
 
 
 def build(name: str, **hyperparameters: Any) -> LabOptimizer:
