@@ -382,3 +382,103 @@ def test_a_sweep_resumes_after_its_engine_closed(tmp_path) -> None:
     finally:
         engine.close()
     assert storage_url(engine) == f"sqlite:///{path.resolve()}"
+
+
+# A sweep killed mid-trial ----------------------------------------------------------------
+
+KILLED_DRIVER = """
+import json, sys, time
+from core.engine import Engine, RunConfig
+from core.engine.client import EngineClient
+from core.store import Store
+from core.sweep import Dimension, SearchSpace, Sweep
+
+path, name, engine_kind, base = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+store = Store(path, flush_interval=0.05)
+engine = Engine(store) if engine_kind == "own engine" else EngineClient(store)
+space = SearchSpace((Dimension("learning_rate", 1e-3, 1.0, log=True),))
+sweep = Sweep(engine, RunConfig.from_dict(json.loads(base)), space, n_trials=2,
+              sampler="random", parallel=2, study_name=name, poll_interval=0.05)
+sweep.start()
+while sum(row.run_id is not None for row in sweep.results()) < 2:
+    time.sleep(0.02)
+print("trials started", flush=True)
+time.sleep(600)
+"""
+
+
+def start_and_kill_a_sweep(path: Path, name: str, engine_kind: str, base: RunConfig) -> None:
+    """A process drives a two-trial sweep, and is killed (SIGKILL) once both runs started."""
+    import json
+
+    driver = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            KILLED_DRIVER,
+            str(path),
+            name,
+            engine_kind,
+            json.dumps(base.to_dict()),
+        ],
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert driver.stdout is not None and driver.stdout.readline() == b"trials started\n"
+    finally:
+        driver.kill()
+        driver.wait(30)
+
+
+def test_a_killed_sweeps_trials_end_as_their_runs_do(tmp_path) -> None:
+    """The driver dies, the runs train on in the engine process: each trial is told its
+    run's result once the run ends, and not before."""
+    from tests.conftest import served
+
+    path = tmp_path / "lab.sqlite"
+    with served(path) as engine:
+        start_and_kill_a_sweep(path, "killed", "client", BASE.replace(max_steps=1500, epochs=1000))
+        runs = [run.id for run in engine.list()]
+        deadline = time.monotonic() + 30
+        while any(engine.status(run_id).status != "running" for run_id in runs):
+            assert time.monotonic() < deadline, "the engine did not take the sweep's runs"
+            time.sleep(0.05)
+        for run_id in runs:
+            engine.pause(run_id)  # still training: the trials must wait for them
+        [summary] = list_studies(engine)
+        assert (summary.running, summary.finished) == (2, 0)
+        for run_id in runs:
+            engine.resume(run_id)
+            assert engine.wait(run_id, 120).status == "completed"
+        [summary] = list_studies(engine)
+        assert (summary.running, summary.finished, summary.failed) == (0, 2, 0)
+        best = {run_id: engine.status(run_id).final_metrics["best_val_accuracy"] for run_id in runs}
+        trials = load_study(engine, "killed").trials
+        assert {t.user_attrs["run_id"]: t.value for t in trials} == pytest.approx(best)
+        assert all(t.state.name == "COMPLETE" for t in trials)
+
+
+def test_a_sweep_killed_with_its_engine_runs_its_trials_again_on_resume(tmp_path) -> None:
+    path = tmp_path / "lab.sqlite"
+    start_and_kill_a_sweep(path, "killed", "own engine", BASE.replace(max_steps=20_000))
+    engine = Engine(Store(path, flush_interval=0.05))  # marks the dead engine's runs
+    try:
+        [summary] = list_studies(engine)
+        assert (summary.running, summary.finished, summary.failed) == (0, 0, 0)
+        killed = load_study(engine, "killed").trials
+        assert [t.user_attrs.get("cut_short") for t in killed] == [True, True]
+        assert [t.user_attrs.get("run_status") for t in killed] == ["interrupted"] * 2
+
+        resumed = Sweep.load(engine, "killed", **FAST)
+        resumed.start()
+        wait_for(lambda: len(resumed.results()) == 4 and all(r.run_id for r in resumed.results()))
+        resumed.stop()
+        resumed.wait(30)
+        retried = load_study(engine, "killed").trials[2:]
+        assert sorted(t.user_attrs["retry_of"] for t in retried) == [0, 1]
+        assert {t.params["learning_rate"] for t in retried} == {
+            t.params["learning_rate"] for t in killed
+        }
+    finally:
+        engine.close()

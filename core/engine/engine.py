@@ -25,7 +25,7 @@ from core.engine.execution import RunControl, RunExecution
 from core.engine.reading import RunReader
 from core.engine.status import Progress, RunStatus
 from core.knobs import InvalidHyperparameters, live_change
-from core.store import Command, Store, UnknownRunError
+from core.store import ACTIVE_STATUSES, Command, Store, UnknownRunError
 
 
 class Engine(RunReader):
@@ -163,8 +163,13 @@ class Engine(RunReader):
         with self._lock:
             control = self._controls.get(run_id)
         if control is None:
-            if self.store.get_run(run_id) is None:
+            record = self.store.get_run(run_id)
+            if record is None:
                 raise UnknownRunError(f"run_id: no run {run_id!r}")
+            if record.status in ACTIVE_STATUSES:  # stored, its start command not read yet
+                raise InvalidHyperparameters(
+                    {"run_id": f"run {run_id} is {record.status}, not yet in this engine"}
+                )
             raise InvalidHyperparameters({"run_id": f"run {run_id} has ended"})
         return control
 

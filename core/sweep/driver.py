@@ -17,10 +17,12 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, Literal
 
+from core.engine import owner
 from core.knobs import InvalidHyperparameters
 from core.store import UnknownRunError
 from core.sweep.trial_run import (
     CUT_SHORT,
+    DRIVER,
     REASON,
     RETRY_OF,
     RUN_ID,
@@ -62,7 +64,9 @@ class Driver:
         """Drives the sweep in the calling thread; returns how it ended. Whatever it
         raises, every trial it started has been told first (as far as storage allows)."""
         try:
-            self._settle_orphans()
+            # The only driver of the study in this process (`DRIVERS`) has started nothing
+            # yet: trials of this process left running are an earlier driver's.
+            settle_abandoned(self.engine, self.study, driven_here=False)
             self._queue_retries()
             while not self.stop_requested.is_set():
                 self._poll()
@@ -93,6 +97,7 @@ class Driver:
             trial.set_user_attr(CUT_SHORT, True)
             self.study.tell(trial, state=_state("FAIL"))
             raise
+        trial.set_user_attr(DRIVER, owner.current())  # before the run id: see `settle_abandoned`
         trial.set_user_attr(RUN_ID, run_id)
         self.in_flight[trial.number] = TrialRun(trial, run_id)
 
@@ -138,27 +143,6 @@ class Driver:
         queued = any(t.state.name == "WAITING" for t in trials)
         return queued or _counted(trials) < self.plan.n_trials
 
-    def _settle_orphans(self) -> None:
-        """Tells the study how the runs of trials left running have ended: trials of a
-        process that died, or of a driver whose storage failed. Trials whose runs are not
-        in this store (another machine's) or still train (another driver's) stay as they
-        are."""
-        import optuna
-
-        for frozen in self.study.get_trials(deepcopy=False, states=(_state("RUNNING"),)):
-            run_id = frozen.user_attrs.get(RUN_ID)
-            try:
-                if run_id is None or self.engine.status(run_id).active:
-                    continue
-            except UnknownRunError:
-                continue
-            # Optuna has no public way to take over a running trial after a restart.
-            trial = optuna.Trial(self.study, frozen._trial_id)
-            trial_run = TrialRun(trial, run_id, max(frozen.intermediate_values, default=None))
-            outcome = trial_run.poll(self.engine, pruning=False)
-            if outcome is not None:
-                trial_run.tell(self.study, outcome)
-
     def _queue_retries(self) -> None:
         """Queues the values of trials cut short that have no retry yet, as many as the
         budget has room for, the earliest first."""
@@ -167,6 +151,41 @@ class Driver:
         cut_short = [t for t in trials if t.user_attrs.get(CUT_SHORT) and t.number not in retried]
         for trial in cut_short[: max(self.plan.n_trials - _counted(trials), 0)]:
             self.study.enqueue_trial(trial.params, user_attrs={RETRY_OF: trial.number})
+
+
+def settle_abandoned(engine: Engine, study: optuna.Study, *, driven_here: bool) -> int:
+    """Tells `study` how the runs of its abandoned trials ended; returns how many it told.
+
+    A trial is abandoned when it is left RUNNING by a driver that no longer drives: its
+    process is gone (a sweep killed mid-trial), or it is this process and `driven_here` is
+    false (a driver whose storage failed). Once its run has ended, the trial ends as the
+    run did (see `TrialRun`): COMPLETE with its best validation accuracy, or FAIL, cut
+    short when the run was interrupted so that a resume runs its values again. Trials whose
+    run still trains, or is not in this store (another machine's), stay as they are; so
+    do trials of a driver at work here when `driven_here`, and of live processes.
+    """
+    import optuna
+
+    told = 0
+    for frozen in study.get_trials(deepcopy=False, states=(_state("RUNNING"),)):
+        run_id, driver = frozen.user_attrs.get(RUN_ID), frozen.user_attrs.get(DRIVER)
+        if run_id is None or (driven_here if driver == owner.current() else owner.alive(driver)):
+            continue
+        try:
+            if engine.status(run_id).active:
+                continue
+        except UnknownRunError:
+            continue
+        # Optuna has no public way to take over a running trial after a restart.
+        trial = optuna.Trial(study, frozen._trial_id)
+        trial_run = TrialRun(trial, run_id, max(frozen.intermediate_values, default=None))
+        try:
+            if (outcome := trial_run.poll(engine, pruning=False)) is not None:
+                trial_run.tell(study, outcome)
+                told += 1
+        except optuna.exceptions.UpdateFinishedTrialError:
+            pass  # another process settled it first
+    return told
 
 
 def _counted(trials: list[optuna.trial.FrozenTrial]) -> int:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from core.knobs import InvalidHyperparameters
+from core.sweep.driver import settle_abandoned
 from core.sweep.trial_run import CUT_SHORT
 
 if TYPE_CHECKING:
@@ -122,14 +123,27 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
 
 def list_studies(engine: Engine, storage: str | None = None) -> list[SweepSummary]:
     """Every study in `storage` (default: `engine`'s store), the most recent first."""
-    opened = open_storage(storage_url(engine, storage))
-    # What `optuna.get_all_study_summaries` reads (its trials by `_study_id`, as it does),
-    # counted by state here.
-    result = [
-        _summary(study, opened.get_all_trials(study._study_id, deepcopy=False))
-        for study in opened.get_all_studies()
-    ]
+    url = storage_url(engine, storage)
+    opened = open_storage(url)
+    result = []
+    for study in opened.get_all_studies():
+        # What `optuna.get_all_study_summaries` reads (its trials by `_study_id`, as it
+        # does), counted by state here; trials a killed sweep left running are settled.
+        trials = opened.get_all_trials(study._study_id, deepcopy=False)
+        if any(t.state.name == "RUNNING" for t in trials) and settle_abandoned(
+            engine,
+            _load(study.study_name, opened),
+            driven_here=DRIVERS.driving(url, study.study_name),
+        ):
+            trials = opened.get_all_trials(study._study_id, deepcopy=False)
+        result.append(_summary(study, trials))
     return sorted(result, key=lambda s: s.started or datetime.max, reverse=True)
+
+
+def _load(study_name: str, storage: optuna.storages.BaseStorage) -> optuna.Study:
+    import optuna
+
+    return optuna.load_study(study_name=study_name, storage=storage)
 
 
 def _summary(
@@ -181,6 +195,11 @@ class DriverRegistry:
     def release(self, url: str, study_name: str) -> None:
         with self._lock:
             self._studies.discard((url, study_name))
+
+    def driving(self, url: str, study_name: str) -> bool:
+        """Whether a driver thread of this process runs the study now."""
+        with self._lock:
+            return (url, study_name) in self._studies
 
 
 DRIVERS = DriverRegistry()

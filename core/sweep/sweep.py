@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import threading
 import time
@@ -9,8 +10,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from core.knobs import InvalidHyperparameters
-from core.store import UnknownRunError
-from core.sweep.driver import Driver
+from core.store import StoreError, UnknownRunError
+from core.sweep.driver import Driver, settle_abandoned
 from core.sweep.plan import MAX_SEED, SweepPlan
 from core.sweep.studies import DRIVERS, PLAN_ATTR, TrialCounts, open_storage, storage_url
 from core.sweep.trial_run import REASON, RUN_ID, RUN_STATUS
@@ -188,8 +189,9 @@ class Sweep:
         """The sweep of an existing study, to show its trials or to resume it with `start`.
 
         `n_trials` and `parallel` replace the stored ones (to extend a finished sweep);
-        `pruner` replaces the default one of a sweep with pruning. Trials the sweep's
-        last driver left running, or that were cut short, run again on `start`.
+        `pruner` replaces the default one of a sweep with pruning. Trials its last
+        driver left running end as their runs did (`settle_abandoned`, in `status` and
+        on `start`); those cut short run again on `start`.
 
         Raises `InvalidHyperparameters` naming `study_name` if there is no such study or
         no `Sweep` made it, or the stored plan's field that is no longer valid.
@@ -316,6 +318,8 @@ class Sweep:
         """Where the sweep stands, read from its study (which other machines may share)."""
         with self._lock:
             state, error, study = self._state, self._error, self._study
+        if study is not None and state not in ACTIVE_STATES:
+            self._settle(study)
         trials = study.get_trials(deepcopy=False) if study is not None else []
         counts = TrialCounts.of(trials)
         best = _best(trials)
@@ -380,6 +384,12 @@ class Sweep:
             ) from None
         study.set_user_attr(PLAN_ATTR, self.plan.to_dict())
         return study
+
+    def _settle(self, study: optuna.Study) -> None:
+        """Settles the trials a killed driver left running (see `settle_abandoned`)."""
+        driving = DRIVERS.driving(self.storage, self.study_name)
+        with contextlib.suppress(StoreError):  # the engine closed: they wait for a reader
+            settle_abandoned(self.engine, study, driven_here=driving)
 
     def _drive(self, driver: Driver) -> None:
         state: SweepState

@@ -34,6 +34,9 @@ RUN_STATUS = "run_status"
 REASON = "reason"
 CUT_SHORT = "cut_short"
 RETRY_OF = "retry_of"
+#: The process whose driver started the trial's run (`core.engine.owner`), so that a
+#: trial its driver abandoned (the process was killed) can be told how its run ended.
+DRIVER = "driver"
 
 #: Why the sweep itself asked a run to stop.
 PRUNED = "pruned"
