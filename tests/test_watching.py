@@ -32,6 +32,7 @@ from tests.browser import ARTIFACTS, NEEDS_CHROMIUM, charts_with_data, chromium,
 pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
 
 RACE_SECONDS = 30.0  # issue 10, target 3
+STOP_SECONDS = 5.0  # from the stop command to the run's end, final validation included
 SPEED_FLOOR = 0.75  # the test's floor; the target, 0.90, is make bench's figure 9
 # Runs with every live knob that a slider could change on by mistake.
 WATCHED = (
@@ -157,10 +158,15 @@ def test_watching_never_changes_a_run(lab, browser) -> None:
     second = open_live(browser, url, ids)
     open_knob_expanders(second)
     second.wait_for_timeout(25_000)
+    stop_seconds = []
     for run_id in ids:  # the runs end while both tabs watch
+        asked = time.monotonic()
         assert client.settle(client.stop(run_id)).error is None
+        assert client.wait(run_id, 30).status == "stopped"
+        stop_seconds.append(time.monotonic() - asked)
         first.wait_for_timeout(3000)
-    first.wait_for_timeout(10_000)
+    assert max(stop_seconds) < STOP_SECONDS, stop_seconds
+    first.wait_for_function("document.body.innerText.split('stopped').length > 3", timeout=30_000)
     screenshot(first, "live-watched", height=2400)
 
     unasked = [
@@ -170,10 +176,10 @@ def test_watching_never_changes_a_run(lab, browser) -> None:
         if event.kind in UNASKED
     ]
     assert not unasked, unasked
-    assert {client.wait(run_id, 30).status for run_id in ids} == {"stopped"}
-    shown = first.inner_text("body")
-    assert shown.count("stopped") >= 3
-    record(f"watched 3 runs for about 60 s in two tabs: {len(unasked)} unasked events")
+    record(
+        f"watched 3 runs for about 60 s in two tabs: {len(unasked)} unasked events; "
+        "stopped in " + ", ".join(f"{s:.2f}" for s in stop_seconds) + " s"
+    )
     first.close()
     second.close()
 
