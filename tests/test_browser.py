@@ -120,3 +120,52 @@ def test_start_watch_and_stop_a_run_in_the_browser(server, browser) -> None:
         page.wait_for_timeout(500)
         assert page.locator("[data-testid='stException']").count() == 0, name
         screenshot(page, name)
+
+
+# Markdown (an image, a colour, maths), Plotly (a link, bold, a hover field) and HTML.
+HOSTILE_NAME = (
+    "![leak](http://127.0.0.1:9/leak.png) :red[red] $x^2$ %{x} "
+    '<a href="http://127.0.0.1:9/leak">link</a> <b>bold</b>'
+)
+
+
+def test_a_hostile_run_name_shows_as_typed_and_loads_nothing(server, browser) -> None:
+    """A run name is shown literally on every page and in every chart legend: no image is
+    fetched, no colour, maths, link or hover field is made of it."""
+    from core.engine.client import EngineClient
+
+    url, store_path = server
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    fetched: list[str] = []
+    page.on("request", lambda request: fetched.append(request.url))
+    page.goto(url)  # the app launches its engine, if the test before has not
+    settle(page)
+    client = EngineClient(Store(store_path))
+    deadline = time.monotonic() + 90
+    while client.engine() is None:
+        assert time.monotonic() < deadline, "the app launched no engine"
+        time.sleep(0.2)
+    run_id = client.start(
+        {"dataset": "digits", "model": "mlp", "max_steps": 20, "name": HOSTILE_NAME}
+    )
+    assert client.wait(run_id, 120).status == "completed"
+    client.close()
+
+    named_in_legends = 0
+    for path in ("", f"/Live?runs={run_id}", f"/Compare?runs={run_id}"):
+        page.goto(url + path)
+        settle(page)
+        page.wait_for_timeout(1000)
+        if "Live" in path:  # elsewhere runs are listed in tables, drawn on a canvas
+            assert HOSTILE_NAME in page.inner_text("body")
+        assert page.locator("[data-testid='stApp'] .katex").count() == 0, path
+        legends = page.evaluate(
+            "[...document.querySelectorAll('.js-plotly-plot .legendtext')]"
+            ".map(t => t.textContent.replaceAll('\\u200b', ''))"
+        )
+        assert all(HOSTILE_NAME in text for text in legends if "leak" in text), legends
+        named_in_legends += sum(HOSTILE_NAME in text for text in legends)
+        assert page.locator(".js-plotly-plot a").count() == 0, path
+    screenshot(page, "compare-hostile-name")
+    assert named_in_legends > 0
+    assert not [u for u in fetched if "leak" in u], fetched

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 
 from core.engine import Engine, RunConfig, owner
+from core.store.paths import PROJECT_ROOT
 
 
 def test_this_process_is_alive_and_a_finished_one_is_not() -> None:
@@ -38,3 +41,47 @@ def test_an_engine_leaves_a_live_process_runs_alone(tmp_path) -> None:
     finally:
         first.close()
         second.close()
+
+
+def test_two_processes_train_on_one_store_and_a_frozen_one_is_waited_for(tmp_path) -> None:
+    """A CLI and an engine train on one store at once; the CLI is frozen (SIGSTOP) for 5 s
+    mid-run, perhaps holding the write lock: its run is still its own (running, never
+    interrupted by another process), and both runs end completed with every step."""
+    path = tmp_path / "lab.sqlite"
+    flags = ["--dataset", "digits", "--model", "mlp", "--optimizer", "sgd", "--epochs", "100"]
+    flags += ["--max-steps", "800", "--name", "cli"]
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "core", "train", "--store", str(path), *flags],
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    engine = Engine(path)
+    try:
+        ours = engine.start(
+            RunConfig(dataset="digits", model="mlp", optimizer="sgd", epochs=100, max_steps=800)
+        )
+        deadline = time.monotonic() + 120
+        while not (runs := [r for r in engine.list() if r.name == "cli" and r.step >= 20]):
+            assert cli.poll() is None and time.monotonic() < deadline, "the CLI run did not train"
+            time.sleep(0.05)
+        theirs = runs[0].id
+        os.kill(cli.pid, signal.SIGSTOP)
+        try:
+            time.sleep(5)
+            assert engine.status(theirs).status == "running"
+            other = Engine(path)  # another process opening the store finds nothing to end
+            assert other.interrupted_at_start == []
+            other.close()
+        finally:
+            os.kill(cli.pid, signal.SIGCONT)
+        _, err = cli.communicate(timeout=180)
+        assert cli.returncode == 0, err
+        assert engine.wait(ours, 180).status == "completed"
+        for run_id in (ours, theirs):
+            assert engine.status(run_id).status == "completed"
+            assert engine.metrics(run_id).steps.tolist() == list(range(1, 801))
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+        engine.close()

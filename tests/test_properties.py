@@ -230,7 +230,8 @@ def valid_run_configs(draw: st.DrawFn) -> dict[str, Any]:
     }
     if "batch_size" in values:  # at most the training split (valid_values knows no split)
         split = data.registry.info(values.get("dataset", data.DEFAULT_DATASET)).train_size
-        values["batch_size"] = draw(st.integers(1, split))
+        most = next(knob.high for knob in RUN_FIELDS if knob.name == "batch_size")
+        values["batch_size"] = draw(st.integers(1, min(split, most)))
     spec = draw(st.sampled_from(SPECS))
     values["optimizer"] = spec.name
     values["hyperparameters"] = {

@@ -413,6 +413,32 @@ def test_append_buffers_and_close_flushes(store):
         writer.append(100, {"loss": 0.0})
 
 
+def test_events_are_buffered_and_committed_with_the_rows(store):
+    store.create_run("r", "r", {})
+    writer = store.metrics_writer("r", flush_interval=60)
+    writer.append(4, {"loss": 1.0})
+    writer.add_event(4, "histogram", {"edges": [0.0, 1.0]})
+    writer.add_event(5, "knob", {"name": "learning_rate", "value": 0.1})
+    assert store.events("r") == []  # nothing written yet: a locked store waits for no step
+    writer.close()
+    events = store.events("r")
+    assert [(e.step, e.kind, e.payload) for e in events] == [
+        (4, "histogram", {"edges": [0.0, 1.0]}),
+        (5, "knob", {"name": "learning_rate", "value": 0.1}),
+    ]
+    with pytest.raises(StoreError, match="closed"):
+        writer.add_event(6, "knob", {})
+
+
+def test_an_event_that_could_not_be_saved_is_named_by_its_step(store):
+    store.create_run("r", "r", {})
+    writer = store.metrics_writer("r", flush_interval=60)
+    writer.add_event(7, "knob", {"name": "radius", "value": 2.0})
+    store.delete_run("r")
+    with pytest.raises(StoreError, match=r"step 7 lost"):
+        writer.flush()
+
+
 def test_rows_appear_after_the_flush_interval(store):
     store.create_run("r", "r", {})
     with store.metrics_writer("r", flush_interval=0.05) as writer:

@@ -158,7 +158,7 @@ class RunExecution:
                 control.clock_start()
             if control.stop_reason is not None:
                 return control.stop_reason
-            self._apply_updates(trainer, step)
+            self._apply_updates(trainer, writer, step)
 
             last_step = step == trainer.total_steps
             # A step that measures logs too: its instruments' values beside the loss,
@@ -170,7 +170,7 @@ class RunExecution:
                 row["epoch"] = step / trainer.steps_per_epoch
                 row["wall_time"] = time.time()  # when the step was logged (Unix seconds)
             if measured.histograms is not None:
-                self.store.add_event(self.run_id, step, "histogram", measured.histograms)
+                writer.add_event(step, "histogram", measured.histograms)
             validate_every = config.val_every or trainer.steps_per_epoch
             if step % validate_every == 0 or last_step:
                 row |= trainer.evaluate()
@@ -196,7 +196,7 @@ class RunExecution:
             self._set_status("running")
             self.store.add_event(self.run_id, step, "resumed", {})
 
-    def _apply_updates(self, trainer: Any, step: int) -> None:
+    def _apply_updates(self, trainer: Any, writer: Any, step: int) -> None:
         """Live knob changes, each recorded as an event at the first step that uses it."""
         while True:
             try:
@@ -205,9 +205,7 @@ class RunExecution:
                 return
             previous = trainer.optimizer.get_knob(name)
             value = trainer.set_knob(name, value)
-            self.store.add_event(
-                self.run_id, step, "knob", {"name": name, "value": value, "previous": previous}
-            )
+            writer.add_event(step, "knob", {"name": name, "value": value, "previous": previous})
 
     def _set_status(self, status: str) -> None:
         self.control.status = status

@@ -5,25 +5,29 @@ import threading
 import time
 from collections.abc import Mapping
 from types import TracebackType
+from typing import Any
 
 from core.store import chunks
 from core.store.connections import ConnectionPool
 from core.store.errors import StoreError
+from core.store.records import to_json
 
 
 class MetricsWriter:
-    """Buffers one run's metric rows in memory; a background thread commits them.
+    """Buffers one run's metric rows and events in memory; a background thread commits them.
 
-    `append` only validates and stores the row in a list; a daemon thread owned by this
-    writer commits everything buffered every `flush_interval` seconds, as one chunk in one
-    transaction, and advances the run's `step`. A process that dies therefore loses at most
-    the rows of the last interval. One thread per writer keeps runs independent: a writer
-    that fails stops alone, and the others go on.
+    `append` and `add_event` only validate and keep what they are given; a daemon thread
+    owned by this writer commits everything buffered every `flush_interval` seconds, the
+    rows as one chunk and the events, in one transaction, and advances the run's `step`.
+    So a store locked by another process holds up this thread, never the training. A
+    process that dies loses at most what was buffered in the last interval. One thread per
+    writer keeps runs independent: a writer that fails stops alone, and the others go on.
 
-    A failed commit (disk full, read-only or locked database, deleted run) is not retried:
-    the rows are dropped, the thread stops, and the error is raised as a `StoreError` by
-    the training thread's next `append`, `check`, `flush` or `close`, so the run can fail
-    with that reason. Steps must strictly increase, also across writers of the same run.
+    A failed commit (disk full, a lock held past the store's patience, deleted run) is not
+    retried: what it held is dropped, the thread stops, and the error is raised as a
+    `StoreError` by the training thread's next `append`, `add_event`, `check`, `flush` or
+    `close`, so the run can fail with that reason. Steps must strictly increase, also
+    across writers of the same run.
     """
 
     def __init__(
@@ -41,8 +45,9 @@ class MetricsWriter:
         self.flush_interval = flush_interval
         self._pool = pool
         self._encoder = chunks.ChunkEncoder()
-        self._lock = threading.Lock()  # guards the four fields below
+        self._lock = threading.Lock()  # guards the five fields below
         self._rows: list[chunks.Row] = []
+        self._events: list[tuple[int, float, str, str]] = []  # step, time, kind, payload
         self._last_step = last_step
         self._error: StoreError | None = None
         self._closed = False
@@ -74,6 +79,14 @@ class MetricsWriter:
             self._rows.append((step, row))
             self._last_step = step
 
+    def add_event(self, step: int, kind: str, payload: Mapping[str, Any]) -> None:
+        """Buffer an event (as `Store.add_event` records it), committed with the rows
+        around it; returns at once. Raises `StoreError` as `append` does."""
+        event = (operator.index(step), time.time(), kind, to_json(payload))
+        with self._lock:
+            self._raise_if_unusable()
+            self._events.append(event)
+
     def check(self) -> None:
         """Raise the `StoreError` of a failed commit, if any."""
         with self._lock:
@@ -85,27 +98,31 @@ class MetricsWriter:
             return len(self._rows)
 
     def flush(self) -> None:
-        """Commit the buffered rows now, from the calling thread."""
+        """Commit the buffered rows and events now, from the calling thread."""
         with self._flush_lock:
             with self._lock:
                 self._raise_if_failed()
                 rows, self._rows = self._rows, []
-            if not rows:
+                events, self._events = self._events, []
+            if not rows and not events:
                 return
             try:
-                block = self._encoder.encode(rows)
                 with self._pool.transaction() as conn:
-                    chunks.append(conn, self.run_id, block)
-                    conn.execute(
-                        "UPDATE runs SET step = max(step, ?), updated = ? WHERE id = ?",
-                        (int(block.steps[-1]), time.time(), self.run_id),
+                    if rows:
+                        block = self._encoder.encode(rows)
+                        chunks.append(conn, self.run_id, block)
+                        conn.execute(
+                            "UPDATE runs SET step = max(step, ?), updated = ? WHERE id = ?",
+                            (int(block.steps[-1]), time.time(), self.run_id),
+                        )
+                    conn.executemany(
+                        "INSERT INTO events (run_id, step, time, kind, payload) "
+                        "VALUES (?, ?, ?, ?, ?)",
+                        [(self.run_id, *event) for event in events],
                     )
             except Exception as exc:  # whatever it is, the training thread must hear of it
-                lost = (
-                    f"steps {rows[0][0]} to {rows[-1][0]}"
-                    if len(rows) > 1
-                    else f"step {rows[0][0]}"
-                )
+                steps = sorted({step for step, _ in rows} | {event[0] for event in events})
+                lost = f"steps {steps[0]} to {steps[-1]}" if len(steps) > 1 else f"step {steps[0]}"
                 error = StoreError(
                     f"could not save the metrics of run {self.run_id!r} ({lost} lost): {exc}"
                 )
