@@ -15,7 +15,7 @@ from bench import report, synthetic
 from bench.__main__ import main
 from bench.figures import FIGURES, select
 from bench.rows import Measured, Quantity, Row, Target, format_value
-from bench.sampler import ANCHOR_ITSELF, StackSampler
+from bench.sampler import ANCHOR_ITSELF, OUTSIDE, StackSampler
 from bench.step_clock import ClockedStore
 from bench.timing import interleave, median_seconds, seconds_per_call
 from core.engine import Engine, RunConfig
@@ -182,11 +182,12 @@ def test_the_sampler_charges_time_to_the_call_the_anchor_is_in() -> None:
     done.wait(10)
     elapsed = time.perf_counter() - started
 
-    # A moment may go to starting the sampler's own thread.
-    assert (
-        {"mean", ANCHOR_ITSELF} <= set(sampler.seconds) <= {"mean", ANCHOR_ITSELF, "Thread.start"}
-    )
+    # A moment may go to starting the sampler's own thread, and a last look may find the
+    # worker past its function, in `threading`'s code (elsewhere).
+    allowed = {"mean", ANCHOR_ITSELF, "Thread.start", OUTSIDE}
+    assert {"mean", ANCHOR_ITSELF} <= set(sampler.seconds) <= allowed
     total = sum(sampler.seconds.values())
+    assert sampler.seconds[OUTSIDE] < 0.05 * total
     assert 0.5 * elapsed <= total <= elapsed
     # About half the time goes to `mean`.
     assert 0.25 <= sampler.seconds["mean"] / total <= 0.75

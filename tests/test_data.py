@@ -296,16 +296,6 @@ def test_without_epochs_the_pipeline_repeats():
     assert [len(y) for _, y in batches] == [100, 100, 100, 59] * 2 + [100]
 
 
-def test_pipelines_do_not_autotune():
-    """tf.data's autotuning thread backs off to sleeps of up to a minute, and deleting an
-    iterator waits for it: runs stopped after a minute of training took up to 40 s to end
-    (`test_watching` measures the end of stopped runs)."""
-    dataset = data.load("digits")
-    for split in ("train", "test"):
-        options = data.pipeline(dataset, split, batch_size=32, seed=0).options()
-        assert options.autotune.enabled is False, split
-
-
 def test_multitask_pipeline_adds_the_parity_target():
     dataset = data.load("digits")
     pipeline = data.pipeline(dataset, "train", batch_size=32, seed=0, multitask=True)

@@ -16,10 +16,6 @@ from core.data.dataset import Dataset
 if TYPE_CHECKING:
     import tensorflow as tf
 
-#: Batches gathered ahead of the training step, and in parallel: a gather is a copy, so two
-#: keep the step fed on two cores.
-PARALLEL_BATCHES = 2
-
 
 def pipeline(
     dataset: Dataset,
@@ -83,13 +79,8 @@ def pipeline(
         return batch_x, batch_y
 
     passes = tf.data.Dataset.counter() if epochs is None else tf.data.Dataset.range(epochs)
-    # No autotuning: its thread backs off to sleeps of up to a minute, and deleting the
-    # iterator waits for it to wake, so a run stopped after a while took up to 40 s to end.
-    options = tf.data.Options()
-    options.autotune.enabled = False
     return (
         passes.flat_map(one_pass)
-        .map(gather, num_parallel_calls=PARALLEL_BATCHES, deterministic=True)
-        .prefetch(PARALLEL_BATCHES)
-        .with_options(options)
+        .map(gather, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        .prefetch(tf.data.AUTOTUNE)
     )
