@@ -33,7 +33,6 @@ from core.engine import Engine
 from core.knobs import InvalidHyperparameters, LayerRule
 from core.store import LOCK_PATIENCE, Store
 from tests import app_server
-from tests.browser import NEEDS_CHROMIUM
 
 # Each takes Python's backtracking `re` exponential time on a long enough text.
 CATASTROPHIC = ("(x|x|x|x|x|x)*y", "(x+x+)+y", "(x+)+y", "(.*x){20}y", "((x|xx)+)+y")
@@ -63,7 +62,6 @@ FREEZE_ON_PATHS = ("(.*){25}@", "(.*.*.*.*)*@")
 
 
 @pytest.mark.slow
-@NEEDS_CHROMIUM  # not the browser: the app's other end-to-end tests need the same setup
 def test_runs_with_catastrophic_rules_never_freeze_the_servers(tmp_path) -> None:
     """Runs whose layer rules would freeze a backtracking matcher train to the end, while
     the app's health endpoint answers within 1 s and the engine's heartbeat stays fresh."""
