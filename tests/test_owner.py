@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from core.engine import Engine, RunConfig, owner
 from core.store.paths import PROJECT_ROOT
 
@@ -43,6 +45,7 @@ def test_an_engine_leaves_a_live_process_runs_alone(tmp_path) -> None:
         second.close()
 
 
+@pytest.mark.slow
 def test_two_processes_train_on_one_store_and_a_frozen_one_is_waited_for(tmp_path) -> None:
     """A CLI and an engine train on one store at once; the CLI is frozen (SIGSTOP) for 5 s
     mid-run, perhaps holding the write lock: its run is still its own (running, never
@@ -70,7 +73,7 @@ def test_two_processes_train_on_one_store_and_a_frozen_one_is_waited_for(tmp_pat
         try:
             time.sleep(5)
             assert engine.status(theirs).status == "running"
-            other = Engine(path)  # another process opening the store finds nothing to end
+            other = Engine(path)  # a new engine (a restarted app's) ends nothing: it lives
             assert other.interrupted_at_start == []
             other.close()
         finally:
