@@ -11,6 +11,7 @@ import pytest
 
 from core.engine import Engine, RunConfig
 from core.optimizers import InvalidHyperparameters
+from tests.threads import new_threads
 
 # Small and fast: 8×8 digits, 22 steps per epoch at batch 64.
 FAST = {
@@ -234,12 +235,12 @@ def test_live_knob_change_is_applied_and_recorded(engine) -> None:
 
 
 def test_invalid_config_writes_nothing(engine) -> None:
-    threads = threading.active_count()
+    threads = set(threading.enumerate())
     with pytest.raises(InvalidHyperparameters) as caught:
         engine.start({**FAST, "batch_size": -1, "hyperparameters": {"learning_rate": "x"}})
     assert set(caught.value.errors) == {"batch_size", "learning_rate"}
     assert engine.list() == []
-    assert threading.active_count() == threads
+    assert new_threads(threads) == []
 
 
 def test_a_failing_run_reports_the_error_and_others_go_on(engine, monkeypatch) -> None:

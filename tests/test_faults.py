@@ -39,6 +39,7 @@ from core.store import Store, StoreError
 from core.store.connections import ConnectionPool
 from tests import app_server
 from tests.browser import NEEDS_CHROMIUM, chromium, settle
+from tests.threads import new_threads
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = {
@@ -417,7 +418,7 @@ def test_a_full_disk_fails_the_run_and_the_engine_keeps_serving(small_disk: Smal
         kept = engine.start({**FAST, "max_steps": 20})
         assert engine.wait(kept, 120).status == "completed"
         kept_metrics = engine.metrics(kept)
-        threads = threading.active_count()
+        threads = set(threading.enumerate())
 
         victim = engine.start({**FAST, "epochs": 10_000})
         wait_for(lambda: len(engine.metrics(victim)) >= 5, 120, "the run stored no metrics")
@@ -426,7 +427,7 @@ def test_a_full_disk_fails_the_run_and_the_engine_keeps_serving(small_disk: Smal
         failed = engine.wait(victim, 60)
         assert failed.status == "failed", failed
         assert "database or disk is full" in failed.error
-        wait_for(lambda: threading.active_count() == threads, 10, "the run's threads linger")
+        assert not (lingering := new_threads(threads, 10)), f"threads linger: {lingering}"
 
         # Still serving: reads, the other run's metrics, the failed run's rows up to the fill.
         assert {run.id: run.status for run in engine.list()} == {

@@ -20,6 +20,7 @@ import pytest
 
 from core.engine import Engine
 from core.store import MetricsWriter
+from tests.threads import settle_releases
 
 FAST = {
     "dataset": "digits",
@@ -65,6 +66,7 @@ class Usage:
 
     @classmethod
     def now(cls) -> Usage:
+        settle_releases()
         gc.collect()
         _trim()
         objects = gc.get_objects()

@@ -30,6 +30,7 @@ from core.engine import TASKS, Engine, RunConfig, fields
 from core.engine.config import FIELD_NAMES
 from core.knobs import LR_MULT, RULE_WEIGHT_DECAY, InvalidHyperparameters, Knob
 from core.optimizers import OptimizerSpec
+from tests.threads import new_threads
 
 SPECS: list[OptimizerSpec] = optimizers.specs()
 RUN_FIELDS: tuple[Knob, ...] = fields()
@@ -444,12 +445,12 @@ def test_an_engine_starts_nothing_and_writes_nothing_for_an_invalid_config(
     stores nothing: the store's files keep their bytes."""
     values, field = case
     folder = idle_engine.store.path.parent
-    threads, files = threading.active_count(), _files(folder)
+    threads, files = set(threading.enumerate()), _files(folder)
     with pytest.raises(InvalidHyperparameters) as caught:
         idle_engine.start(values)
     assert set(caught.value.errors) == {field}
     assert idle_engine.list() == []
-    assert threading.active_count() == threads
+    assert new_threads(threads) == []
     assert _files(folder) == files
 
 

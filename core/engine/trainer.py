@@ -33,6 +33,7 @@ NOISE_SCALE_KEYS = ("noise_scale", "noise_scale/grad_sq", "noise_scale/trace")
 # Single noise-scale estimates are noisy: the ratio is taken of running averages.
 NOISE_SCALE_DECAY = 0.9
 SHARPNESS_ITERATIONS = 10  # warm-started from the last eigenvector
+RELEASE_THREAD = "optlab-batches-release"  # see `Trainer.close`
 # Below this magnitude a parameter counts as zero for `sparsity/<layer>` (unless pruning
 # is on: then the pruning threshold is the line).
 ZERO = 1e-6
@@ -193,7 +194,7 @@ class Trainer:
         self._train_step = self._sharpness = self._eval_batch = None
         self.model = self.optimizer = None
         held, self._batches = [self._batches], None
-        threading.Thread(target=held.clear, name="optlab-batches-release", daemon=True).start()
+        threading.Thread(target=held.clear, name=RELEASE_THREAD, daemon=True).start()
 
     def measures(self, step: int) -> bool:
         """Whether an instrument measures at `step`."""
