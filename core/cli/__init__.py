@@ -1,0 +1,111 @@
+"""`python -m core`: train runs, list them and export their metrics from a terminal.
+
+    python -m core train --optimizer projected_gd --radius 5 --lr 0.1 --epochs 2
+    python -m core runs [--json]
+    python -m core export RUN_ID --csv run.csv --tensorboard tb/
+
+The package: `parser` (flags made from the run fields and the knobs), `commands` (what
+each command does), `progress` (the bar and the summary), `exits` (exit statuses).
+
+Every command takes `--store PATH` (default: `$OPTLAB_STORE`, else `runs/optlab.sqlite`).
+`train` has a flag for every run field (`core.engine.FIELDS`) and for every knob of every
+registered optimizer, plugins included, with the knob's help and range; values are checked
+by the same validation as the dashboard's, which names each bad field.
+
+Exit status (`EXIT_*`):
+    0    done; for `train`, the run completed
+    1    the run diverged or failed, or the store failed while in use
+    2    bad input: a bad flag or config, a missing or malformed `--config` file, an
+         unknown run, an output path that cannot be written, no store or a corrupt one;
+         `train` has then written nothing (no store file, no run), and `runs` and
+         `export` never create a store
+    130  interrupted by Ctrl-C; `train` first stops its run (status `stopped`)
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+from core import optimizers
+from core.cli.commands import HANDLERS, format_runs, run_json
+from core.cli.exits import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    report,
+)
+from core.cli.parser import build_parser, needs_plugins, run_config
+from core.cli.progress import ProgressBar, format_summary, render_progress
+from core.knobs import InvalidHyperparameters
+from core.optimizers import catalog
+from core.store import StoreError
+
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "ProgressBar",
+    "UsageError",
+    "build_parser",
+    "format_runs",
+    "format_summary",
+    "main",
+    "render_progress",
+    "run_config",
+    "run_json",
+]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the command line on `argv` (default: `sys.argv[1:]`); returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    plugins = needs_plugins(argv)
+    trains = "train" in argv and not {"-h", "--help"} & set(argv)
+    if (plugins or trains) and "TF_CPP_MIN_LOG_LEVEL" not in os.environ:
+        _import_tensorflow_quietly()
+    specs = optimizers.specs() if plugins else list(catalog.BUILTIN)
+    if plugins:
+        for path, reason in catalog.plugin_errors().items():
+            print(f"warning: plugin {path} was not loaded: {reason}", file=sys.stderr)
+    parser = build_parser(specs)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse has printed the help, or the usage and the error
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        return HANDLERS[args.command](args)
+    except (UsageError, InvalidHyperparameters) as exc:
+        report(str(exc).replace("\n", " "))
+        return EXIT_USAGE
+    except StoreError as exc:
+        report(str(exc))
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader left (`runs --json | head`): nothing more to say, and no traceback.
+        # Python would still try to flush stdout at exit: point it at /dev/null first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+
+
+def _import_tensorflow_quietly() -> None:
+    """Imports TensorFlow and finds its devices with the native start-up lines (oneDNN,
+    CPU features, CUDA probing: written to file descriptor 2 before any logging setting
+    applies) kept off the terminal. Python's own errors still show. Setting
+    `TF_CPP_MIN_LOG_LEVEL` leaves TensorFlow's output to it."""
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        import tensorflow as tf
+
+        tf.config.list_physical_devices()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)

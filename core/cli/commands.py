@@ -1,0 +1,207 @@
+"""The commands: `train`, `runs`, `export` and `serve`, each a function of the parsed
+arguments that returns the exit status."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from core.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError, report
+from core.cli.parser import run_config
+from core.cli.progress import ProgressBar, RunWatch, failure, format_summary
+from core.engine import Engine
+from core.export import safe_path, write_csv, write_tensorboard
+from core.knobs import InvalidHyperparameters
+from core.store import RunRecord, Store, StoreError, default_path
+
+
+def train(args: argparse.Namespace) -> int:
+    """Trains one run in an engine of its own, drawing its progress; Ctrl-C stops it."""
+    config = run_config(args)  # before the store: bad input writes nothing
+    engine = Engine(_open_store(args.store, must_exist=False), max_concurrent=1)
+    try:
+        run_id = engine.start(config)
+        print(run_id, flush=True)
+        watch = RunWatch(engine, run_id, ProgressBar(sys.stderr))
+        try:
+            status = watch.until_done()
+            interrupted = False
+        except KeyboardInterrupt:
+            watch.bar.note(f"stopping run {run_id} (Ctrl-C)")
+            with contextlib.suppress(InvalidHyperparameters):  # it may have just ended
+                engine.stop(run_id)
+            status = watch.until_done()
+            interrupted = True
+        print(format_summary(status), flush=True)
+    finally:
+        engine.close()
+    if interrupted:
+        return EXIT_INTERRUPTED
+    if status.status == "completed":
+        return EXIT_OK
+    report(failure(status))
+    return EXIT_FAILED
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Serves the store: trains what clients hand over until told to stop (or idle)."""
+    from core.engine.server import serve
+
+    if not 1 <= args.max_concurrent <= 64:
+        raise UsageError(f"max_concurrent: must be in [1, 64] (got {args.max_concurrent})")
+    path = default_path() if args.store is None else args.store
+    try:
+        Store(path).close()  # a corrupt or foreign file is refused before anything starts
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+    return serve(path, max_concurrent=args.max_concurrent, exit_when_idle=args.exit_when_idle)
+
+
+def runs(args: argparse.Namespace) -> int:
+    """Lists the store's runs, as a table or as JSON."""
+    with _open_store(args.store, must_exist=True) as store:
+        records = store.list_runs()
+    if args.json:
+        print(json.dumps([run_json(record) for record in records], indent=2, allow_nan=False))
+    elif records:
+        print(format_runs(records))
+    else:
+        print(f"no runs in {args.store or default_path()}", file=sys.stderr)
+    return EXIT_OK
+
+
+def run_json(record: RunRecord) -> dict[str, Any]:
+    """A run for `runs --json`: `id`, `name`, `status`, `optimizer`, `model`, `dataset`,
+    `created`, `started`, `finished` (ISO 8601, UTC, or null), `step`, `total_steps`,
+    `final_metrics`, `error` and `config`; NaN and infinities become null."""
+    return _strict_json(
+        {
+            "id": record.id,
+            "name": record.name,
+            "status": record.status,
+            "optimizer": record.config.get("optimizer"),
+            "model": record.config.get("model"),
+            "dataset": record.config.get("dataset"),
+            "created": _iso(record.created),
+            "started": _iso(record.started),
+            "finished": _iso(record.finished),
+            "step": _step(record),
+            "total_steps": record.total_steps,
+            "final_metrics": record.final_metrics,
+            "error": record.error,
+            "config": record.config,
+        }
+    )
+
+
+def format_runs(records: Sequence[RunRecord]) -> str:
+    """The runs as an aligned table: id, status, optimizer, step/total, val acc, created
+    (local time) and name."""
+    header = ("ID", "STATUS", "OPTIMIZER", "STEP", "VAL ACC", "CREATED", "NAME")
+    rows = [header]
+    for record in records:
+        accuracy = (record.final_metrics or {}).get("val_accuracy")
+        rows.append(
+            (
+                record.id,
+                record.status,
+                str(record.config.get("optimizer", "?")),
+                f"{_step(record)}/{record.total_steps or '?'}",
+                "-" if accuracy is None else f"{accuracy:.4f}",
+                datetime.fromtimestamp(record.created).strftime("%Y-%m-%d %H:%M"),
+                record.name,
+            )
+        )
+    # Every column padded to its widest cell but the last, the name, which may be long.
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
+    return "\n".join(
+        "  ".join([*(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=True)), row[-1]])
+        for row in rows
+    )
+
+
+def export(args: argparse.Namespace) -> int:
+    """Writes a run's metrics as CSV and/or TensorBoard event files."""
+    if args.csv is None and args.tensorboard is None:
+        raise UsageError("export: give --csv PATH, --tensorboard DIR, or both")
+    with _open_store(args.store, must_exist=True) as store:
+        record = store.get_run(args.run_id)
+        if record is None:
+            raise UsageError(f"run_id: no run {args.run_id!r} in {store.path}")
+        metrics = store.read_metrics(record.id)
+        events = store.events(record.id)
+    tensorboard = None
+    if args.tensorboard is not None:  # the run id names a folder: checked before any write
+        tensorboard = _writing(
+            "tensorboard", lambda: safe_path(args.tensorboard, record.id, field="run_id")
+        )
+    if args.csv is not None:
+        path = _writing("csv", lambda: write_csv(metrics, args.csv))
+        print(f"wrote {path} ({len(metrics)} rows)")
+    if tensorboard is not None:
+        path = _writing(
+            "tensorboard",
+            lambda: write_tensorboard(metrics, tensorboard, events=events, config=record.config),
+        )
+        print(f"wrote {path}; view with: tensorboard --logdir {args.tensorboard}")
+    return EXIT_OK
+
+
+def _writing(field: str, write: Callable[[], Path]) -> Path:
+    """`write()`, with an output path that cannot be written reported as bad input."""
+    try:
+        return write()
+    except OSError as exc:
+        reason = f"cannot write {exc.filename}: {exc.strerror}" if exc.strerror else str(exc)
+        raise UsageError(f"{field}: {reason}") from None
+    except ValueError as exc:  # from safe_path, naming the field
+        raise UsageError(str(exc)) from None
+
+
+def _open_store(path: Path | None, *, must_exist: bool) -> Store:
+    """The store at `path` (default: `default_path()`). With `must_exist`, a missing file
+    is refused rather than created. `UsageError` if it is missing or cannot be used."""
+    path = default_path() if path is None else path
+    if must_exist and not path.exists():
+        raise UsageError(f"no store at {path}")
+    try:
+        return Store(path)
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _step(record: RunRecord) -> int:
+    """The last step a run reached: its final count once ended, else the last flushed."""
+    return max(record.step, int((record.final_metrics or {}).get("steps", 0)))
+
+
+def _iso(timestamp: float | None) -> str | None:
+    if timestamp is None:
+        return None
+    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")
+
+
+def _strict_json(value: Any) -> Any:
+    """`value` with NaN and infinities replaced by None: strict JSON has neither."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {key: _strict_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_strict_json(item) for item in value]
+    return value
+
+
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "train": train,
+    "runs": runs,
+    "export": export,
+    "serve": serve,
+}

@@ -1,0 +1,19 @@
+"""The command line's exit statuses and its one way to report bad input."""
+
+from __future__ import annotations
+
+import sys
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
+
+
+class UsageError(Exception):
+    """Bad input: reported as one `error: field: reason` line, with exit status 2."""
+
+
+def report(message: str) -> None:
+    """`message` as an `error:` line on stderr."""
+    print(f"error: {message}", file=sys.stderr, flush=True)

@@ -1,0 +1,343 @@
+"""`train`'s flags, made from the run fields and every optimizer's knobs, and the
+`RunConfig` they give."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from core import optimizers
+from core.cli.exits import UsageError
+from core.engine import FIELDS, RunConfig, fields
+from core.knobs import Knob, read_number
+from core.optimizers import catalog
+from core.optimizers.catalog import OptimizerSpec
+
+DEFAULT_MAX_CONCURRENT = 3  # the demo race's three runs train at once
+HYPERPARAMETER = "hyperparameters."  # argparse dest prefix of optimizer knobs
+RUN_FIELDS = frozenset(knob.name for knob in FIELDS)
+
+EPILOG = """exit status:
+  0    done; for train, the run completed
+  1    the run diverged or failed
+  2    bad input (flags, config, --config file, unknown run, missing or corrupt store);
+       train then writes nothing
+  130  Ctrl-C; train stops its run first
+"""
+
+
+def needs_plugins(argv: Sequence[str]) -> bool:
+    """Whether `train` may need a plugin optimizer's flags: it names an optimizer that is
+    not built in, or takes a `--config` file (which may). Loading plugins imports
+    TensorFlow, which `--help` and the other commands do without."""
+    if "train" not in argv:
+        return False
+    for i, arg in enumerate(argv):
+        name = arg.partition("=")[2] if arg.startswith("--optimizer=") else None
+        if arg == "--optimizer" and i + 1 < len(argv):
+            name = argv[i + 1]
+        if (
+            arg == "--config"
+            or arg.startswith("--config=")
+            or (name is not None and name not in catalog.BUILTIN_NAMES)
+        ):
+            return True
+    return False
+
+
+def build_parser(specs: Sequence[OptimizerSpec] | None = None) -> argparse.ArgumentParser:
+    """The `python -m core` parser, with `train` flags for the knobs of `specs` (default:
+    every optimizer, plugins included); the command's name is in `args.command`."""
+    specs = optimizers.specs() if specs is None else specs
+    parser = argparse.ArgumentParser(
+        prog="optlab" if Path(sys.argv[0]).name == "optlab" else "python -m core",
+        description="Optimizer Lab from the command line: train runs, list them, export them.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    store = argparse.ArgumentParser(add_help=False)
+    store.add_argument(
+        "--store",
+        type=Path,
+        metavar="PATH",
+        help="The store file (default: $OPTLAB_STORE, else runs/optlab.sqlite).",
+    )
+
+    train = commands.add_parser(
+        "train",
+        parents=[store],
+        help="Train one run, showing its progress; Ctrl-C stops it.",
+        description="Train one run: print its id, its progress on stderr, then its final\n"
+        "metrics. Optimizer knobs not given keep the optimizer's own defaults.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_train_arguments(train, specs)
+    train.set_defaults(command="train")
+
+    runs = commands.add_parser(
+        "runs",
+        parents=[store],
+        help="List the runs in the store, newest first.",
+        description="List the runs in the store, newest first.",
+    )
+    runs.add_argument(
+        "--json",
+        action="store_true",
+        help="Print a JSON list, one object per run (times as ISO 8601 in UTC; NaN and "
+        "infinities as null).",
+    )
+    runs.set_defaults(command="runs")
+
+    export = commands.add_parser(
+        "export",
+        parents=[store],
+        help="Export a run's metrics as CSV and/or TensorBoard event files.",
+        description="Export a run's metrics: a CSV table, and/or TensorBoard event files "
+        "in DIR/RUN_ID (so that `tensorboard --logdir DIR` lists every exported run).",
+    )
+    export.add_argument("run_id", metavar="RUN_ID", help="The run, as `runs` lists it.")
+    export.add_argument("--csv", type=Path, metavar="PATH", help="Write the CSV table here.")
+    export.add_argument(
+        "--tensorboard", type=Path, metavar="DIR", help="Write event files in DIR/RUN_ID."
+    )
+    export.set_defaults(command="export")
+
+    serve = commands.add_parser(
+        "serve",
+        parents=[store],
+        help="Train the runs the dashboard starts, in this process (the dashboard launches "
+        "one when none serves the store).",
+        description="Serve the store: train the runs that the dashboard (or any client) "
+        "hands over, and carry out the commands written for them. One engine serves a "
+        "store at a time; a second exits at once. Ctrl-C or SIGTERM interrupts what "
+        "still trains.",
+    )
+    serve.add_argument(
+        "--max-concurrent",
+        type=int,
+        default=DEFAULT_MAX_CONCURRENT,
+        metavar="N",
+        help=f"Runs that train at once; the rest wait in a queue. Default: "
+        f"{DEFAULT_MAX_CONCURRENT}.",
+    )
+    serve.add_argument(
+        "--exit-when-idle",
+        action="store_true",
+        help="Exit once no run is queued or training and no dashboard of the store lives "
+        "(after a minute of grace): how a dashboard launches its engine.",
+    )
+    serve.set_defaults(command="serve")
+    return parser
+
+
+def _add_train_arguments(parser: argparse.ArgumentParser, specs: Sequence[OptimizerSpec]) -> None:
+    """`train`'s flags, made from the run fields and the knobs of `specs`."""
+    parser.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE.json",
+        help="Start from this run config, a JSON object with RunConfig's fields; flags "
+        "given on the command line override its values.",
+    )
+    run = parser.add_argument_group("run")
+    for knob in fields(specs):
+        _add_knob(run, knob, knob.name, _show(knob.default) + ".")
+    run.add_argument(
+        "--task-weight",
+        dest="task_weights",
+        action="append",
+        type=_task_weight,
+        default=argparse.SUPPRESS,
+        metavar="TASK=W",
+        help="Loss weight of a task of the multi-task model (digit, parity), in [0, 1000]; "
+        "repeatable. Default: 1 each.",
+    )
+
+    common = parser.add_argument_group("optimizer knobs", "Every optimizer has these.")
+    specific = parser.add_argument_group(
+        "knobs of some optimizers",
+        None
+        if any(spec.source != "core" for spec in specs)
+        else "A plugin optimizer's own knobs are listed with `--optimizer NAME --help`.",
+    )
+    for knob, owners in _optimizer_knobs(specs):
+        everyone = len(owners) == len(specs)
+        extra = "" if everyone else f" For {', '.join(spec.name for spec in owners)}."
+        # A plugin's knob whose flag is taken (say, one named `seed`) gets no flag;
+        # `--config` still sets it.
+        with contextlib.suppress(argparse.ArgumentError):
+            _add_knob(
+                common if everyone else specific,
+                knob,
+                HYPERPARAMETER + knob.name,
+                _defaults_text(knob.name, owners) + extra,
+            )
+
+
+def _optimizer_knobs(specs: Sequence[OptimizerSpec]) -> list[tuple[Knob, list[OptimizerSpec]]]:
+    """Each optimizer knob once (the first spec's), with the specs that have it; the run
+    field `telemetry`, which the optimizers also declare, is left out."""
+    owners: dict[str, tuple[Knob, list[OptimizerSpec]]] = {}
+    for spec in specs:
+        for knob in spec.knobs:
+            if knob.name != "telemetry":
+                owners.setdefault(knob.name, (knob, []))[1].append(spec)
+    return list(owners.values())
+
+
+def _add_knob(group: argparse._ArgumentGroup, knob: Knob, dest: str, default_text: str) -> None:
+    """One flag for `knob`, storing into `dest` only when given (no argparse default)."""
+    flag = "--" + knob.name.replace("_", "-")
+    parts = [knob.help]
+    if knob.range_text():
+        parts.append(f"In {knob.range_text()}.")
+    if knob.optional and knob.type in ("int", "float"):
+        parts.append("'none' turns it off.")
+    parts.append(f"Default: {default_text}")
+    help_text = " ".join(parts).replace("%", "%%")  # argparse %-formats help
+    common: dict[str, Any] = {"dest": dest, "default": argparse.SUPPRESS, "help": help_text}
+    if knob.type == "bool":
+        group.add_argument(flag, action=argparse.BooleanOptionalAction, **common)
+    elif knob.type == "rules":  # --layer-rule, once per rule
+        group.add_argument(
+            flag.removesuffix("s"),
+            action="append",
+            type=_layer_rule,
+            metavar="PATTERN:LR_MULT[:WEIGHT_DECAY]",
+            **common,
+        )
+    else:
+        flags = ("--lr", flag) if knob.name == "learning_rate" else (flag,)
+        group.add_argument(*flags, type=_value_parser(knob), metavar=_metavar(knob), **common)
+
+
+def _metavar(knob: Knob) -> str:
+    if knob.type == "choice" and knob.choices:
+        return "{" + ",".join(knob.choices) + "}"
+    return {"int": "N", "float": "X"}.get(knob.type, "TEXT")
+
+
+def _value_parser(knob: Knob) -> Callable[[str], Any]:
+    """Turns a flag's text into what `knob.validate` takes: a number when it reads as one,
+    None for `none` (optional knobs), else the text itself, for validation to refuse with
+    the field's name (argparse's own message would name only the flag)."""
+
+    def parse(text: str) -> Any:
+        if knob.optional and text.lower() == "none":
+            return None
+        if knob.type not in ("int", "float"):
+            return text
+        # A float knob's text is read as a float: as an int, `1` and 400 zeros would be a
+        # number that no float holds (1e400 reads as inf, which validation refuses).
+        try:
+            return read_number(text, real=knob.type == "float")
+        except ValueError:
+            return text
+
+    return parse
+
+
+def _layer_rule(text: str) -> dict[str, Any]:
+    """`PATTERN:LR_MULT[:WEIGHT_DECAY]` as a rule mapping. The numbers are the last one or
+    two `:`-fields, so a pattern may hold colons; validation checks the regex and ranges."""
+    parts = text.split(":")
+    numbers: list[float] = []
+    while len(parts) > 1 and len(numbers) < 2 and _is_number(parts[-1]):
+        numbers.insert(0, float(parts.pop()))
+    if not numbers:
+        raise argparse.ArgumentTypeError(
+            f"needs PATTERN:LR_MULT[:WEIGHT_DECAY], e.g. 'dense:0.1:0.01' (got {text!r})"
+        )
+    rule: dict[str, Any] = {"pattern": ":".join(parts), "lr_mult": numbers[0]}
+    if len(numbers) == 2:
+        rule["weight_decay"] = numbers[1]
+    return rule
+
+
+def _task_weight(text: str) -> tuple[str, Any]:
+    """`TASK=W` as a pair; a weight that is not a number is left for validation to refuse."""
+    task, sep, weight = text.partition("=")
+    if not sep or not task:
+        raise argparse.ArgumentTypeError(f"needs TASK=WEIGHT, e.g. 'parity=0.5' (got {text!r})")
+    return task, float(weight) if _is_number(weight) else weight
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _show(value: Any) -> str:
+    """A default as the help shows it."""
+    if value is None or value == ():
+        return "none"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _defaults_text(name: str, owners: Sequence[OptimizerSpec]) -> str:
+    """A knob's default across optimizers: `0.01 (adam, adamw: 0.001)`."""
+    by_value: dict[str, list[str]] = {}
+    for spec in owners:
+        knob = next(knob for knob in spec.knobs if knob.name == name)
+        by_value.setdefault(_show(knob.default), []).append(spec.name)
+    usual = max(by_value, key=lambda value: len(by_value[value]))
+    others = "; ".join(
+        f"{', '.join(names)}: {value}" for value, names in by_value.items() if value != usual
+    )
+    return f"{usual} ({others})." if others else f"{usual}."
+
+
+def run_config(args: argparse.Namespace) -> RunConfig:
+    """`train`'s `RunConfig`: the `--config` file's values, overridden by the flags given.
+
+    Optimizer knobs go into `hyperparameters` only when given (in the file or as flags),
+    so the optimizer's own defaults apply to the rest. Raises `UsageError` for a missing or
+    malformed file and `InvalidHyperparameters` naming every bad field.
+    """
+    values = _read_config_file(args.config) if args.config is not None else {}
+    hyperparameters: dict[str, Any] = {}
+    for dest, value in vars(args).items():
+        if dest.startswith(HYPERPARAMETER):
+            hyperparameters[dest.removeprefix(HYPERPARAMETER)] = value
+        elif dest == "task_weights":
+            values["task_weights"] = _merged(values.get("task_weights"), dict(value))
+        elif dest in RUN_FIELDS:
+            values[dest] = value
+    if hyperparameters:
+        values["hyperparameters"] = _merged(values.get("hyperparameters"), hyperparameters)
+    return RunConfig.from_dict(values)
+
+
+def _merged(base: Any, overrides: dict[str, Any]) -> Any:
+    """`base` updated with `overrides`; a `base` that is not a mapping is kept as it is,
+    for validation to refuse."""
+    if base is None:
+        return overrides
+    return {**base, **overrides} if isinstance(base, Mapping) else base
+
+
+def _read_config_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise UsageError(f"config: cannot read {path}: {reason}") from None
+    try:
+        values = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"config: {path} is not valid JSON: {exc}") from None
+    if not isinstance(values, dict):
+        raise UsageError(f"config: {path} must hold a JSON object, not {type(values).__name__}")
+    return values
