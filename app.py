@@ -13,7 +13,7 @@ import streamlit as st
 from core.engine import RunStatus
 from core.knobs import InvalidHyperparameters
 from core.store import ACTIVE_STATUSES, FINAL_STATUSES
-from ui import format, nav, state
+from ui import nav, state, texts
 
 st.set_page_config(page_title="Optimizer Lab", page_icon=":material/science:", layout="wide")
 nav.sidebar()
@@ -87,7 +87,7 @@ def tag_runs(chosen: list[RunStatus], text: str) -> None:
         for run in chosen:
             engine.set_tags(run.id, [*run.tags, *tags])
     except InvalidHyperparameters as exc:
-        st.toast(f"Not tagged: {format.literal(str(exc))}", icon=":material/warning:")
+        st.toast(f"Not tagged: {texts.literal(str(exc))}", icon=":material/warning:")
 
 
 def delete_runs(chosen: list[RunStatus]) -> None:
@@ -95,7 +95,7 @@ def delete_runs(chosen: list[RunStatus]) -> None:
         try:
             engine.delete(run.id)
         except InvalidHyperparameters as exc:
-            st.toast(f"Not deleted: {format.literal(str(exc))}", icon=":material/warning:")
+            st.toast(f"Not deleted: {texts.literal(str(exc))}", icon=":material/warning:")
     st.session_state.pop("runs_table", None)  # its selection named rows that are gone
 
 
@@ -156,7 +156,7 @@ def runs_table(was_active: bool) -> None:
                 "name": run.name,
                 "status": run.status,
                 "optimizer": run.config.get("optimizer"),
-                "knobs": format.knobs(run),
+                "knobs": texts.knobs(run),
                 "tags": list(run.tags),
                 "progress": run.progress,
                 "best val acc": (run.final_metrics or {}).get("best_val_accuracy"),

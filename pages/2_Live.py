@@ -11,7 +11,7 @@ from core.charts import INSTRUMENT_HELP, instrument_figures, layer_figures, trai
 from core.engine import RunStatus
 from core.knobs import InvalidHyperparameters, Knob, live_change
 from core.store import Command, UnknownRunError
-from ui import format, nav, state, views
+from ui import nav, state, texts, views
 
 st.set_page_config(
     page_title="Live · Optimizer Lab", page_icon=":material/monitoring:", layout="wide"
@@ -49,10 +49,10 @@ def send(action: Callable[[str], Command], run_id: str, done: str) -> None:
     try:
         command = engine.settle(action(run_id))
     except (InvalidHyperparameters, UnknownRunError) as exc:
-        st.toast(f"Not done: {format.literal(str(exc))}", icon=":material/warning:")
+        st.toast(f"Not done: {texts.literal(str(exc))}", icon=":material/warning:")
         return
     if command.error:
-        st.toast(f"Not done: {format.literal(command.error)}", icon=":material/warning:")
+        st.toast(f"Not done: {texts.literal(command.error)}", icon=":material/warning:")
     else:
         st.toast(done, icon=":material/check:")
 
@@ -74,7 +74,7 @@ def knob_form(run: RunStatus) -> None:
                     # A new current value (from here, another tab or the CLI) is a new
                     # slider, so a stale position can never be sent.
                     key=f"knob:{run.id}:{knob.name}:{now!r}",
-                    format_func=format.number,
+                    format_func=texts.number,
                     help=knob.help,
                 )
             shown[knob.name] = (now, chosen)
@@ -83,7 +83,7 @@ def knob_form(run: RunStatus) -> None:
             if not changes:
                 st.toast("Nothing moved: no knob changed.", icon=":material/info:")
                 return
-            described = ", ".join(f"{n} → {format.number(v)}" for n, v in changes.items())
+            described = ", ".join(f"{n} → {texts.number(v)}" for n, v in changes.items())
             send(
                 lambda run_id: engine.update(run_id, **changes),
                 run.id,
@@ -155,11 +155,11 @@ def progress(run_id: str, was_active: bool) -> None:
     """The run's name, status, knobs now, step, speed and ETA."""
     run = engine.status(run_id)
     st.markdown(
-        f"**{format.literal(run.name)}** `{run.id}` · {format.badge(run.status)}  \n"
-        f"{format.knobs(run)}"
+        f"**{texts.literal(run.name)}** `{run.id}` · {texts.badge(run.status)}  \n"
+        f"{texts.knobs(run)}"
     )
     speed = f"{run.steps_per_second:.1f} steps/s" if run.steps_per_second else ""
-    eta = f"ETA {format.duration(run.eta_seconds)}" if run.eta_seconds else ""
+    eta = f"ETA {texts.duration(run.eta_seconds)}" if run.eta_seconds else ""
     text = " · ".join(p for p in (f"step {run.step}/{run.total_steps or '?'}", speed, eta) if p)
     st.progress(min(run.progress, 1.0), text=text)
     if was_active and not run.active:

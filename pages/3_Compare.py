@@ -10,7 +10,7 @@ import streamlit as st
 from core.charts import INSTRUMENT_HELP, hyperparameter_figure, instrument_figures, live_figures
 from core.engine import RunStatus
 from core.sweep import numeric, parallel_rows, settings, varying
-from ui import format, nav, state, views
+from ui import nav, state, texts, views
 
 st.set_page_config(
     page_title="Compare · Optimizer Lab", page_icon=":material/compare:", layout="wide"
@@ -51,7 +51,7 @@ def alike(run: RunStatus, differ: list[str]) -> str:
     fields and the knobs that are on."""
     shown = {k: run.config[k] for k in BASICS} | run.config["hyperparameters"]
     return " · ".join(
-        f"{k} {format.number(v)}"
+        f"{k} {texts.number(v)}"
         for k, v in shown.items()
         if k not in differ and isinstance(v, int | float | str) and v is not False
     )
@@ -83,7 +83,7 @@ st.dataframe(
     },
 )
 if same := alike(chosen[0], differ):
-    st.caption(f"Alike in every run: {format.literal(same)}")
+    st.caption(f"Alike in every run: {texts.literal(same)}")
 finals = [(run.final_metrics or {}).get(TARGET) for run in chosen]
 st.plotly_chart(
     hyperparameter_figure(parallel_rows(flat, TARGET, finals, keep=("optimizer",)), TARGET),

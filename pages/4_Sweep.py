@@ -28,7 +28,7 @@ from core.sweep import (
     parallel_rows,
     sweepable_knobs,
 )
-from ui import format, forms, nav, state
+from ui import forms, nav, state, texts
 
 st.set_page_config(
     page_title="Sweep · Optimizer Lab", page_icon=":material/explore:", layout="wide"
@@ -254,7 +254,7 @@ def progress_text(status: SweepStatus) -> str:
     return (
         f"{status.state} · {status.finished}/{status.n_trials} trials done "
         f"({status.pruned} pruned, {status.failed} failed) · {status.running} training · "
-        f"best {format.number(status.best_value)}"
+        f"best {texts.number(status.best_value)}"
     )
 
 
@@ -351,9 +351,9 @@ def actions(
 def sweep_view(sweep: Sweep) -> None:
     status = sweep.status()
     st.progress(status.progress, text=progress_text(status))
-    st.caption(format.literal(plan_text(sweep.plan)))
+    st.caption(texts.literal(plan_text(sweep.plan)))
     if status.error:
-        st.error(format.literal(status.error), icon=":material/error:")
+        st.error(texts.literal(status.error), icon=":material/error:")
     rows = sweep.results()
     picked = trials_table(sweep, rows)
     scored = [r for r in rows if r.value is not None]

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from core import optimizers
-from ui import format, nav
+from ui import nav, texts
 
 st.set_page_config(
     page_title="Optimizers · Optimizer Lab", page_icon=":material/function:", layout="wide"
@@ -48,11 +48,11 @@ for spec in optimizers.specs():
         )
         st.code(USAGE.format(args=f'"{spec.name}", learning_rate=1e-3'), language="python")
         if spec.source != "core":
-            st.caption(f"Plugin: {format.literal(spec.source)}")
+            st.caption(f"Plugin: {texts.literal(spec.source)}")
 
 for path, error in optimizers.plugin_errors().items():
     st.error(
-        f"Plugin {format.literal(path)} did not load: {format.literal(error)}",
+        f"Plugin {texts.literal(path)} did not load: {texts.literal(error)}",
         icon=":material/error:",
     )
 

@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from core.knobs import Knob, read_number
-from ui import format
+from ui import texts
 
 RULE_COLUMNS = ("pattern", "lr_mult", "weight_decay")
 
@@ -124,4 +124,4 @@ def show_error(errors: dict[str, str], name: str) -> None:
 
 def error(name: str, reason: str) -> None:
     """Why field `name` was refused; the reason quotes what was typed, shown as typed."""
-    st.error(f"**{format.literal(name)}**: {format.literal(reason)}", icon=":material/warning:")
+    st.error(f"**{texts.literal(name)}**: {texts.literal(reason)}", icon=":material/warning:")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import format, state
+from ui import state, texts
 
 PAGES = (
     ("app.py", "Home", ":material/home:"),
@@ -34,6 +34,6 @@ def training_now() -> None:
         st.caption("Training now")
     for run in active:
         st.caption(
-            f"{format.badge(run.status)} {format.literal(run.name)} · "
+            f"{texts.badge(run.status)} {texts.literal(run.name)} · "
             f"{run.step}/{run.total_steps or '?'}"
         )

@@ -18,7 +18,7 @@ from core.engine.server import launch
 from core.optimizers import catalog
 from core.store import Store, StoreError, default_path
 from core.sweep import Sweep
-from ui import format
+from ui import texts
 
 WATCH = "watch"  # run ids on the Live page
 COMPARE = "compare"  # run ids on the Compare page
@@ -36,7 +36,7 @@ def engine() -> EngineClient:
         return shared_engine()
     except StoreError as exc:
         st.error(
-            f"The lab's store cannot be used: {format.literal(str(exc))}", icon=":material/error:"
+            f"The lab's store cannot be used: {texts.literal(str(exc))}", icon=":material/error:"
         )
         st.stop()
 

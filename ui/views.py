@@ -10,7 +10,7 @@ import streamlit as st
 from core.charts import RunView
 from core.engine import RunStatus
 from core.engine.client import EngineClient
-from ui import format
+from ui import texts
 
 RUNS_PARAM = "runs"  # the URL query parameter that holds a page's selected run ids
 
@@ -39,7 +39,7 @@ def show_in_columns(figures: dict[str, go.Figure], captions: dict[str, str] | No
 def show_error(run: RunStatus) -> None:
     """Why a run failed, wrapped: the message first, where it was raised on demand."""
     message, _, where = (run.error or "").partition("\n  ")
-    st.error(f"Run {run.status}: {format.literal(message)}", icon=":material/error:")
+    st.error(f"Run {run.status}: {texts.literal(message)}", icon=":material/error:")
     if where:
         with st.expander("Where it was raised"):
             st.code("  " + where, language=None, wrap_lines=True)
@@ -66,7 +66,7 @@ def pick_runs(
     st.session_state.setdefault(key, default(list(runs.values())))
     st.session_state[key] = [run_id for run_id in st.session_state[key] if run_id in runs]
     picked = st.multiselect(
-        "Runs", list(runs), key=key, format_func=lambda run_id: format.label(runs[run_id])
+        "Runs", list(runs), key=key, format_func=lambda run_id: texts.label(runs[run_id])
     )
     if picked:
         st.query_params[RUNS_PARAM] = ",".join(picked)
