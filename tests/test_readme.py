@@ -1,0 +1,72 @@
+"""The README's Python snippets are true: each runs as shown, in a fresh interpreter."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SNIPPETS = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.DOTALL)
+KERAS_USE, PLUGIN = SNIPPETS  # the README has these two; a new one needs a test here
+
+# What the first snippet leaves to the reader: a model. Afterwards it must train.
+A_MODEL = """
+import keras
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+"""
+TRAINS = """
+import numpy as np
+x = np.random.default_rng(0).normal(size=(32, 4)).astype("float32")
+y = np.arange(32) % 3
+before = model.evaluate(x, y, verbose=0)
+model.fit(x, y, epochs=20, verbose=0)
+assert model.evaluate(x, y, verbose=0) < before
+print("ok", type(optimizer).__name__)
+"""
+
+# After the plugin file is in the plugins folder, the lab knows the optimizer and its rule.
+PLUGIN_STEPS = """
+import numpy as np
+import tensorflow as tf
+from core import optimizers
+spec = next(spec for spec in optimizers.specs() if spec.name == "scaled_sign_gd")
+optimizer = spec.build(learning_rate=0.1)
+x = tf.Variable([1.0, -2.0, 3.0])
+g = np.array([0.5, -1.5, 0.0], "float32")
+optimizer.apply_gradients([(tf.constant(g), x)])
+expected = np.array([1.0, -2.0, 3.0]) - 0.1 * np.abs(g).mean() * np.sign(g)
+np.testing.assert_allclose(x.numpy(), expected, rtol=1e-6)
+print("ok", spec.source, optimizers.plugin_errors())
+"""
+
+
+def run(code: str, **env: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+@pytest.mark.slow
+def test_the_keras_snippet_compiles_a_model_that_trains() -> None:
+    assert run(A_MODEL + KERAS_USE + TRAINS).splitlines()[-1].startswith("ok")
+
+
+@pytest.mark.slow
+def test_the_plugin_snippet_is_a_plugin_the_lab_loads(tmp_path: Path) -> None:
+    folder = tmp_path / "plugins"
+    folder.mkdir(mode=0o755)
+    (folder / "scaled_sign_gd.py").write_text(PLUGIN)
+    last = run(PLUGIN_STEPS, OPTLAB_PLUGINS=str(folder)).splitlines()[-1]
+    assert last.startswith("ok") and last.endswith("{}"), last
