@@ -1,12 +1,14 @@
 # Two entry points: `make run` starts the lab, `make test` runs every test.
 # Both use one virtual environment in .venv, (re)built when a requirements file changes.
+# For the inner loop: `make test-fast` (tests/unit without the slow ones, under a minute)
+# and `make lint`.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 RUNTIME := $(VENV)/.runtime-installed
 DEV := $(VENV)/.dev-installed
 
-.PHONY: run test lint bench
+.PHONY: run test test-fast lint bench
 
 $(RUNTIME): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,6 +27,9 @@ run: $(RUNTIME)
 
 test: $(DEV)
 	$(BIN)/python -m pytest
+
+test-fast: $(DEV)
+	$(BIN)/python -m pytest tests/unit -m "not slow" -q
 
 bench: $(DEV)
 	$(BIN)/python -m bench

@@ -1,7 +1,7 @@
 """Made-up telemetry shaped like a real run's, for the store and dashboard figures.
 
 A LeNet run with `adamw` and telemetry on logs the `STEP_KEYS` at every step and the
-`EPOCH_KEYS` at the end of every epoch; `tests/test_bench.py` checks this against a real
+`EPOCH_KEYS` at the end of every epoch; `tests/system/test_bench.py` checks this against a real
 run with its instruments off. The instruments' series, logged about 20 times a run, are
 left out: what the instruments cost is figure 8's. The values are random walks (0/1 for
 the flags): the store's cost does not depend on them, and the charts downsample every

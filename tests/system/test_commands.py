@@ -29,7 +29,7 @@ from core.store import SCHEMA_VERSION, Store, UnknownRunError
 from core.store.schema import _DDL
 from tests import app_server
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LONG = {
     "dataset": "digits",
     "model": "mlp",

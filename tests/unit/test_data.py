@@ -14,7 +14,7 @@ import tensorflow as tf
 from core import data
 from core.data import loading, tfds_source
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)

@@ -32,7 +32,7 @@ from core.knobs import InvalidHyperparameters
 from core.store import Store
 from tests import app_server
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # The lab's own code: what a user's input can reach. (plugins/ is the user's own code.)
 SOURCES = sorted(
     [ROOT / "app.py", *(path for d in ("core", "ui", "pages") for path in (ROOT / d).rglob("*.py"))]

@@ -28,7 +28,7 @@ from core.sweep import (
     varying,
 )
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 # 8×8 digits: 22 steps per epoch at batch 64, validated every 11 steps; about a second a run.
 BASE = RunConfig(

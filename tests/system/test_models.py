@@ -12,7 +12,7 @@ import pytest
 
 from core import data, models
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NAMES = ["mlp", "lenet", "cnn"]
 LAYERS = {
     "mlp": ["image", "flatten", "dense1", "dense2", "logits"],

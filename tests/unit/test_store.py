@@ -25,7 +25,7 @@ from core.store import (
     default_path,
 )
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -568,6 +568,7 @@ with open(sys.argv[2], "w", buffering=1) as report:
 """
 
 
+@pytest.mark.slow  # a child process, killed
 def test_sigkill_loses_at_most_the_last_interval(tmp_path, db_path):
     report = tmp_path / "appended.txt"
     env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))

@@ -2,7 +2,7 @@
 final status that cannot be written yet is kept, shown, and written once it can be.
 
 "Cannot write" is simulated with another connection holding the write lock and a short
-lock timeout (root ignores file permissions); tests/test_faults.py fills a real disk.
+lock timeout (root ignores file permissions); tests/system/test_faults.py fills a real disk.
 """
 
 from __future__ import annotations

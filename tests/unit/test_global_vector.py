@@ -64,6 +64,7 @@ def test_the_example_plugin_is_in_the_registry() -> None:
     np.testing.assert_allclose(variable.numpy(), [0.75, -1.75, 3.0])
 
 
+@pytest.mark.slow  # imports each plugin in a child process first
 def test_plugins_folder_adds_optimizers_and_reports_broken_files(tmp_path) -> None:
     (tmp_path / "good.py").write_text(
         textwrap.dedent("""

@@ -24,7 +24,7 @@ from core.engine import Engine, RunStatus
 from core.export import LEADING_COLUMNS
 from core.store import Store
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 RUN_ID = re.compile(r"^\d{4}-[0-9a-f]{6}$")
 # The flags `train` must have (besides any that plugins' knobs add).
 TRAIN_FLAGS = [
@@ -476,7 +476,7 @@ def test_optlab_answers_help_from_any_folder_without_tensorflow(tmp_path):
         "print('tensorflow' in sys.modules, file=sys.stderr)"
     )
     done = subprocess.run(
-        [sys.executable, "-c", probe], cwd=Path(__file__).parents[1], capture_output=True, text=True
+        [sys.executable, "-c", probe], cwd=Path(__file__).parents[2], capture_output=True, text=True
     )
     assert done.stderr.strip() == "False"
 

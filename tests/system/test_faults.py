@@ -41,7 +41,7 @@ from tests import app_server
 from tests.browser import NEEDS_CHROMIUM, chromium, settle
 from tests.threads import new_threads
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FAST = {
     "dataset": "digits",
     "model": "mlp",

@@ -220,7 +220,7 @@ def test_runs_and_export_never_import_plugins(tmp_path) -> None:
     for command in (["runs"], ["runs", "--json"], ["train", "--help"]):
         done = subprocess.run(
             [sys.executable, "-m", "core", *command, "--store", str(store)],
-            cwd=Path(__file__).resolve().parents[1],
+            cwd=Path(__file__).resolve().parents[2],
             env={**os.environ, "OPTLAB_PLUGINS": str(folder)},
             capture_output=True,
             timeout=60,
@@ -287,7 +287,7 @@ def test_broken_plugins_are_reported_on_the_optimizers_page_and_in_the_cli(
 
     done = subprocess.run(
         [sys.executable, "-m", "core", "train", "--optimizer", "not_built_in", "--help"],
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=Path(__file__).resolve().parents[2],
         env={**os.environ, "OPTLAB_PLUGINS": str(folder)},
         capture_output=True,
         text=True,
