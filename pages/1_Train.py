@@ -9,12 +9,8 @@ import streamlit as st
 from core import optimizers
 from core.engine import RunConfig, fields
 from core.knobs import InvalidHyperparameters, Knob
-from ui import forms, nav, state
+from ui import forms, state
 
-st.set_page_config(
-    page_title="Train · Optimizer Lab", page_icon=":material/rocket_launch:", layout="wide"
-)
-nav.sidebar()
 st.title(":material/rocket_launch: Train")
 
 ERRORS = "train_errors"

@@ -11,12 +11,8 @@ from core.charts import INSTRUMENT_HELP, instrument_figures, layer_figures, trai
 from core.engine import RunStatus
 from core.knobs import InvalidHyperparameters, Knob, live_change
 from core.store import Command, UnknownRunError
-from ui import nav, state, texts, views
+from ui import state, texts, views
 
-st.set_page_config(
-    page_title="Live · Optimizer Lab", page_icon=":material/monitoring:", layout="wide"
-)
-nav.sidebar()
 st.title(":material/monitoring: Live")
 
 SELECTION = "live_runs"

@@ -10,12 +10,8 @@ import streamlit as st
 from core.charts import INSTRUMENT_HELP, hyperparameter_figure, instrument_figures, live_figures
 from core.engine import RunStatus
 from core.sweep import numeric, parallel_rows, settings, varying
-from ui import nav, state, texts, views
+from ui import state, texts, views
 
-st.set_page_config(
-    page_title="Compare · Optimizer Lab", page_icon=":material/compare:", layout="wide"
-)
-nav.sidebar()
 st.title(":material/compare: Compare")
 
 SELECTION = "compare_runs"

@@ -28,12 +28,8 @@ from core.sweep import (
     parallel_rows,
     sweepable_knobs,
 )
-from ui import forms, nav, state, texts
+from ui import forms, state, texts
 
-st.set_page_config(
-    page_title="Sweep · Optimizer Lab", page_icon=":material/explore:", layout="wide"
-)
-nav.sidebar()
 st.title(":material/explore: Sweep")
 st.caption(
     "Grid or sampled search over any knob; Optuna prunes trials whose validation "

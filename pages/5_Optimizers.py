@@ -3,12 +3,8 @@
 import streamlit as st
 
 from core import optimizers
-from ui import nav, texts
+from ui import texts
 
-st.set_page_config(
-    page_title="Optimizers · Optimizer Lab", page_icon=":material/function:", layout="wide"
-)
-nav.sidebar()
 st.title(":material/function: Optimizers")
 st.markdown(
     "Each optimizer is an algorithm plus the common knobs, which act in this order: "

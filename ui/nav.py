@@ -6,14 +6,31 @@ import streamlit as st
 
 from ui import state, texts
 
+HOME_TITLE = "Home"
+# The lab's pages, in the sidebar's order: (file, title, icon). The first is the home page,
+# at the site's root; each other page's address is its title (`/Live`).
 PAGES = (
-    ("app.py", "Home", ":material/home:"),
+    ("pages/home.py", HOME_TITLE, ":material/home:"),
     ("pages/1_Train.py", "Train", ":material/rocket_launch:"),
     ("pages/2_Live.py", "Live", ":material/monitoring:"),
     ("pages/3_Compare.py", "Compare", ":material/compare:"),
     ("pages/4_Sweep.py", "Sweep", ":material/explore:"),
     ("pages/5_Optimizers.py", "Optimizers", ":material/function:"),
 )
+
+
+def open_page() -> tuple[st.Page, str, str]:
+    """The page the address names (`st.navigation` over `PAGES`), with its browser-tab
+    title and its icon."""
+    pages = [
+        (st.Page(path, title=title, icon=icon, default=path == PAGES[0][0]), title, icon)
+        for path, title, icon in PAGES
+    ]
+    page = st.navigation([page for page, _, _ in pages], position="hidden")
+    # Looked up, not read from `page`: outside a Streamlit server (`python app.py`) a page
+    # keeps no title.
+    _, title, icon = next(entry for entry in pages if entry[0] is page)
+    return page, "Optimizer Lab" if title == HOME_TITLE else f"{title} · Optimizer Lab", icon
 
 
 def sidebar() -> None:

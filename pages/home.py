@@ -1,0 +1,180 @@
+"""Home: what the lab is, every run, and a one-click demo race.
+
+It imports nothing heavy: the runs come from the store, and the runs themselves train in
+the engine process (see `core.engine.server`), so the page paints before TensorFlow loads.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import streamlit as st
+
+from core.engine import RunStatus
+from core.knobs import InvalidHyperparameters
+from core.store import ACTIVE_STATUSES, FINAL_STATUSES
+from ui import state, texts
+
+DEMO_OPTIMIZERS = ("sgd", "adamw", "projected_gd")
+DEMO_RUN = {"model": "lenet", "dataset": "mnist-5k", "epochs": 3, "seed": 0, "log_every": 1}
+DEMO_KNOBS = {
+    "sgd": {"learning_rate": 0.05},
+    "adamw": {"learning_rate": 0.001},
+    "projected_gd": {"learning_rate": 0.05, "radius": 12.0},
+}
+
+st.title(":material/science: Optimizer Lab")
+st.markdown(
+    "Build custom TensorFlow optimizers and watch them while they train: per-layer step "
+    "norms, the gradient's global norm, sparsity, loss and accuracy, live in the browser. "
+    "Every optimizer here is a plain Keras 3 optimizer, with knobs you can turn mid-run."
+)
+engine = state.engine()
+
+
+def start_demo_race() -> list[str]:
+    """The same model, data, seed and initial weights, trained by three optimizers."""
+    return [
+        engine.start(
+            {
+                **DEMO_RUN,
+                "optimizer": name,
+                "hyperparameters": DEMO_KNOBS[name],
+                "name": f"demo race · {name}",
+            }
+        )
+        for name in DEMO_OPTIMIZERS
+    ]
+
+
+race, train, optimizers_page = st.columns(3)
+with race:
+    if st.button(
+        "Start the demo race",
+        icon=":material/sports_score:",
+        type="primary",
+        width="stretch",
+        help="LeNet on mnist-5k, same seed and initial weights, trained by "
+        + ", ".join(DEMO_OPTIMIZERS)
+        + " side by side.",
+    ):
+        state.open_page("pages/2_Live.py", **{state.WATCH: start_demo_race()})
+with train:
+    st.page_link("pages/1_Train.py", label="Configure a run", icon=":material/rocket_launch:")
+with optimizers_page:
+    st.page_link("pages/5_Optimizers.py", label="Browse the optimizers", icon=":material/function:")
+
+
+def matches(run: RunStatus, text: str, statuses: list[str]) -> bool:
+    """Whether the run passes the filters: `text` found in its name, id, optimizer, model,
+    dataset or a tag (case-insensitive), and its status among `statuses` (if any)."""
+    if statuses and run.status not in statuses:
+        return False
+    fields = (
+        run.name,
+        run.id,
+        *(str(run.config.get(k)) for k in ("optimizer", "model", "dataset")),
+    )
+    return text.lower() in " ".join((*fields, *run.tags)).lower()
+
+
+def tag_runs(chosen: list[RunStatus], text: str) -> None:
+    tags = [tag.strip() for tag in text.split(",")]
+    try:
+        for run in chosen:
+            engine.set_tags(run.id, [*run.tags, *tags])
+    except InvalidHyperparameters as exc:
+        st.toast(f"Not tagged: {texts.literal(str(exc))}", icon=":material/warning:")
+
+
+def delete_runs(chosen: list[RunStatus]) -> None:
+    for run in chosen:
+        try:
+            engine.delete(run.id)
+        except InvalidHyperparameters as exc:
+            st.toast(f"Not deleted: {texts.literal(str(exc))}", icon=":material/warning:")
+    st.session_state.pop("runs_table", None)  # its selection named rows that are gone
+
+
+def actions(chosen: list[RunStatus]) -> None:
+    """What can be done with the runs picked in the table."""
+    ids = [run.id for run in chosen]
+    watch, compare, clone, tag, delete = st.columns(5)
+    if watch.button("Watch live", icon=":material/monitoring:", disabled=not ids, width="stretch"):
+        state.open_page("pages/2_Live.py", **{state.WATCH: ids})
+    if compare.button("Compare", icon=":material/compare:", disabled=not ids, width="stretch"):
+        state.open_page("pages/3_Compare.py", **{state.COMPARE: ids})
+    if clone.button(
+        "Clone into Train",
+        icon=":material/content_copy:",
+        disabled=len(ids) != 1,
+        width="stretch",
+    ):
+        state.open_page("pages/1_Train.py", **{state.PREFILL: chosen[0].config})
+    with tag.popover("Tag", icon=":material/sell:", disabled=not ids, width="stretch"):
+        text = st.text_input("Tags to add, separated by commas", key="new_tags")
+        st.button("Add tags", on_click=tag_runs, args=(chosen, text), disabled=not text.strip())
+    ended = [run for run in chosen if not run.active or not run.steerable]
+    with delete.popover("Delete", icon=":material/delete:", disabled=not ended, width="stretch"):
+        st.write(
+            f"Delete {len(ended)} ended run(s) with their metrics and events? "
+            "This cannot be undone."
+            + (" Runs still training are left alone." if len(ended) < len(chosen) else "")
+        )
+        st.button("Delete", type="primary", on_click=delete_runs, args=(ended,))
+
+
+runs = engine.list()
+any_active = any(run.active for run in runs)
+
+
+@st.fragment(run_every=state.refresh_interval(any_active))
+def runs_table(was_active: bool) -> None:
+    runs = engine.list()
+    st.subheader(f"Runs ({len(runs)})")
+    if not runs:
+        st.info(
+            "No runs yet. Start the demo race, or configure one on Train.",
+            icon=":material/info:",
+        )
+        return
+    search, statuses = st.columns([3, 2])
+    text = search.text_input(
+        "Filter", key="runs_filter", placeholder="name, id, optimizer, model, dataset or tag"
+    )
+    picked = statuses.multiselect(
+        "Status", [*ACTIVE_STATUSES, *FINAL_STATUSES], key="runs_status_filter"
+    )
+    shown = [run for run in runs if matches(run, text, picked)]
+    selection = st.dataframe(
+        [
+            {
+                "id": run.id,
+                "name": run.name,
+                "status": run.status,
+                "optimizer": run.config.get("optimizer"),
+                "knobs": texts.knobs(run),
+                "tags": list(run.tags),
+                "progress": run.progress,
+                "best val acc": (run.final_metrics or {}).get("best_val_accuracy"),
+                "created": dt.datetime.fromtimestamp(run.created),
+            }
+            for run in shown
+        ],
+        hide_index=True,
+        key="runs_table",
+        on_select="rerun",
+        selection_mode="multi-row",
+        column_config={
+            "tags": st.column_config.ListColumn("tags"),
+            "progress": st.column_config.ProgressColumn("progress", min_value=0, max_value=1),
+            "best val acc": st.column_config.NumberColumn(format="%.3f"),
+            "created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss"),
+        },
+    )
+    actions([shown[i] for i in selection.selection.rows if i < len(shown)])
+    if was_active and not any(run.active for run in runs):
+        st.rerun()  # everything ended: a full rerun turns the refresh timer off
+
+
+runs_table(any_active)
