@@ -2,108 +2,30 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
 
 from core import optimizers
-from core.engine import RunConfig, fields
-from core.knobs import InvalidHyperparameters, Knob
+from core.engine import TASKS
+from core.knobs import Knob
 from ui import forms, state
+from ui.train_form import (
+    ERRORS,
+    RUN_FIELDS,
+    STARTED,
+    knob_key,
+    run_key,
+    seed_knobs,
+    seed_widgets,
+    submit,
+    weight_key,
+)
 
 st.title(":material/rocket_launch: Train")
-
-ERRORS = "train_errors"
-STARTED = "train_started"
-RUN_FIELDS = {f.name: f for f in fields()}
-
-
-def run_key(name: str) -> str:
-    return f"run:{name}"
-
-
-def knob_key(optimizer: str, name: str) -> str:
-    return f"knob:{optimizer}:{name}"
-
-
-def seed_widgets(prefill: dict[str, Any] | None) -> None:
-    """Widget values: a cloned config's when given, else the defaults (kept across reruns)."""
-    if prefill:
-        for name, knob in RUN_FIELDS.items():
-            st.session_state[run_key(name)] = forms.initial(knob, prefill.get(name))
-        for task, weight in prefill.get("task_weights", {}).items():
-            st.session_state[run_key(f"weight_{task}")] = f"{weight:g}"
-        spec = optimizers.get_spec(prefill["optimizer"])
-        hyperparameters = prefill.get("hyperparameters", {})
-        for knob in spec.knobs:
-            if knob.name not in hyperparameters:
-                continue
-            key = knob_key(spec.name, knob.name)
-            value = forms.initial(knob, hyperparameters[knob.name])
-            if knob.type == "rules":
-                st.session_state[f"{key}:data"] = value
-                st.session_state.pop(key, None)  # the editor's edits of the old rows
-            else:
-                st.session_state[key] = value
-    for name, knob in RUN_FIELDS.items():
-        st.session_state.setdefault(run_key(name), forms.initial(knob, knob.default))
-    for task in ("digit", "parity"):
-        st.session_state.setdefault(run_key(f"weight_{task}"), "1")
-
-
-def seed_knobs(spec: optimizers.OptimizerSpec) -> None:
-    for knob in spec.knobs:
-        key = knob_key(spec.name, knob.name)
-        if knob.type == "rules":
-            st.session_state.setdefault(f"{key}:data", forms.initial(knob, knob.default))
-        else:
-            st.session_state.setdefault(key, forms.initial(knob, knob.default))
 
 
 def field(knob: Knob, key: str, errors: dict[str, str]) -> None:
     forms.widget(knob, key)
     forms.show_error(errors, knob.name)
-
-
-def submit() -> None:
-    """Validates the form; starts the run, or keeps every error for display."""
-    errors: dict[str, str] = {}
-    values: dict[str, Any] = {}
-    for name, knob in RUN_FIELDS.items():
-        try:
-            values[name] = forms.parse(knob, forms.value(knob, run_key(name)))
-        except ValueError as exc:
-            errors[name] = str(exc)
-    spec = optimizers.get_spec(values["optimizer"])
-    hyperparameters = {}
-    for knob in spec.knobs:
-        if knob.name == "telemetry":
-            continue
-        try:
-            hyperparameters[knob.name] = forms.parse(
-                knob, forms.value(knob, knob_key(spec.name, knob.name))
-            )
-        except ValueError as exc:
-            errors[knob.name] = str(exc)
-    values["hyperparameters"] = hyperparameters
-    weights = {}
-    for task in ("digit", "parity"):
-        try:
-            weights[task] = float(st.session_state[run_key(f"weight_{task}")])
-        except ValueError:
-            errors["task_weights"] = f"{task}: must be a number"
-    values["task_weights"] = weights
-    # Validate what parsed (the rest at its default), so every error shows at once.
-    hyperparameters = {k: v for k, v in hyperparameters.items() if k not in errors}
-    checked = {k: v for k, v in values.items() if k not in errors}
-    try:
-        config = RunConfig.from_dict({**checked, "hyperparameters": hyperparameters})
-    except InvalidHyperparameters as exc:
-        errors = exc.errors | errors
-    st.session_state[ERRORS] = errors
-    if not errors:
-        run_id = state.engine().start(config)
-        st.session_state[STARTED] = run_id
 
 
 seed_widgets(st.session_state.pop(state.PREFILL, None))
@@ -158,8 +80,8 @@ with toggle_cols[1]:
     field(RUN_FIELDS["multitask"], run_key("multitask"), errors)
 if st.session_state[run_key("multitask")]:
     with toggle_cols[2]:
-        st.text_input("loss weight: digit", key=run_key("weight_digit"))
-        st.text_input("loss weight: parity", key=run_key("weight_parity"))
+        for task in TASKS:
+            st.text_input(f"loss weight: {task}", key=weight_key(task))
         forms.show_error(errors, "task_weights")
 
 other = {

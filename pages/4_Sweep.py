@@ -16,7 +16,6 @@ from core.store import UnknownRunError
 from core.sweep import (
     MAX_SEED,
     SAMPLERS,
-    Dimension,
     SearchSpace,
     Sweep,
     SweepPlan,
@@ -69,44 +68,6 @@ def dimension_rows(optimizer: str) -> list[dict[str, Any]]:
             "choices": "",
         }
     ]
-
-
-def read_dimensions(frame: pd.DataFrame) -> SearchSpace:
-    """The editor's rows as dimensions: a range (low, high, log, grid points), or a
-    comma-separated list of choices (numbers, true/false or names)."""
-    dimensions = []
-    for row in frame.to_dict("records"):
-        if not isinstance(row.get("name"), str) or not row["name"]:
-            continue
-        choices = tuple(_choice(c) for c in str(row.get("choices") or "").split(",") if c.strip())
-        if choices:
-            dimensions.append(Dimension(row["name"], choices=choices))
-        else:
-            dimensions.append(
-                Dimension(
-                    row["name"],
-                    low=_number(row.get("low")),
-                    high=_number(row.get("high")),
-                    log=bool(row.get("log")),
-                    points=int(_number(row.get("points")) or 5),
-                )
-            )
-    return SearchSpace(tuple(dimensions))
-
-
-def _choice(text: str) -> Any:
-    text = text.strip()
-    if text.lower() in {"true", "false"}:
-        return text.lower() == "true"
-    try:
-        number = float(text)
-    except ValueError:
-        return text
-    return int(number) if number.is_integer() and "." not in text and "e" not in text else number
-
-
-def _number(value: Any) -> float | None:
-    return None if value is None or pd.isna(value) else float(value)
 
 
 def new_sweep_form() -> None:
@@ -182,7 +143,7 @@ def new_sweep_form() -> None:
                 sweep = Sweep(
                     engine,
                     base,
-                    read_dimensions(frame),
+                    SearchSpace.from_rows(frame.to_dict("records")),
                     n_trials=None if n_trials is None else int(n_trials),
                     sampler=sampler,
                     pruning=pruning,

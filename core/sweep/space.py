@@ -11,7 +11,7 @@ Importing this module imports neither TensorFlow nor Optuna.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
@@ -182,6 +182,36 @@ class SearchSpace:
         return {"dimensions": [dimension.to_dict() for dimension in self.dimensions]}
 
     @classmethod
+    def from_rows(cls, rows: Iterable[Mapping[str, Any]]) -> SearchSpace:
+        """The space a table describes (the Sweep page's editor), one dimension a row:
+        `name`, then a comma-separated list of `choices` (numbers, true/false or names),
+        or else a range: `low`, `high`, `log` and grid `points` (default 5). Rows without
+        a name are skipped; empty cells (None or NaN) are missing values, which `axes`
+        refuses by name."""
+        dimensions = []
+        for row in rows:
+            name = row.get("name")
+            if not isinstance(name, str) or not name:
+                continue
+            cell = row.get("choices")
+            texts = cell.split(",") if isinstance(cell, str) else ()  # NaN: an empty cell
+            choices = tuple(_choice(text) for text in texts if text.strip())
+            if choices:
+                dimensions.append(Dimension(name, choices=choices))
+                continue
+            points = _cell_number(row.get("points"))
+            dimensions.append(
+                Dimension(
+                    name,
+                    low=_cell_number(row.get("low")),
+                    high=_cell_number(row.get("high")),
+                    log=bool(row.get("log")),
+                    points=5 if points is None else int(points),
+                )
+            )
+        return cls(tuple(dimensions))
+
+    @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> SearchSpace:
         """The space `values` describe; raises `InvalidHyperparameters` naming each bad entry."""
         items = values.get("dimensions", ())
@@ -282,3 +312,24 @@ def _check_choices(dimension: Dimension, knob: Knob) -> Dimension:
     if errors:
         raise InvalidHyperparameters(errors)
     return Dimension(dimension.name, choices=tuple(values), points=len(values))
+
+
+def _choice(text: str) -> Any:
+    """A typed choice: true/false as a bool, an integer or float as a number, else text."""
+    text = text.strip()
+    if text.lower() in {"true", "false"}:
+        return text.lower() == "true"
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return int(number) if number.is_integer() and "." not in text and "e" not in text else number
+
+
+def _cell_number(value: Any) -> float | None:
+    """A table cell as a number; None for an empty one (None, NaN, pandas' NA)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if np.isnan(number) else number

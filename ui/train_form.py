@@ -1,0 +1,110 @@
+"""The Train form's state: its widgets' keys and values, and the run config they give.
+
+The page (`pages/1_Train.py`) draws the widgets; this module seeds them (defaults, or a
+cloned run's config) and turns what was typed into a started run, or into an error per
+field for the page to show.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from core import optimizers
+from core.engine import TASKS, RunConfig, fields
+from core.knobs import InvalidHyperparameters
+from ui import forms, state
+
+ERRORS = "train_errors"
+STARTED = "train_started"
+RUN_FIELDS = {f.name: f for f in fields()}
+
+
+def run_key(name: str) -> str:
+    """Session-state keys of the form's widgets: a run field's, a knob's, a task weight's."""
+    return f"run:{name}"
+
+
+def knob_key(optimizer: str, name: str) -> str:
+    return f"knob:{optimizer}:{name}"
+
+
+def weight_key(task: str) -> str:
+    return run_key(f"weight_{task}")
+
+
+def seed_widgets(prefill: dict[str, Any] | None) -> None:
+    """Widget values: a cloned config's when given, else the defaults (kept across reruns)."""
+    if prefill:
+        for name, knob in RUN_FIELDS.items():
+            st.session_state[run_key(name)] = forms.initial(knob, prefill.get(name))
+        for task, weight in prefill.get("task_weights", {}).items():
+            st.session_state[weight_key(task)] = f"{weight:g}"
+        spec = optimizers.get_spec(prefill["optimizer"])
+        hyperparameters = prefill.get("hyperparameters", {})
+        for knob in spec.knobs:
+            if knob.name not in hyperparameters:
+                continue
+            key = knob_key(spec.name, knob.name)
+            value = forms.initial(knob, hyperparameters[knob.name])
+            if knob.type == "rules":
+                st.session_state[f"{key}:data"] = value
+                st.session_state.pop(key, None)  # the editor's edits of the old rows
+            else:
+                st.session_state[key] = value
+    for name, knob in RUN_FIELDS.items():
+        st.session_state.setdefault(run_key(name), forms.initial(knob, knob.default))
+    for task in TASKS:
+        st.session_state.setdefault(weight_key(task), "1")
+
+
+def seed_knobs(spec: optimizers.OptimizerSpec) -> None:
+    """Widget values for `spec`'s knobs: their defaults, unless set already."""
+    for knob in spec.knobs:
+        key = knob_key(spec.name, knob.name)
+        if knob.type == "rules":
+            st.session_state.setdefault(f"{key}:data", forms.initial(knob, knob.default))
+        else:
+            st.session_state.setdefault(key, forms.initial(knob, knob.default))
+
+
+def submit() -> None:
+    """Validates the form; starts the run, or keeps every error for display."""
+    errors: dict[str, str] = {}
+    values: dict[str, Any] = {}
+    for name, knob in RUN_FIELDS.items():
+        try:
+            values[name] = forms.parse(knob, forms.value(knob, run_key(name)))
+        except ValueError as exc:
+            errors[name] = str(exc)
+    spec = optimizers.get_spec(values["optimizer"])
+    hyperparameters = {}
+    for knob in spec.knobs:
+        if knob.name == "telemetry":
+            continue
+        try:
+            hyperparameters[knob.name] = forms.parse(
+                knob, forms.value(knob, knob_key(spec.name, knob.name))
+            )
+        except ValueError as exc:
+            errors[knob.name] = str(exc)
+    values["hyperparameters"] = hyperparameters
+    weights = {}
+    for task in TASKS:
+        try:
+            weights[task] = float(st.session_state[weight_key(task)])
+        except ValueError:
+            errors["task_weights"] = f"{task}: must be a number"
+    values["task_weights"] = weights
+    # Validate what parsed (the rest at its default), so every error shows at once.
+    hyperparameters = {k: v for k, v in hyperparameters.items() if k not in errors}
+    checked = {k: v for k, v in values.items() if k not in errors}
+    try:
+        config = RunConfig.from_dict({**checked, "hyperparameters": hyperparameters})
+    except InvalidHyperparameters as exc:
+        errors = exc.errors | errors
+    st.session_state[ERRORS] = errors
+    if not errors:
+        run_id = state.engine().start(config)
+        st.session_state[STARTED] = run_id
