@@ -29,7 +29,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from core.series import downsample, flags_to_steps, robust_range
-from core.store import Event, Metrics
+from core.store import DIVERGED_EVENT, HISTOGRAM_EVENT, KNOB_EVENT, Event, Metrics
 
 PALETTE = ("#f5a524", "#4cc9f0", "#f72585", "#80ed99", "#b388eb", "#ff8c42", "#90a4ae", "#ffd166")
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
@@ -153,7 +153,7 @@ def instrument_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
         },
         runs,
     )
-    histograms = [e for e in runs[0].events if e.kind == "histogram"] if runs else []
+    histograms = [e for e in runs[0].events if e.kind == HISTOGRAM_EVENT] if runs else []
     for kind, title in (
         ("grad", "Gradient magnitudes per layer"),
         ("weight", "Weight magnitudes per layer"),
@@ -223,12 +223,15 @@ class Mark:
     """Something that happened to a run at a step, marked on its charts."""
 
     step: int
-    kind: Literal["knob", "diverged"]
+    kind: str  # the event's kind: KNOB_EVENT or DIVERGED_EVENT
     text: str  # shown on hover
 
 
 # How each kind of mark looks: line colour, line dash, marker symbol.
-MARK_STYLES = {"knob": ("#9e9e9e", "dot", "triangle-down"), "diverged": ("#ff4d4d", "dash", "x")}
+MARK_STYLES = {
+    KNOB_EVENT: ("#9e9e9e", "dot", "triangle-down"),
+    DIVERGED_EVENT: ("#ff4d4d", "dash", "x"),
+}
 
 # A horizontal legend under the plot: a chart keeps its whole width for the lines.
 LEGEND = {
@@ -627,15 +630,16 @@ def _marks(run: RunView) -> list[Mark]:
     """The run's live knob changes and divergence, with what to say about each."""
     marks = []
     for event in run.events:
-        if event.kind == "knob":
+        if event.kind == KNOB_EVENT:
             change = event.payload
             what = (
                 f"{change['name']} {_number(change.get('previous'))} → {_number(change['value'])}"
             )
-            marks.append(Mark(event.step, "knob", f"{what} at step {event.step:,} · {run.text}"))
-        elif event.kind == "diverged":
+            text = f"{what} at step {event.step:,} · {run.text}"
+            marks.append(Mark(event.step, event.kind, text))
+        elif event.kind == DIVERGED_EVENT:
             marks.append(
-                Mark(event.step, "diverged", f"{run.text} diverged at step {event.step:,}")
+                Mark(event.step, event.kind, f"{run.text} diverged at step {event.step:,}")
             )
     return marks
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from core.store import Event, Metrics
+from core.store import KNOB_EVENT, Event, Metrics
 
 #: The CSV's first columns after `step`, those a run logged, in this order.
 LEADING_COLUMNS = (
@@ -200,7 +200,7 @@ def describe_event(event: Event) -> str:
     """One line for a run event: `name: previous → value` for a knob change, else the
     kind's payload as JSON (or just the kind when it has none)."""
     payload = event.payload
-    if event.kind == "knob" and {"name", "value"} <= payload.keys():
+    if event.kind == KNOB_EVENT and {"name", "value"} <= payload.keys():
         return f"{payload['name']}: {payload.get('previous')} → {payload['value']}"
     return json.dumps(payload, sort_keys=True, default=str) if payload else event.kind
 

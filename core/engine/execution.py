@@ -20,7 +20,7 @@ from typing import Any
 
 from core.data import DatasetUnavailable
 from core.engine.config import RunConfig
-from core.store import Store, StoreError
+from core.store import DIVERGED_EVENT, HISTOGRAM_EVENT, KNOB_EVENT, Store, StoreError
 
 # Final-metric keys copied from the last logged row.
 FINAL_KEYS = ("loss", "accuracy", "val_loss", "val_accuracy", "param_norm", "grad_norm")
@@ -170,7 +170,7 @@ class RunExecution:
                 row["epoch"] = step / trainer.steps_per_epoch
                 row["wall_time"] = time.time()  # when the step was logged (Unix seconds)
             if measured.histograms is not None:
-                writer.add_event(step, "histogram", measured.histograms)
+                writer.add_event(step, HISTOGRAM_EVENT, measured.histograms)
             validate_every = config.val_every or trainer.steps_per_epoch
             if step % validate_every == 0 or last_step:
                 row |= trainer.evaluate()
@@ -181,7 +181,7 @@ class RunExecution:
             control.step = step
             if self.diverged_at is not None:
                 self.store.add_event(
-                    self.run_id, self.diverged_at, "diverged", {"loss": row.get("loss")}
+                    self.run_id, self.diverged_at, DIVERGED_EVENT, {"loss": row.get("loss")}
                 )
                 return "diverged"
         return "completed"
@@ -205,7 +205,7 @@ class RunExecution:
                 return
             previous = trainer.optimizer.get_knob(name)
             value = trainer.set_knob(name, value)
-            writer.add_event(step, "knob", {"name": name, "value": value, "previous": previous})
+            writer.add_event(step, KNOB_EVENT, {"name": name, "value": value, "previous": previous})
 
     def _set_status(self, status: str) -> None:
         self.control.status = status

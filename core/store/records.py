@@ -80,9 +80,17 @@ class RunRecord:
         return min(max(self.step / self.total_steps, 0.0), 1.0)
 
 
+#: Event kinds. A live knob change: `{"name", "value", "previous"}`; the first non-finite
+#: step: `{"loss"}`; per-layer histograms: `{"edges", "grad", "weight"}`.
+KNOB_EVENT: Final = "knob"
+DIVERGED_EVENT: Final = "diverged"
+HISTOGRAM_EVENT: Final = "histogram"
+
+
 @dataclass(frozen=True, slots=True)
 class Event:
-    """Something that happened to a run at a step, e.g. a live change of learning rate."""
+    """Something that happened to a run at a step (`kind`, one of the `*_EVENT`s), e.g. a
+    live change of learning rate."""
 
     id: int  # increases in insertion order
     run_id: str

@@ -1,7 +1,4 @@
-"""Instruments: measurements that say whether the optimizer is doing well, not only that
-something changes. After Cockpit (Schneider, Dangel & Hennig, NeurIPS 2021), for Keras.
-
-Each instrument is a small pure function here; `Trainer` decides when to call it:
+"""The instruments' mathematics, as small pure functions of tensors:
 
 - `alpha`: where a step landed along its own direction, from a parabola fitted to the
   loss and the directional derivative before and after the step (on the same batch).

@@ -1,0 +1,38 @@
+"""Instruments: measurements that say whether the optimizer is doing well, not only that
+something changes. After Cockpit (Schneider, Dangel & Hennig, NeurIPS 2021), for Keras.
+
+Each instrument is a class in a module of its own (`Instrument`, in `base`); its maths
+are pure functions in `measures`. A new instrument is one module, a line in `INSTRUMENTS`
+and its interval field's line in `core.engine.config.INSTRUMENT_INTERVALS`.
+"""
+
+from core.engine.instruments.alpha import Alpha
+from core.engine.instruments.base import Instrument, Measurements, ReplicaStep
+from core.engine.instruments.histogram import Histogram
+from core.engine.instruments.measures import (
+    alpha,
+    dot,
+    histogram_edges,
+    magnitude_histogram,
+    noise_scale_terms,
+    power_iteration,
+)
+from core.engine.instruments.noise_scale import NoiseScale
+from core.engine.instruments.sharpness import Sharpness
+
+INSTRUMENTS: dict[str, type[Instrument]] = {
+    cls.name: cls for cls in (Alpha, Sharpness, NoiseScale, Histogram)
+}
+
+__all__ = [
+    "INSTRUMENTS",
+    "Instrument",
+    "Measurements",
+    "ReplicaStep",
+    "alpha",
+    "dot",
+    "histogram_edges",
+    "magnitude_histogram",
+    "noise_scale_terms",
+    "power_iteration",
+]

@@ -1,0 +1,40 @@
+"""α: where a step landed in its valley, from the loss and slope at both ends of the step
+on the same batch (Cockpit's α; `measures.alpha`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tensorflow as tf
+
+from core.engine.instruments.base import Instrument, ReplicaStep
+from core.engine.instruments.measures import alpha, dot
+
+TERMS = ("f0", "f1", "df0", "df1")
+
+
+class Alpha(Instrument):
+    """−1: the step barely moved; 0: it landed at the floor; +1: it overshot to the
+    mirror point."""
+
+    name = "alpha"
+    metrics = ("alpha",)
+    summed = frozenset(f"alpha/{term}" for term in TERMS)  # each replica's share of a sum
+
+    def before_update(self, step: ReplicaStep) -> list[tf.Tensor]:
+        return [tf.identity(v) for v in step.variables]
+
+    def after_update(self, step: ReplicaStep, before: Any) -> None:
+        assert step.computed is not None
+        direction = [
+            tf.convert_to_tensor(v) - b for v, b in zip(step.variables, before, strict=True)
+        ]
+        after = step.gradients(step.x, step.y)
+        batch = float(self.trainer.config.batch_size)
+        step.terms["alpha/f0"] = step.computed.sums["loss"] / batch
+        step.terms["alpha/f1"] = after.sums["loss"] / batch
+        step.terms["alpha/df0"] = dot(step.computed.grads, direction)
+        step.terms["alpha/df1"] = dot(after.grads, direction)
+
+    def finish(self, outputs: dict[str, tf.Tensor]) -> None:
+        outputs["alpha"] = alpha(*(outputs.pop(f"alpha/{term}") for term in TERMS))

@@ -1,0 +1,45 @@
+"""Heat strips: per-layer histograms of gradient and weight magnitudes in fixed log bins
+(`measures.magnitude_histogram`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import tensorflow as tf
+
+from core.engine.instruments.base import Instrument, Measurements, ReplicaStep
+from core.engine.instruments.measures import histogram_edges, magnitude_histogram
+from core.engine.telemetry import layer_of
+
+KINDS = ("grad", "weight")
+
+
+class Histogram(Instrument):
+    """Counts of log₁₀|g| (the all-reduced gradient) and log₁₀|θ| (after the update)."""
+
+    name = "histogram"
+
+    def before_update(self, step: ReplicaStep) -> None:
+        assert step.computed is not None
+        step.terms["histogram/grad"] = self._per_layer(step.all_reduced(step.computed.grads))
+
+    def finish(self, outputs: dict[str, tf.Tensor]) -> None:
+        outputs["histogram/weight"] = self._per_layer(self.trainer.model.trainable_variables)
+
+    def read(self, outputs: Mapping[str, tf.Tensor], measured: Measurements) -> None:
+        layers = self.trainer.layers
+        measured.histograms = {"edges": histogram_edges().tolist()}
+        for kind in KINDS:
+            counts = outputs[f"histogram/{kind}"].numpy()
+            measured.histograms[kind] = dict(zip(layers, counts.tolist(), strict=True))
+
+    def _per_layer(self, tensors: list[Any]) -> tf.Tensor:
+        """[layers, bins] magnitude histograms, each layer's variables together."""
+        owners = [layer_of(v.path) for v in self.trainer.model.trainable_variables]
+        return tf.stack(
+            [
+                magnitude_histogram([t for t, o in zip(tensors, owners, strict=True) if o == layer])
+                for layer in self.trainer.layers
+            ]
+        )

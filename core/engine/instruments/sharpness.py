@@ -1,0 +1,61 @@
+"""Sharpness: the top Hessian eigenvalue of the loss on the run's first batch, to hold
+against 2/η (`measures.power_iteration`)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+import tensorflow as tf
+
+from core.engine.instruments.base import Instrument, Measurements
+from core.engine.instruments.measures import dot, power_iteration
+
+ITERATIONS = 10  # warm-started from the last eigenvector
+
+
+class Sharpness(Instrument):
+    """Power iteration on Hessian-vector products, in a traced function of its own after
+    the training step (about 30 passes: the costly instrument)."""
+
+    name = "sharpness"
+    metrics = ("sharpness",)
+    traced = False
+
+    def __init__(self, trainer: Any) -> None:
+        super().__init__(trainer)
+        rng = tf.random.Generator.from_seed(trainer.config.seed)
+        variables = trainer.model.trainable_variables
+        self._eigenvector = [tf.Variable(rng.normal(v.shape), trainable=False) for v in variables]
+        # A partial, not a method: TensorFlow counts retraces per function code, and the
+        # instruments of many runs would share one count.
+        self._measure = tf.function(functools.partial(Sharpness._measure_fn, self))
+
+    def read(self, outputs: Mapping[str, tf.Tensor], measured: Measurements) -> None:
+        measured.values["sharpness"] = float(self._measure())
+
+    def _measure_fn(self) -> tf.Tensor:
+        """The eigenvalue on all of the first batch: the same value an all-reduce over
+        replicas would give."""
+        x, y = self.trainer.first_batch
+        model, task = self.trainer.model, self.trainer.task
+        variables = model.trainable_variables
+
+        def hvp(vector: list[tf.Tensor]) -> list[tf.Tensor]:
+            with tf.GradientTape() as outer:
+                with tf.GradientTape() as inner:
+                    outputs = model(x, training=True)
+                    loss = tf.reduce_mean(task.total(task.losses(outputs, y)))
+                slope = dot(inner.gradient(loss, variables), vector)
+            return outer.gradient(slope, variables)
+
+        eigenvalue, vector = power_iteration(
+            hvp, [tf.convert_to_tensor(v) for v in self._eigenvector], ITERATIONS
+        )
+        for variable, value in zip(self._eigenvector, vector, strict=True):
+            variable.assign(value)
+        return eigenvalue
+
+    def close(self) -> None:
+        self._measure = None  # type: ignore[assignment]

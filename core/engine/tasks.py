@@ -1,0 +1,152 @@
+"""What a run learns: one classification head, or the multi-task model's two (the class
+and its parity, `TASKS`) trained on a weighted sum of their losses.
+
+The Trainer asks its task for losses, gradients and the sums it keeps between logs, and
+never branches on multi-task itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from core.engine.config import TASKS, RunConfig
+
+
+@dataclass
+class Gradients:
+    """One replica's gradients of its share of the batch loss (averaged over the global
+    batch, so they add up over replicas), its sums for the logged means (`loss`, `count`,
+    `accuracy`, ...), and per-task gradients of the multi-task model (else None)."""
+
+    grads: list[tf.Tensor]
+    sums: dict[str, tf.Tensor]
+    per_task: dict[str, list[tf.Tensor]] | None = None
+
+    def __add__(self, other: Gradients) -> Gradients:
+        """Both parts of a batch together (the noise scale measures two halves)."""
+        per_task = None
+        if self.per_task is not None and other.per_task is not None:
+            per_task = {
+                task: _added(grads, other.per_task[task]) for task, grads in self.per_task.items()
+            }
+        sums = {key: value + other.sums[key] for key, value in self.sums.items()}
+        return Gradients(_added(self.grads, other.grads), sums, per_task)
+
+
+class SingleTask:
+    """One head: the class, by cross-entropy on the logits.
+
+    Attributes:
+        means: The sums kept between logs that are logged as means per example (besides
+            `loss`); `last_values` those logged as their last value.
+    """
+
+    means: tuple[str, ...] = ("accuracy",)
+    last_values: tuple[str, ...] = ()
+
+    def __init__(self, global_batch: int) -> None:
+        self.global_batch = global_batch
+
+    def losses(self, outputs: Any, y: Any) -> dict[str, tf.Tensor]:
+        """Per-example losses, by task."""
+        return {TASKS[0]: _cross_entropy(y, outputs)}
+
+    def total(self, losses: Mapping[str, tf.Tensor]) -> tf.Tensor:
+        """The training loss per example."""
+        return losses[TASKS[0]]
+
+    def accuracies(self, outputs: Any, y: Any) -> dict[str, tf.Tensor]:
+        """Correct predictions in the batch: `accuracy`, and one per further task."""
+        return {"accuracy": _correct(outputs, y)}
+
+    def sums(self, outputs: Any, y: Any, losses: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        """The batch's sums of the loss, the examples and the correct predictions."""
+        total = self.total(losses)
+        count = tf.cast(tf.shape(total)[0], tf.float32)
+        return {"loss": tf.reduce_sum(total), "count": count, **self.accuracies(outputs, y)}
+
+    def gradients(self, model: keras.Model, x: tf.Tensor, y: Any) -> Gradients:
+        variables = model.trainable_variables
+        with tf.GradientTape() as tape:
+            outputs = model(x, training=True)
+            losses = self.losses(outputs, y)
+            loss = self._average(self.total(losses))
+        return Gradients(tape.gradient(loss, variables), self.sums(outputs, y, losses))
+
+    def _average(self, per_example: tf.Tensor) -> tf.Tensor:
+        # Divided by the global batch: summed over replicas, it is the batch mean.
+        return tf.nn.compute_average_loss(per_example, global_batch_size=self.global_batch)
+
+
+class MultiTask(SingleTask):
+    """Two heads, `{"digit": logits, "parity": logits}`, trained on Σ weight·loss; each
+    task's loss, accuracy and gradient norm are logged too."""
+
+    means = ("accuracy", *(f"loss/{task}" for task in TASKS), "accuracy/parity")
+    last_values = tuple(f"grad_norm/{task}" for task in TASKS)
+
+    def __init__(self, global_batch: int, weights: Mapping[str, float]) -> None:
+        super().__init__(global_batch)
+        self.weights = dict(weights)
+
+    def losses(self, outputs: Any, y: Any) -> dict[str, tf.Tensor]:
+        return {task: _cross_entropy(y[task], outputs[task]) for task in TASKS}
+
+    def total(self, losses: Mapping[str, tf.Tensor]) -> tf.Tensor:
+        return tf.add_n([self.weights[task] * losses[task] for task in TASKS])
+
+    def accuracies(self, outputs: Any, y: Any) -> dict[str, tf.Tensor]:
+        return {
+            "accuracy": _correct(outputs["digit"], y["digit"]),
+            "accuracy/parity": _correct(outputs["parity"], y["parity"]),
+        }
+
+    def sums(self, outputs: Any, y: Any, losses: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        per_task = {f"loss/{task}": tf.reduce_sum(losses[task]) for task in TASKS}
+        return super().sums(outputs, y, losses) | per_task
+
+    def gradients(self, model: keras.Model, x: tf.Tensor, y: Any) -> Gradients:
+        variables = model.trainable_variables
+        with tf.GradientTape(persistent=True) as tape:
+            outputs = model(x, training=True)
+            losses = self.losses(outputs, y)
+            task_losses = {task: self._average(loss) for task, loss in losses.items()}
+        # A head's variables get no gradient from the other task: zeros, not None.
+        per_task = {
+            task: [
+                tf.zeros(v.shape, v.dtype) if g is None else g
+                for g, v in zip(tape.gradient(task_losses[task], variables), variables, strict=True)
+            ]
+            for task in TASKS
+        }
+        del tape
+        grads = [
+            tf.add_n([self.weights[task] * per_task[task][i] for task in TASKS])
+            for i in range(len(variables))
+        ]
+        return Gradients(grads, self.sums(outputs, y, losses), per_task)
+
+
+def task_of(config: RunConfig) -> SingleTask:
+    """The task a run's config trains."""
+    if config.multitask:
+        return MultiTask(config.batch_size, config.task_weights)
+    return SingleTask(config.batch_size)
+
+
+def _cross_entropy(labels: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
+    return keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
+
+
+def _correct(logits: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
+    predicted = tf.argmax(logits, axis=-1, output_type=labels.dtype)
+    return tf.reduce_sum(tf.cast(predicted == labels, tf.float32))
+
+
+def _added(a: list[tf.Tensor], b: list[tf.Tensor]) -> list[tf.Tensor]:
+    return [x + y for x, y in zip(a, b, strict=True)]

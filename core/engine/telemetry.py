@@ -1,0 +1,118 @@
+"""What a logged step reports: the means since the last log, the optimizer's live knobs and
+statistics, and per-layer statistics (step and parameter norms, update ratio, sparsity,
+distance from the initial weights).
+
+The sums live in variables written by the traced step, so that nothing crosses to the
+host except on a step that logs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from core import optimizers
+from core.engine.tasks import SingleTask
+
+# Below this magnitude a parameter counts as zero for `sparsity/<layer>` (unless pruning
+# is on: then the pruning threshold is the line).
+ZERO = 1e-6
+
+
+def layer_of(path: str) -> str:
+    """The layer a variable belongs to: its path without the variable name."""
+    return path.rsplit("/", 1)[0] if "/" in path else path
+
+
+class Telemetry:
+    """The running sums of one run, and the logged row made from them.
+
+    Attributes:
+        layers: The layer names that per-layer statistics are keyed by.
+    """
+
+    def __init__(self, model: keras.Model, optimizer: Any, task: SingleTask) -> None:
+        self.model = model
+        self.optimizer = optimizer
+        self.task = task
+        variables = model.trainable_variables
+        self.layers = list(dict.fromkeys(layer_of(v.path) for v in variables))
+        self._segments = tf.constant([self.layers.index(layer_of(v.path)) for v in variables])
+        self._sizes = tf.constant([float(v.shape.num_elements()) for v in variables])
+        # Created outside the strategy, written in cross-replica context only.
+        names = ["loss", "count", *task.means, *task.last_values]
+        self._sums = {n: tf.Variable(0.0, trainable=False, name=n.replace("/", "_")) for n in names}
+        self._initial = [tf.Variable(tf.convert_to_tensor(v), trainable=False) for v in variables]
+
+    def accumulate(self, per_replica: dict[str, Any], strategy: tf.distribute.Strategy) -> None:
+        """Adds a step's sums over replicas to the running ones (in the traced step);
+        a last value (a task's gradient norm, all-reduced already) replaces the old one."""
+        for name, variable in self._sums.items():
+            if name in self.task.last_values:
+                variable.assign(strategy.reduce("MEAN", per_replica[name], axis=None))
+            else:
+                variable.assign_add(strategy.reduce("SUM", per_replica[name], axis=None))
+
+    def owns(self, name: str) -> bool:
+        """Whether a per-replica output is one of the running sums."""
+        return name in self._sums
+
+    def logged(self) -> tuple[dict[str, tf.Tensor], dict[str, tf.Tensor]]:
+        """Means since the last log, last values, live knobs and statistics, and per-layer
+        statistics (in the graph); resets the sums."""
+        sums = {name: variable.read_value() for name, variable in self._sums.items()}
+        count = tf.maximum(sums["count"], 1.0)
+        out = {name: sums[name] / count for name in ("loss", *self.task.means)}
+        out |= {name: sums[name] for name in self.task.last_values}
+        for name, variable in self.optimizer.live_variables.items():
+            out[name] = tf.cast(variable, tf.float32)
+        stats = self.optimizer.stats
+        per_layer = self._layer_statistics(stats) if stats else {}
+        if stats:
+            out["distance_from_init"] = tf.norm(per_layer["distance_from_init"])
+        out |= {
+            name: tf.convert_to_tensor(stats[name])
+            for name in stats
+            if name in optimizers.SCALAR_STATS
+        }
+        for name, variable in self._sums.items():
+            if name not in self.task.last_values:
+                variable.assign(0.0)
+        return out, per_layer
+
+    def row(
+        self, logged: dict[str, tf.Tensor], per_layer: dict[str, tf.Tensor]
+    ) -> dict[str, float]:
+        """The logged tensors as metric values (on the host); per-layer ones keyed
+        `kind/layer`."""
+        row = {key: float(value) for key, value in logged.items()}
+        for key, values in per_layer.items():
+            for layer, value in zip(self.layers, values.numpy(), strict=True):
+                row[f"{key}/{layer}"] = float(value)
+        return row
+
+    def _layer_statistics(self, stats: dict[str, keras.Variable]) -> dict[str, tf.Tensor]:
+        def per_layer(per_variable: tf.Tensor) -> tf.Tensor:
+            return tf.math.unsorted_segment_sum(per_variable, self._segments, len(self.layers))
+
+        variables = self.model.trainable_variables
+        step_norm = tf.sqrt(per_layer(tf.convert_to_tensor(stats["step_sq"])))
+        param_norm = tf.sqrt(per_layer(tf.convert_to_tensor(stats["param_sq"])))
+        threshold = self.optimizer.live_variables.get("prune_threshold")
+        zero = tf.constant(ZERO) if threshold is None else tf.cast(threshold, tf.float32)
+        zeros = tf.stack([tf.reduce_sum(tf.cast(tf.abs(v) < zero, tf.float32)) for v in variables])
+        moved = tf.stack(
+            [
+                2.0 * tf.nn.l2_loss(tf.convert_to_tensor(v) - start)
+                for v, start in zip(variables, self._initial, strict=True)
+            ]
+        )
+        return {
+            "step_norm": step_norm,
+            "param_norm": param_norm,
+            "update_ratio": step_norm / tf.maximum(param_norm, 1e-12),
+            "sparsity": per_layer(zeros) / per_layer(self._sizes),
+            "distance_from_init": tf.sqrt(per_layer(moved)),
+        }
