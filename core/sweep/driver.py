@@ -168,16 +168,11 @@ def settle_abandoned(engine: Engine, study: optuna.Study, *, driven_here: bool) 
 
     told = 0
     for frozen in study.get_trials(deepcopy=False, states=(_state("RUNNING"),)):
-        run_id, driver = frozen.user_attrs.get(RUN_ID), frozen.user_attrs.get(DRIVER)
-        if run_id is None or (driven_here if driver == owner.current() else owner.alive(driver)):
-            continue
-        try:
-            if engine.status(run_id).active:
-                continue
-        except UnknownRunError:
+        if not abandoned(engine, frozen, driven_here=driven_here):
             continue
         # Optuna has no public way to take over a running trial after a restart.
         trial = optuna.Trial(study, frozen._trial_id)
+        run_id = frozen.user_attrs[RUN_ID]
         trial_run = TrialRun(trial, run_id, max(frozen.intermediate_values, default=None))
         try:
             if (outcome := trial_run.poll(engine, pruning=False)) is not None:
@@ -186,6 +181,20 @@ def settle_abandoned(engine: Engine, study: optuna.Study, *, driven_here: bool) 
         except optuna.exceptions.UpdateFinishedTrialError:
             pass  # another process settled it first
     return told
+
+
+def abandoned(engine: Engine, frozen: optuna.trial.FrozenTrial, *, driven_here: bool) -> bool:
+    """Whether a trial is abandoned and its run has ended, so that `settle_abandoned`
+    would settle it (see there): a cheap check on a trial as read from storage."""
+    if frozen.state.name != "RUNNING":
+        return False
+    run_id, driver = frozen.user_attrs.get(RUN_ID), frozen.user_attrs.get(DRIVER)
+    if run_id is None or (driven_here if driver == owner.current() else owner.alive(driver)):
+        return False
+    try:
+        return not engine.status(run_id).active
+    except UnknownRunError:
+        return False
 
 
 def _counted(trials: list[optuna.trial.FrozenTrial]) -> int:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from core.knobs import InvalidHyperparameters
-from core.sweep.driver import settle_abandoned
+from core.sweep.driver import abandoned, settle_abandoned
 from core.sweep.trial_run import CUT_SHORT
 
 if TYPE_CHECKING:
@@ -130,10 +130,10 @@ def list_studies(engine: Engine, storage: str | None = None) -> list[SweepSummar
         # What `optuna.get_all_study_summaries` reads (its trials by `_study_id`, as it
         # does), counted by state here; trials a killed sweep left running are settled.
         trials = opened.get_all_trials(study._study_id, deepcopy=False)
-        if any(t.state.name == "RUNNING" for t in trials) and settle_abandoned(
-            engine,
-            _load(study.study_name, opened),
-            driven_here=DRIVERS.driving(url, study.study_name),
+        driven_here = DRIVERS.driving(url, study.study_name)
+        # Loading a study costs a page refresh much: only for a trial to settle.
+        if any(abandoned(engine, t, driven_here=driven_here) for t in trials) and settle_abandoned(
+            engine, _load(study.study_name, opened), driven_here=driven_here
         ):
             trials = opened.get_all_trials(study._study_id, deepcopy=False)
         result.append(_summary(study, trials))

@@ -25,6 +25,7 @@ from core.sweep import (
     parallel_rows,
     settings,
     storage_url,
+    studies,
     varying,
 )
 
@@ -330,6 +331,23 @@ def test_stop_ends_the_sweep_and_its_runs_promptly(engine) -> None:
     assert [(r.state, r.reason) for r in rows] == [("FAIL", "the sweep was stopped")] * 2
     # Cut short: they run again if the sweep resumes, so they neither finish nor fail.
     assert (status.finished, status.failed) == (0, 0)
+
+
+def test_listing_a_sweep_at_work_loads_no_study(engine, monkeypatch) -> None:
+    """The Sweep page lists the studies at every refresh: while a live driver runs the
+    trials, that reads their rows and loads no study (which costs a refresh much)."""
+    long = BASE.replace(max_steps=20_000, epochs=1000)
+    sweep = Sweep(engine, long, space(LR), n_trials=2, sampler="random", **FAST)
+    sweep.start()
+    try:
+        wait_for(lambda: any(run.step > 0 for run in engine.list()))
+        loads: list[str] = []
+        monkeypatch.setattr(studies, "_load", lambda name, storage: loads.append(name))
+        [summary] = list_studies(engine)
+        assert summary.running >= 1 and loads == []
+    finally:
+        sweep.stop()
+        sweep.wait(60)
 
 
 def test_a_loaded_sweep_resumes_its_unfinished_trials(engine) -> None:
