@@ -6,7 +6,9 @@ trains, and one line of help. Optimizers validate their arguments against their 
 validate their configs against theirs, and the dashboard and the CLI build their inputs
 from them, so a range is written down exactly once.
 
-This module is pure Python: it imports neither TensorFlow nor Keras.
+The knobs every optimizer has are declared with the stage of the step they control, in
+`core.optimizers.stages`. This module is pure Python: it imports neither TensorFlow nor
+Keras.
 """
 
 from __future__ import annotations
@@ -290,115 +292,3 @@ def validate(knobs: Iterable[Knob], values: Mapping[str, Any], *, owner: str) ->
     if errors:
         raise InvalidHyperparameters(errors)
     return result
-
-
-# The knobs every optimizer accepts, in the order they act on a step (see `base.py`).
-LEARNING_RATE = Knob(
-    "learning_rate",
-    "float",
-    0.01,
-    "Step size η.",
-    low=0.0,
-    high=100.0,
-    low_open=True,
-    live=True,
-    log_scale=True,
-)
-CLIP_NORM = Knob(
-    "clip_norm",
-    "float",
-    None,
-    "Clip the global norm of all gradients together (after the all-reduce) to this value.",
-    low=0.0,
-    high=1e6,
-    low_open=True,
-    optional=True,
-    live=True,
-    log_scale=True,
-)
-NOISE_STD = Knob(
-    "noise_std",
-    "float",
-    None,
-    "Standard deviation of Gaussian noise added to the clipped gradient, before η scales it.",
-    low=0.0,
-    high=100.0,
-    optional=True,
-    live=True,
-)
-NOISE_SEED = Knob("noise_seed", "int", 0, "Seed of the gradient noise.", low=0, high=2**31 - 1)
-TOP_K = Knob(
-    "top_k",
-    "float",
-    None,
-    "Keep only this fraction of each gradient tensor's entries, the largest by magnitude.",
-    low=0.0,
-    high=1.0,
-    low_open=True,
-    optional=True,
-)
-TOP_K_ERROR_FEEDBACK = Knob(
-    "top_k_error_feedback",
-    "bool",
-    False,
-    "Carry the entries top-k dropped over to the next step's gradient.",
-)
-WEIGHT_DECAY = Knob(
-    "weight_decay",
-    "float",
-    None,
-    "Decoupled weight decay λ: θ ← θ − η·λ·θ each step (Loshchilov & Hutter).",
-    low=0.0,
-    high=10.0,
-    optional=True,
-    live=True,
-    log_scale=True,
-)
-LAYER_RULES = Knob(
-    "layer_rules",
-    "rules",
-    (),
-    "Per-layer step multiplier and weight decay, chosen by a regex on the variable path.",
-)
-PRUNE_THRESHOLD = Knob(
-    "prune_threshold",
-    "float",
-    None,
-    "Freeze parameters whose magnitude is below this value (their update is masked to zero).",
-    low=0.0,
-    high=10.0,
-    optional=True,
-    live=True,
-)
-RADIUS = Knob(
-    "radius",
-    "float",
-    None,
-    "After the step, project the whole parameter vector onto the L2 ball of this radius.",
-    low=0.0,
-    high=1e6,
-    low_open=True,
-    optional=True,
-    live=True,
-    log_scale=True,
-)
-TELEMETRY = Knob(
-    "telemetry",
-    "bool",
-    False,
-    "Record gradient and parameter norms, clipping and projection activity each step.",
-)
-
-COMMON_KNOBS: tuple[Knob, ...] = (
-    LEARNING_RATE,
-    CLIP_NORM,
-    NOISE_STD,
-    NOISE_SEED,
-    TOP_K,
-    TOP_K_ERROR_FEEDBACK,
-    WEIGHT_DECAY,
-    LAYER_RULES,
-    PRUNE_THRESHOLD,
-    RADIUS,
-    TELEMETRY,
-)

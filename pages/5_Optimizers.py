@@ -3,19 +3,22 @@
 import streamlit as st
 
 from core import optimizers
+from core.optimizers import stages
 from ui import texts
 
 st.title(":material/function: Optimizers")
 st.markdown(
     "Each optimizer is an algorithm plus the common knobs, which act in this order: "
-    "all-reduce → clip_norm → noise_std → top_k → the algorithm's step → layer_rules "
-    "multiplier → decoupled weight_decay → prune_threshold mask → radius projection. "
-    "A knob left empty is not traced at all; a live knob can change while a run trains."
+    f"{stages.order_line()}. A knob left empty is not traced at all; a live knob can "
+    "change while a run trains."
 )
+with st.expander("The update rule, step by step"):
+    st.code(stages.order_text(), language=None)
 
 USAGE = """\
 import keras
 from core import optimizers
+from core.optimizers import stages
 
 optimizer = optimizers.build({args})
 loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)

@@ -22,7 +22,7 @@ import importlib
 from typing import Any
 
 _HOMES = {
-    "COMMON_KNOBS": "core.knobs",
+    "COMMON_KNOBS": "core.optimizers.stages",
     "InvalidHyperparameters": "core.knobs",
     "Knob": "core.knobs",
     "LayerRule": "core.knobs",

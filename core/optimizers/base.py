@@ -2,22 +2,14 @@
 
 One optimizer step, for gradients g and parameters θ (all trainable variables at once):
 
-    1. g  ← Σ_replicas g                           all-reduce, under `tf.distribute`
-    2. g  ← g · min(1, c / ‖g‖)                    clip_norm c, ‖·‖ over all gradients
-    3. g  ← g + σ·ξ,  ξ ~ N(0, I)                  noise_std σ (a standard deviation)
-    4. k  ← topk(g + e);  e ← g + e − k;  g ← k    top_k per tensor; e only with error feedback
-    5. Δ  ← algorithm(g)                           the subclass's step (it includes −η)
-    6. Δ  ← m_l · Δ                                layer_rules step multiplier m_l
-    7. θ' ← θ − θ·λ_l·η·m_l + Δ                    decoupled weight decay λ_l (layer_rules or
-                                                   weight_decay)
-    8. θ' ← θ  where |θ| < τ                       prune_threshold τ: those entries are frozen
-    9. θ' ← θ' · min(1, r / ‖θ'‖)                  radius r, ‖·‖ over all parameters
+{order}
 
-Steps 2–4 and 9 need every gradient or every parameter at once. They run after the
-all-reduce, on identical values in every replica, and every new value is written through
-`strategy.extended.update`, so mirrored copies never drift apart. This is why the knobs
-live here and not in Keras's `global_clipnorm`, which clips each replica's gradient before
-the sum.
+Each line after the all-reduce is a stage of `core.optimizers.stages`, where the knobs are
+declared. The stages that need every gradient or every parameter at once (clipping, noise,
+top-k, the projection) run after the all-reduce, on identical values in every replica,
+and every new value is written through `strategy.extended.update`, so mirrored copies
+never drift apart. This is why the knobs live here and not in Keras's `global_clipnorm`,
+which clips each replica's gradient before the sum.
 
 A knob set to `None` is left out of the traced step and costs nothing. A numeric knob that
 is set lives in a variable: `set_knob` changes it for the next step without retracing.
@@ -25,41 +17,23 @@ is set lives in a variable: `set_knob` changes it for the next step without retr
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import inspect
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from core.knobs import (
-    COMMON_KNOBS,
-    InvalidHyperparameters,
-    Knob,
-    LayerRule,
-    live_change,
-    validate,
-)
-from core.optimizers import transforms
+from core.knobs import InvalidHyperparameters, Knob, live_change, validate
+from core.optimizers import stages
+from core.optimizers.stages import COMMON_KNOBS, SCALAR_STATS, STAGES, VECTOR_STATS
+from core.optimizers.transforms import agreed
+
+__doc__ = (__doc__ or "").format(order=stages.order_text())  # the order, from the stages
+__all__ = ["SCALAR_STATS", "VECTOR_STATS", "Assignment", "LabOptimizer", "agreed", "tf_variable"]
 
 Assignment = tuple[tf.Variable, tf.Tensor]
-
-# Scalar statistics recorded every step when `telemetry=True`, in `LabOptimizer.stats`.
-SCALAR_STATS = (
-    "grad_norm",  # ‖g‖ after the all-reduce, before clipping
-    "grad_norm_clipped",  # ‖g‖ after clipping
-    "clip_active",  # 1 when clipping scaled the gradient down
-    "top_k_kept",  # fraction of gradient entries top-k kept
-    "pruned_frozen",  # fraction of parameters frozen by prune_threshold
-    "param_norm",  # ‖θ'‖ after the whole step
-    "param_norm_proposed",  # ‖θ'‖ before the projection (param_norm when radius is off)
-    "projection_active",  # 1 when the projection scaled θ' down
-)
-# Per-variable statistics, in the order of the variables the optimizer was built with.
-VECTOR_STATS = (
-    "step_sq",  # ‖θ' − θ‖² of each variable
-    "param_sq",  # ‖θ'‖² of each variable
-)
 
 
 def tf_variable(variable: Any) -> tf.Variable:
@@ -73,18 +47,19 @@ def _as_float(value: Any) -> float:
     return float(str(np.float32(value)))
 
 
-def agreed(value: Any) -> Any:
-    """`value` made the same in every replica: their mean, computed once.
-
-    Reductions (norms, sums) that each replica computes on identical inputs may still
-    differ in the last bit (multithreaded kernels add in varying order), and a scale
-    derived from them would let mirrored copies drift apart. Outside a multi-replica step,
-    `value` itself.
-    """
-    context = tf.distribute.get_replica_context()
-    if context is None or context.num_replicas_in_sync == 1:
-        return value
-    return context.all_reduce("MEAN", value)
+def knobs_section(knobs: Sequence[Knob]) -> str:
+    """A docstring's `Knobs:` section: each knob's name, default, range and help."""
+    lines = ["Knobs:"]
+    for knob in knobs:
+        facts = [f"default {knob.default!r}"]
+        if knob.range_text():
+            facts.append(f"in {knob.range_text()}")
+        if knob.optional:
+            facts.append("None: off")
+        if knob.live:
+            facts.append("live")
+        lines.append(f"    {knob.name} ({', '.join(facts)}): {knob.help}")
+    return "\n".join(lines)
 
 
 def _assign_all(strategy: tf.distribute.Strategy, assignments: Sequence[Assignment]) -> None:
@@ -116,6 +91,12 @@ class LabOptimizer(keras.optimizers.Optimizer):
     knobs: ClassVar[tuple[Knob, ...]] = COMMON_KNOBS
     slot_names: ClassVar[tuple[str, ...]] = ()
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Appends the class's knobs to its docstring, so that `help(Adam)` lists them."""
+        super().__init_subclass__(**kwargs)
+        if cls.__doc__ and "\nKnobs:\n" not in cls.__doc__:
+            cls.__doc__ = inspect.cleandoc(cls.__doc__) + "\n\n" + knobs_section(cls.knobs)
+
     def __init__(
         self,
         learning_rate: float | keras.optimizers.schedules.LearningRateSchedule | None = None,
@@ -143,7 +124,8 @@ class LabOptimizer(keras.optimizers.Optimizer):
             for knob in self.knobs
             if knob.live and knob.name != "learning_rate" and values[knob.name] is not None
         }
-        self._stats: dict[str, keras.Variable] = {}
+        self._stages = [stage(self, values) for stage in STAGES]
+        self._telemetry = next(s for s in self._stages if isinstance(s, stages.Telemetry))
 
     # Knobs ----------------------------------------------------------------------------
 
@@ -188,7 +170,7 @@ class LabOptimizer(keras.optimizers.Optimizer):
     def stats(self) -> dict[str, keras.Variable]:
         """What the last step measured (see `SCALAR_STATS`, `VECTOR_STATS`); empty unless
         the optimizer was made with `telemetry=True`."""
-        return dict(self._stats)
+        return dict(self._telemetry.variables) if self.built else {}
 
     # Variables --------------------------------------------------------------------------
 
@@ -197,37 +179,12 @@ class LabOptimizer(keras.optimizers.Optimizer):
             return
         super().build(var_list)
         self._slots = self.build_slots(var_list)
-        self._residuals = (
-            self.add_optimizer_variables(var_list, "top_k_residual")
-            if self._values["top_k"] is not None and self._values["top_k_error_feedback"]
-            else []
-        )
-        self._rules = [self._rule_for(variable) for variable in var_list]
-        if self._values["telemetry"]:
-            self._stats = {name: self._add_stat(name, ()) for name in SCALAR_STATS}
-            for name in VECTOR_STATS:
-                self._stats[name] = self._add_stat(name, (len(var_list),))
+        for stage in self._stages:
+            stage.build(var_list)
 
     def build_slots(self, var_list: list[keras.Variable]) -> dict[str, list[keras.Variable]]:
         """Creates the algorithm's state; by default one slot per variable per `slot_names`."""
         return {name: self.add_optimizer_variables(var_list, name) for name in self.slot_names}
-
-    def _add_stat(self, name: str, shape: tuple[int, ...]) -> keras.Variable:
-        return self.add_variable(
-            shape, dtype="float32", aggregation="only_first_replica", name=f"stat_{name}"
-        )
-
-    def _rule_for(self, variable: keras.Variable) -> tuple[float, float | keras.Variable | None]:
-        """(step multiplier, weight decay) of `variable`: the first matching layer rule's,
-        else 1 and the optimizer-wide decay (a variable, or `None` when off)."""
-        path = getattr(variable, "path", variable.name)
-        rule: LayerRule | None = next(
-            (r for r in self._values["layer_rules"] if r.regex.search(path)), None
-        )
-        lr_mult = rule.lr_mult if rule else 1.0
-        if rule and rule.weight_decay is not None:
-            return lr_mult, rule.weight_decay
-        return lr_mult, self._live.get("weight_decay")
 
     # The step -------------------------------------------------------------------------
 
@@ -259,131 +216,17 @@ class LabOptimizer(keras.optimizers.Optimizer):
         indices: list[int],
         learning_rate: Any,
     ) -> list[Assignment]:
-        """Steps 2–9 of the module docstring, as new values for variables."""
-        values, live = self._values, self._live
-        stats: dict[str, tf.Tensor] = {}
-        assignments: list[Assignment] = []
-        lr = tf.cast(learning_rate, tf.float32)
+        """The stages after the all-reduce, as new values for variables."""
         params = [tf.convert_to_tensor(v) for v in variables]
-        grads = [tf.cast(g, p.dtype) for g, p in zip(grads, params, strict=True)]
-
-        if values["telemetry"] or "clip_norm" in live:
-            stats["grad_norm"] = stats["grad_norm_clipped"] = agreed(transforms.global_norm(grads))
-        if "clip_norm" in live:
-            clip_norm = tf.convert_to_tensor(live["clip_norm"])
-            scale = transforms.ball_scale(stats["grad_norm"], clip_norm)
-            grads = transforms.scale_all(grads, scale)
-            stats["grad_norm_clipped"] = stats["grad_norm"] * scale
-            stats["clip_active"] = stats["grad_norm"] > clip_norm
-
-        if "noise_std" in live:
-            std = tf.convert_to_tensor(live["noise_std"])
-            step = self.iterations
-            grads = [
-                g
-                + tf.cast(std, g.dtype)
-                * transforms.gradient_noise(g.shape, g.dtype, values["noise_seed"], step, i)
-                for g, i in zip(grads, indices, strict=True)
-            ]
-
-        if values["top_k"] is not None:
-            grads, residual_assignments, kept = self._sparsify(grads, indices)
-            assignments += residual_assignments
-            stats["top_k_kept"] = kept
-
-        steps, state_assignments = self.propose_all(grads, params, indices, lr)
-        assignments += state_assignments
-        new_params = self._apply_steps(params, steps, indices, lr, stats)
-
-        if values["telemetry"] or "radius" in live:
-            param_sq = agreed(tf.stack([transforms.squared_norm(p) for p in new_params]))
-            stats["param_norm"] = tf.sqrt(tf.reduce_sum(param_sq))
-            stats["param_norm_proposed"] = stats["param_norm"]
-        if "radius" in live:
-            radius = tf.convert_to_tensor(live["radius"])
-            scale = transforms.ball_scale(stats["param_norm"], radius)
-            new_params = transforms.scale_all(new_params, scale)
-            stats["projection_active"] = stats["param_norm"] > radius
-            stats["param_norm"] = stats["param_norm"] * scale
-            param_sq = param_sq * scale * scale
-
-        assignments += zip(variables, new_params, strict=True)
-        if values["telemetry"]:
-            stats["param_sq"] = param_sq
-            stats["step_sq"] = agreed(
-                tf.stack(
-                    [
-                        transforms.squared_norm(new - old)
-                        for new, old in zip(new_params, params, strict=True)
-                    ]
-                )
-            )
-            assignments += self._stat_assignments(stats, indices)
-        return assignments
-
-    def _sparsify(
-        self, grads: list[tf.Tensor], indices: list[int]
-    ) -> tuple[list[tf.Tensor], list[Assignment], tf.Tensor]:
-        """Step 4: per-tensor top-k, with error feedback when the residuals exist."""
-        fraction = self._values["top_k"]
-        kept, assignments = [], []
-        for g, i in zip(grads, indices, strict=True):
-            if self._residuals:
-                residual = tf_variable(self._residuals[i])
-                g = g + tf.convert_to_tensor(residual)
-                sparse = transforms.keep_top_k(g, fraction)
-                assignments.append((residual, g - sparse))
-            else:
-                sparse = transforms.keep_top_k(g, fraction)
-            kept.append(sparse)
-        sizes = [g.shape.num_elements() for g in grads]
-        fraction_kept = sum(transforms.top_k_count(n, fraction) for n in sizes) / sum(sizes)
-        return kept, assignments, tf.constant(fraction_kept, tf.float32)
-
-    def _apply_steps(
-        self,
-        params: list[tf.Tensor],
-        steps: list[tf.Tensor],
-        indices: list[int],
-        lr: tf.Tensor,
-        stats: dict[str, tf.Tensor],
-    ) -> list[tf.Tensor]:
-        """Steps 6–8: layer multipliers, decoupled weight decay, the pruning mask."""
-        threshold = self._live.get("prune_threshold")
-        frozen_count = []
-        new_params = []
-        for theta, step, i in zip(params, steps, indices, strict=True):
-            lr_mult, decay = self._rules[i]
-            if lr_mult != 1.0:
-                step = step * lr_mult
-            new = theta
-            if decay is not None:
-                # Same expression as keras.optimizers.AdamW, so `adamw` matches it exactly.
-                layer_lr = lr if lr_mult == 1.0 else lr * lr_mult
-                new = theta - theta * tf.cast(decay, theta.dtype) * tf.cast(layer_lr, theta.dtype)
-            new = new + step
-            if threshold is not None:
-                frozen = tf.abs(theta) < tf.cast(threshold, theta.dtype)
-                new = tf.where(frozen, theta, new)
-                frozen_count.append(tf.reduce_sum(tf.cast(frozen, tf.float32)))
-            new_params.append(new)
-        if threshold is not None:
-            total = sum(p.shape.num_elements() for p in params)
-            stats["pruned_frozen"] = agreed(tf.add_n(frozen_count)) / total
-        return new_params
-
-    def _stat_assignments(self, stats: Mapping[str, Any], indices: list[int]) -> list[Assignment]:
-        """The telemetry variables' new values; knobs that are off report neutral values."""
-        neutral = {"clip_active": 0, "projection_active": 0, "top_k_kept": 1, "pruned_frozen": 0}
-        assignments = []
-        for name in SCALAR_STATS:
-            value = tf.cast(stats.get(name, neutral.get(name)), tf.float32)
-            assignments.append((tf_variable(self._stats[name]), value))
-        size = len(self._trainable_variables)
-        for name in VECTOR_STATS:
-            vector = tf.scatter_nd(tf.constant(indices)[:, None], stats[name], [size])
-            assignments.append((tf_variable(self._stats[name]), vector))
-        return assignments
+        step = stages.Step(
+            grads=[tf.cast(g, p.dtype) for g, p in zip(grads, params, strict=True)],
+            params=params,
+            indices=indices,
+            lr=tf.cast(learning_rate, tf.float32),
+        )
+        for stage in self._stages:
+            stage.apply(step)
+        return [*step.assignments, *zip(variables, step.new_params, strict=True)]
 
     # The algorithm ----------------------------------------------------------------------
 

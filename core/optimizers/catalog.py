@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.knobs import COMMON_KNOBS, InvalidHyperparameters, Knob, validate
+from core.knobs import InvalidHyperparameters, Knob, validate
+from core.optimizers.stages import COMMON_KNOBS
 from core.store.paths import PROJECT_ROOT
 
 # The algorithms' own knobs (core/optimizers/algorithms.py), after the common ones.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import tensorflow as tf
 
@@ -75,3 +76,17 @@ def keep_top_k(tensor: tf.Tensor, fraction: float) -> tf.Tensor:
     _, indices = tf.math.top_k(tf.abs(flat), k=k, sorted=False)
     kept = tf.scatter_nd(indices[:, None], tf.gather(flat, indices), [size])
     return tf.reshape(kept, tf.shape(tensor))
+
+
+def agreed(value: Any) -> Any:
+    """`value` made the same in every replica: their mean, computed once.
+
+    Reductions (norms, sums) that each replica computes on identical inputs may still
+    differ in the last bit (multithreaded kernels add in varying order), and a scale
+    derived from them would let mirrored copies drift apart. Outside a multi-replica step,
+    `value` itself.
+    """
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return value
+    return context.all_reduce("MEAN", value)

@@ -1,0 +1,52 @@
+"""The knobs as stages: the order the docs show is made from `STAGES`, and each
+optimizer's docstring lists its knobs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import tensorflow as tf
+
+from core.optimizers import Adam, GlobalVectorOptimizer, base, stages
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_order_everywhere_is_the_stages_order() -> None:
+    names = [stage.__name__ for stage in stages.STAGES if stage.formula]
+    assert names == [
+        "ClipNorm",
+        "GradientNoise",
+        "TopK",
+        "Algorithm",
+        "LayerMultiplier",
+        "WeightDecay",
+        "PruneMask",
+        "Projection",
+    ]
+    assert stages.order_line() in (ROOT / "README.md").read_text().replace("\n", " ")
+    assert stages.order_text() in base.__doc__
+    assert "stages.order_line()" in (ROOT / "pages" / "5_Optimizers.py").read_text()
+    lines = stages.order_text().splitlines()
+    assert lines[0].startswith("1. g  ← Σ_replicas g") and lines[-1].startswith("9. θ' ← θ'")
+
+
+def test_knobs_and_statistics_come_from_the_stages_each_once() -> None:
+    knobs = [knob.name for knob in stages.COMMON_KNOBS]
+    assert knobs[0] == "learning_rate" and len(knobs) == len(set(knobs))
+    assert set(knobs) == {knob.name for stage in stages.STAGES for knob in stage.knobs}
+    assert tuple(stages.NEUTRAL_STATS) == stages.SCALAR_STATS
+    assert stages.NEUTRAL_STATS["clip_active"] == 0.0 and stages.NEUTRAL_STATS["top_k_kept"] == 1
+
+
+def test_help_lists_each_optimizers_knobs() -> None:
+    assert "beta_1 (default 0.9, in [0, 1)): Decay rate β₁" in Adam.__doc__
+    assert "radius (default None, in (0, 1e+06], None: off, live)" in Adam.__doc__
+
+    class Halving(GlobalVectorOptimizer):
+        """x ← x / 2"""
+
+        def update(self, x: tf.Tensor, g: tf.Tensor) -> tf.Tensor:
+            return x / 2
+
+    assert Halving.__doc__.startswith("x ← x / 2\n\nKnobs:\n    learning_rate")
