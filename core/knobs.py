@@ -25,8 +25,9 @@ MAX_TEXT = 200
 FLOAT32_TINY = 2.0**-126  # the smallest normal float32
 
 
-class InvalidHyperparameters(ValueError):
-    """Raised when one or more hyperparameters are invalid.
+class InvalidInput(ValueError):
+    """Bad input, named field by field: a run config, a knob value, a study's settings, a
+    command to a run that has ended.
 
     `errors` maps each bad field to what is wrong with it; the message lists them all.
     """
@@ -34,6 +35,10 @@ class InvalidHyperparameters(ValueError):
     def __init__(self, errors: Mapping[str, str]) -> None:
         self.errors = dict(errors)
         super().__init__("; ".join(f"{name}: {why}" for name, why in self.errors.items()))
+
+
+#: Its name from when only hyperparameters raised it; plugins and scripts may use it still.
+InvalidHyperparameters = InvalidInput
 
 
 # A number as people type it: digits, one point, an exponent; no `_` separators (Python's
@@ -274,7 +279,7 @@ def live_change(knobs: Iterable[Knob], name: str, value: Any, *, was_on: bool) -
 def validate(knobs: Iterable[Knob], values: Mapping[str, Any], *, owner: str) -> dict[str, Any]:
     """Validates `values` against `knobs`, filling defaults.
 
-    Returns every knob's value. Raises `InvalidHyperparameters` listing every bad or
+    Returns every knob's value. Raises `InvalidInput` listing every bad or
     unknown field at once; `owner` names the optimizer in the unknown-field message.
     """
     by_name = {knob.name: knob for knob in knobs}
@@ -290,5 +295,5 @@ def validate(knobs: Iterable[Knob], values: Mapping[str, Any], *, owner: str) ->
         except ValueError as exc:
             errors[name] = str(exc)
     if errors:
-        raise InvalidHyperparameters(errors)
+        raise InvalidInput(errors)
     return result

@@ -5,12 +5,11 @@ from __future__ import annotations
 import streamlit as st
 
 from core import optimizers
-from core.engine import TASKS
+from core.engine import TASKS, run_fields
 from core.knobs import Knob
 from ui import forms, state
 from ui.train_form import (
     ERRORS,
-    RUN_FIELDS,
     STARTED,
     knob_key,
     run_key,
@@ -21,6 +20,7 @@ from ui.train_form import (
 )
 
 st.title(":material/rocket_launch: Train")
+FIELDS = run_fields()  # read at each run: a plugin loaded since shows
 
 
 def field(knob: Knob, key: str, errors: dict[str, str]) -> None:
@@ -33,11 +33,11 @@ errors: dict[str, str] = st.session_state.get(ERRORS, {})
 
 model_col, data_col, optimizer_col = st.columns(3)
 with model_col:
-    field(RUN_FIELDS["model"], run_key("model"), errors)
+    field(FIELDS["model"], run_key("model"), errors)
 with data_col:
-    field(RUN_FIELDS["dataset"], run_key("dataset"), errors)
+    field(FIELDS["dataset"], run_key("dataset"), errors)
 with optimizer_col:
-    field(RUN_FIELDS["optimizer"], run_key("optimizer"), errors)
+    field(FIELDS["optimizer"], run_key("optimizer"), errors)
 
 spec = optimizers.get_spec(st.session_state[run_key("optimizer")])
 seed_knobs(spec)
@@ -58,7 +58,7 @@ with st.expander("Per-layer rules (step multiplier and weight decay by regex)"):
     field(rules, knob_key(spec.name, rules.name), errors)
 
 st.subheader("Run")
-run_fields = [
+run_settings = [
     "batch_size",
     "epochs",
     "max_steps",
@@ -70,14 +70,14 @@ run_fields = [
     "data_dir",
 ]
 columns = st.columns(3)
-for i, name in enumerate(run_fields):
+for i, name in enumerate(run_settings):
     with columns[i % 3]:
-        field(RUN_FIELDS[name], run_key(name), errors)
+        field(FIELDS[name], run_key(name), errors)
 toggle_cols = st.columns(3)
 with toggle_cols[0]:
-    field(RUN_FIELDS["telemetry"], run_key("telemetry"), errors)
+    field(FIELDS["telemetry"], run_key("telemetry"), errors)
 with toggle_cols[1]:
-    field(RUN_FIELDS["multitask"], run_key("multitask"), errors)
+    field(FIELDS["multitask"], run_key("multitask"), errors)
 if st.session_state[run_key("multitask")]:
     with toggle_cols[2]:
         for task in TASKS:
@@ -87,7 +87,7 @@ if st.session_state[run_key("multitask")]:
 other = {
     k: v
     for k, v in errors.items()
-    if k not in RUN_FIELDS and k not in {knob.name for knob in spec.knobs} and k != "task_weights"
+    if k not in FIELDS and k not in {knob.name for knob in spec.knobs} and k != "task_weights"
 }
 for name, reason in other.items():
     forms.error(name, reason)

@@ -9,7 +9,7 @@ import streamlit as st
 from core import optimizers
 from core.charts import INSTRUMENT_HELP, instrument_figures, layer_figures, training_figures
 from core.engine import RunStatus
-from core.knobs import InvalidHyperparameters, Knob, live_change
+from core.knobs import InvalidInput, Knob, live_change
 from core.store import Command, UnknownRunError
 from ui import state, texts, views
 
@@ -44,7 +44,7 @@ def send(action: Callable[[str], Command], run_id: str, done: str) -> None:
     """A button's command to the run's process; a refusal is shown, not raised."""
     try:
         command = engine.settle(action(run_id))
-    except (InvalidHyperparameters, UnknownRunError) as exc:
+    except (InvalidInput, UnknownRunError) as exc:
         st.toast(f"Not done: {texts.literal(str(exc))}", icon=":material/warning:")
         return
     if command.error:

@@ -11,7 +11,7 @@ import streamlit as st
 from core import data, models, optimizers
 from core.charts import hyperparameter_figure
 from core.engine import RunConfig
-from core.knobs import InvalidHyperparameters
+from core.knobs import InvalidInput
 from core.store import UnknownRunError
 from core.sweep import (
     MAX_SEED,
@@ -151,7 +151,7 @@ def new_sweep_form() -> None:
                     seed=None if seed is None else int(seed),
                 )
                 sweep.start()
-            except InvalidHyperparameters as exc:
+            except InvalidInput as exc:
                 st.session_state[ERRORS] = exc.errors
             else:
                 st.session_state.pop(ERRORS, None)
@@ -165,7 +165,7 @@ def open_sweep(name: str) -> Sweep | None:
     if name not in state.sweeps():
         try:
             state.sweeps()[name] = Sweep.load(engine, name)
-        except InvalidHyperparameters as exc:
+        except InvalidInput as exc:
             st.warning(str(exc), icon=":material/warning:")
             return None
     return state.sweeps()[name]

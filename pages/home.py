@@ -11,7 +11,7 @@ import datetime as dt
 import streamlit as st
 
 from core.engine import RunStatus
-from core.knobs import InvalidHyperparameters
+from core.knobs import InvalidInput
 from core.store import ACTIVE_STATUSES, FINAL_STATUSES
 from ui import state, texts
 
@@ -83,7 +83,7 @@ def tag_runs(chosen: list[RunStatus], text: str) -> None:
     try:
         for run in chosen:
             engine.set_tags(run.id, [*run.tags, *tags])
-    except InvalidHyperparameters as exc:
+    except InvalidInput as exc:
         st.toast(f"Not tagged: {texts.literal(str(exc))}", icon=":material/warning:")
 
 
@@ -91,7 +91,7 @@ def delete_runs(chosen: list[RunStatus]) -> None:
     for run in chosen:
         try:
             engine.delete(run.id)
-        except InvalidHyperparameters as exc:
+        except InvalidInput as exc:
             st.toast(f"Not deleted: {texts.literal(str(exc))}", icon=":material/warning:")
     st.session_state.pop("runs_table", None)  # its selection named rows that are gone
 

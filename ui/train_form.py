@@ -12,13 +12,12 @@ from typing import Any
 import streamlit as st
 
 from core import optimizers
-from core.engine import TASKS, RunConfig, fields
-from core.knobs import InvalidHyperparameters
+from core.engine import TASKS, RunConfig, run_fields
+from core.knobs import InvalidInput
 from ui import forms, state
 
 ERRORS = "train_errors"
 STARTED = "train_started"
-RUN_FIELDS = {f.name: f for f in fields()}
 
 
 def run_key(name: str) -> str:
@@ -37,7 +36,7 @@ def weight_key(task: str) -> str:
 def seed_widgets(prefill: dict[str, Any] | None) -> None:
     """Widget values: a cloned config's when given, else the defaults (kept across reruns)."""
     if prefill:
-        for name, knob in RUN_FIELDS.items():
+        for name, knob in run_fields().items():
             st.session_state[run_key(name)] = forms.initial(knob, prefill.get(name))
         for task, weight in prefill.get("task_weights", {}).items():
             st.session_state[weight_key(task)] = f"{weight:g}"
@@ -53,7 +52,7 @@ def seed_widgets(prefill: dict[str, Any] | None) -> None:
                 st.session_state.pop(key, None)  # the editor's edits of the old rows
             else:
                 st.session_state[key] = value
-    for name, knob in RUN_FIELDS.items():
+    for name, knob in run_fields().items():
         st.session_state.setdefault(run_key(name), forms.initial(knob, knob.default))
     for task in TASKS:
         st.session_state.setdefault(weight_key(task), "1")
@@ -73,7 +72,7 @@ def submit() -> None:
     """Validates the form; starts the run, or keeps every error for display."""
     errors: dict[str, str] = {}
     values: dict[str, Any] = {}
-    for name, knob in RUN_FIELDS.items():
+    for name, knob in run_fields().items():
         try:
             values[name] = forms.parse(knob, forms.value(knob, run_key(name)))
         except ValueError as exc:
@@ -102,7 +101,7 @@ def submit() -> None:
     checked = {k: v for k, v in values.items() if k not in errors}
     try:
         config = RunConfig.from_dict({**checked, "hyperparameters": hyperparameters})
-    except InvalidHyperparameters as exc:
+    except InvalidInput as exc:
         errors = exc.errors | errors
     st.session_state[ERRORS] = errors
     if not errors:

@@ -40,7 +40,7 @@ from core.cli.exits import (
 )
 from core.cli.parser import build_parser, needs_plugins, run_config
 from core.cli.progress import ProgressBar, format_summary, render_progress
-from core.knobs import InvalidHyperparameters
+from core.knobs import InvalidInput
 from core.optimizers import catalog
 from core.store import StoreError
 
@@ -79,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
         return HANDLERS[args.command](args)
-    except (UsageError, InvalidHyperparameters) as exc:
+    except (UsageError, InvalidInput) as exc:
         report(str(exc).replace("\n", " "))
         return EXIT_USAGE
     except StoreError as exc:

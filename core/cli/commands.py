@@ -18,7 +18,7 @@ from core.cli.parser import run_config
 from core.cli.progress import ProgressBar, RunWatch, failure, format_summary
 from core.engine import Engine
 from core.export import safe_path, write_csv, write_tensorboard
-from core.knobs import InvalidHyperparameters
+from core.knobs import InvalidInput
 from core.store import RunRecord, Store, StoreError, default_path
 
 
@@ -35,7 +35,7 @@ def train(args: argparse.Namespace) -> int:
             interrupted = False
         except KeyboardInterrupt:
             watch.bar.note(f"stopping run {run_id} (Ctrl-C)")
-            with contextlib.suppress(InvalidHyperparameters):  # it may have just ended
+            with contextlib.suppress(InvalidInput):  # it may have just ended
                 engine.stop(run_id)
             status = watch.until_done()
             interrupted = True

@@ -304,7 +304,7 @@ def run_config(args: argparse.Namespace) -> RunConfig:
 
     Optimizer knobs go into `hyperparameters` only when given (in the file or as flags),
     so the optimizer's own defaults apply to the rest. Raises `UsageError` for a missing or
-    malformed file and `InvalidHyperparameters` naming every bad field.
+    malformed file and `InvalidInput` naming every bad field.
     """
     values = _read_config_file(args.config) if args.config is not None else {}
     hyperparameters: dict[str, Any] = {}

@@ -9,8 +9,17 @@
 Importing `core.engine` does not import TensorFlow; starting a run does.
 """
 
-from core.engine.config import FIELDS, STRATEGIES, TASKS, RunConfig, fields
+from core.engine.config import FIELDS, STRATEGIES, TASKS, RunConfig, fields, run_fields
 from core.engine.engine import Engine
 from core.engine.status import RunStatus
 
-__all__ = ["FIELDS", "STRATEGIES", "TASKS", "Engine", "RunConfig", "RunStatus", "fields"]
+__all__ = [
+    "FIELDS",
+    "STRATEGIES",
+    "TASKS",
+    "Engine",
+    "RunConfig",
+    "RunStatus",
+    "fields",
+    "run_fields",
+]

@@ -19,7 +19,7 @@ from core.engine.config import RunConfig
 from core.engine.engine import new_run_id
 from core.engine.reading import RunReader
 from core.engine.status import RunStatus
-from core.knobs import InvalidHyperparameters, live_change
+from core.knobs import InvalidInput, live_change
 from core.optimizers.catalog import OptimizerSpec, Plugins
 from core.store import Command, Service, Store, UnknownRunError
 
@@ -97,7 +97,7 @@ class EngineClient(RunReader):
 
     def start(self, config: RunConfig | Mapping[str, Any]) -> str:
         """Hands a run to the engine process and returns its id. An invalid config raises
-        `InvalidHyperparameters` naming every bad field, and nothing is stored."""
+        `InvalidInput` naming every bad field, and nothing is stored."""
         if not isinstance(config, RunConfig):
             config = RunConfig.from_dict(config)
         service = self.ensure_engine()
@@ -125,7 +125,7 @@ class EngineClient(RunReader):
 
     def update(self, run_id: str, **knobs: float) -> Command:
         """Asks for live knob changes from the run's next step on. Raises
-        `InvalidHyperparameters` naming each bad knob, and then asks nothing."""
+        `InvalidInput` naming each bad knob, and then asks nothing."""
         config = self._steerable(run_id).config
         spec = optimizers.get_spec(config["optimizer"])
         errors, values = {}, {}
@@ -136,7 +136,7 @@ class EngineClient(RunReader):
             except ValueError as exc:
                 errors[name] = str(exc)
         if errors or not values:
-            raise InvalidHyperparameters(errors or {"knobs": "name at least one knob"})
+            raise InvalidInput(errors or {"knobs": "name at least one knob"})
         return self.store.add_command(run_id, "set", {"knobs": values})
 
     def settle(self, command: Command, timeout: float = 2.0) -> Command:
@@ -155,16 +155,14 @@ class EngineClient(RunReader):
         if record is None:
             raise UnknownRunError(f"run_id: no run {run_id!r}")
         if record.active and owner.alive(record.owner):
-            raise InvalidHyperparameters({"run_id": f"run {run_id} is {record.status}: stop it"})
+            raise InvalidInput({"run_id": f"run {run_id} is {record.status}: stop it"})
         self.store.delete_run(run_id)
 
     def set_tags(self, run_id: str, tags: Iterable[str]) -> None:
         clean = [tag.strip() for tag in tags if tag.strip()]
         for tag in clean:
             if len(tag) > 40 or not tag.isprintable():
-                raise InvalidHyperparameters(
-                    {"tags": f"a tag is 1 to 40 printable characters (got {tag!r})"}
-                )
+                raise InvalidInput({"tags": f"a tag is 1 to 40 printable characters (got {tag!r})"})
         self.store.set_tags(run_id, clean)
 
     # Reading (see `RunReader`) ------------------------------------------------------
@@ -184,11 +182,9 @@ class EngineClient(RunReader):
     def _steerable(self, run_id: str) -> RunStatus:
         status = self.status(run_id)
         if not status.active:
-            raise InvalidHyperparameters({"run_id": f"run {run_id} has ended"})
+            raise InvalidInput({"run_id": f"run {run_id} has ended"})
         if not status.steerable:
-            raise InvalidHyperparameters(
-                {"run_id": f"run {run_id}: the process that trains it has ended"}
-            )
+            raise InvalidInput({"run_id": f"run {run_id}: the process that trains it has ended"})
         return status
 
     def _command(self, run_id: str, kind: str) -> Command:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 
-from core.knobs import InvalidHyperparameters
+from core.knobs import InvalidInput
 from core.store import Command, Store, StoreError, UnknownRunError
 
 POLL_SECONDS = 0.1  # a command is taken within this, plus the run's current step
@@ -27,7 +27,7 @@ ProgressSource = Callable[[], Mapping[str, tuple[int, float | None]]]
 class CommandListener:
     """A daemon thread that carries out `owner`'s commands and publishes its progress.
 
-    `handle(command)` carries a command out, raising `InvalidHyperparameters`,
+    `handle(command)` carries a command out, raising `InvalidInput`,
     `UnknownRunError` or `ValueError` to refuse it (the message becomes the command's
     error). `progress()` returns `{run_id: (step, steps_per_second)}` of the runs training.
     A store error (a lock held too long, a full disk) skips one round; the next retries.
@@ -63,6 +63,6 @@ class CommandListener:
         """Carries `command` out; returns why it was refused, or None."""
         try:
             self._handle(command)
-        except (InvalidHyperparameters, UnknownRunError, ValueError) as exc:
+        except (InvalidInput, UnknownRunError, ValueError) as exc:
             return str(exc)
         return None

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core import data, models
-from core.knobs import InvalidHyperparameters, Knob
+from core.knobs import InvalidInput, Knob
 
 if TYPE_CHECKING:
     from core.optimizers.catalog import OptimizerSpec
@@ -158,18 +158,18 @@ class RunConfig:
     def from_dict(cls, values: Mapping[str, Any]) -> RunConfig:
         """Validates `values`; missing fields take their defaults.
 
-        Raises `InvalidHyperparameters` whose `errors` map every bad field to the reason.
+        Raises `InvalidInput` whose `errors` map every bad field to the reason.
         """
         if not isinstance(values, Mapping):
-            raise InvalidHyperparameters({"config": f"must be a mapping (got {values!r})"})
+            raise InvalidInput({"config": f"must be a mapping (got {values!r})"})
         errors = {key: "unknown field" for key in values if key not in FIELD_NAMES}
         known = {key: value for key, value in values.items() if key in FIELD_NAMES}
         try:
             checked = _check(known)
-        except InvalidHyperparameters as exc:
+        except InvalidInput as exc:
             errors |= exc.errors
         if errors:
-            raise InvalidHyperparameters(errors)
+            raise InvalidInput(errors)
         return cls(**checked)
 
     @classmethod
@@ -177,9 +177,9 @@ class RunConfig:
         try:
             values = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise InvalidHyperparameters({"config": f"is not valid JSON: {exc}"}) from None
+            raise InvalidInput({"config": f"is not valid JSON: {exc}"}) from None
         if not isinstance(values, dict):
-            raise InvalidHyperparameters({"config": "must be a JSON object"})
+            raise InvalidInput({"config": "must be a JSON object"})
         return cls.from_dict(values)
 
     def to_dict(self) -> dict[str, Any]:
@@ -238,6 +238,12 @@ def fields(specs: Sequence[OptimizerSpec] | None = None) -> tuple[Knob, ...]:
     )
 
 
+def run_fields(specs: Sequence[OptimizerSpec] | None = None) -> dict[str, Knob]:
+    """`fields(specs)` by name: what forms are built from (the optimizer's choices are
+    read anew, so that a plugin loaded since shows)."""
+    return {knob.name: knob for knob in fields(specs)}
+
+
 def _check(values: Mapping[str, Any]) -> dict[str, Any]:
     """Every field of `values` validated, defaults filled; raises listing all errors."""
     from core import optimizers
@@ -251,7 +257,7 @@ def _check(values: Mapping[str, Any]) -> dict[str, Any]:
                 checked[knob.name] = optimizers.get_spec(value).name
             else:
                 checked[knob.name] = knob.validate(value)
-        except InvalidHyperparameters:
+        except InvalidInput:
             names = ", ".join(spec.name for spec in optimizers.specs())
             errors[knob.name] = f"must be one of {names} (got {value!r})"
         except ValueError as exc:
@@ -276,7 +282,7 @@ def _check(values: Mapping[str, Any]) -> dict[str, Any]:
             spec = optimizers.get_spec(checked["optimizer"])
             checked["hyperparameters"] = spec.validate(hyperparameters)
             del checked["hyperparameters"]["telemetry"]
-        except InvalidHyperparameters as exc:
+        except InvalidInput as exc:
             errors |= exc.errors
 
     weights = values.get("task_weights", dict.fromkeys(TASKS, 1.0))
@@ -287,7 +293,7 @@ def _check(values: Mapping[str, Any]) -> dict[str, Any]:
         checked["task_weights"] = {task: float(weights.get(task, 1.0)) for task in TASKS}
 
     if errors:
-        raise InvalidHyperparameters(errors)
+        raise InvalidInput(errors)
     return checked
 
 

@@ -24,7 +24,7 @@ from core.engine.config import RunConfig
 from core.engine.execution import RunControl, RunExecution
 from core.engine.reading import RunReader
 from core.engine.status import Progress, RunStatus
-from core.knobs import InvalidHyperparameters, live_change
+from core.knobs import InvalidInput, live_change
 from core.store import ACTIVE_STATUSES, Command, Store, UnknownRunError
 
 
@@ -58,7 +58,7 @@ class Engine(RunReader):
 
     def start(self, config: RunConfig | Mapping[str, Any]) -> str:
         """Queues a run and returns its id. An invalid config raises
-        `InvalidHyperparameters` naming every bad field, and nothing is stored."""
+        `InvalidInput` naming every bad field, and nothing is stored."""
         if not isinstance(config, RunConfig):
             config = RunConfig.from_dict(config)
         with self._lock:
@@ -73,7 +73,7 @@ class Engine(RunReader):
 
     def handle(self, command: Command) -> None:
         """Carries out a command written to the store for one of this engine's runs.
-        Raises `InvalidHyperparameters` (or `UnknownRunError`) to refuse it."""
+        Raises `InvalidInput` (or `UnknownRunError`) to refuse it."""
         if command.kind == "start":
             self._accept(command.run_id)
         elif command.kind == "stop":
@@ -85,7 +85,7 @@ class Engine(RunReader):
         elif command.kind == "set":
             self.update(command.run_id, **command.payload.get("knobs", {}))
         else:
-            raise InvalidHyperparameters({"command": f"unknown command {command.kind!r}"})
+            raise InvalidInput({"command": f"unknown command {command.kind!r}"})
 
     def stop(self, run_id: str) -> None:
         """Stops a run within one step (a queued run never starts)."""
@@ -106,12 +106,12 @@ class Engine(RunReader):
 
     def update(self, run_id: str, **knobs: float) -> None:
         """Changes live optimizer knobs from the run's next step on; each change becomes an
-        event at the first step that uses it. Raises `InvalidHyperparameters` naming each
+        event at the first step that uses it. Raises `InvalidInput` naming each
         bad knob, and then changes nothing."""
         from core import optimizers
 
         if not knobs:
-            raise InvalidHyperparameters({"knobs": "name at least one knob to change"})
+            raise InvalidInput({"knobs": "name at least one knob to change"})
         control = self._active(run_id)
         spec = optimizers.get_spec(control.config.optimizer)
         errors, values = {}, {}
@@ -122,7 +122,7 @@ class Engine(RunReader):
             except ValueError as exc:
                 errors[name] = str(exc)
         if errors:
-            raise InvalidHyperparameters(errors)
+            raise InvalidInput(errors)
         for name, value in values.items():
             control.updates.put((name, value))
 
@@ -167,10 +167,10 @@ class Engine(RunReader):
             if record is None:
                 raise UnknownRunError(f"run_id: no run {run_id!r}")
             if record.status in ACTIVE_STATUSES:  # stored, its start command not read yet
-                raise InvalidHyperparameters(
+                raise InvalidInput(
                     {"run_id": f"run {run_id} is {record.status}, not yet in this engine"}
                 )
-            raise InvalidHyperparameters({"run_id": f"run {run_id} has ended"})
+            raise InvalidInput({"run_id": f"run {run_id} has ended"})
         return control
 
     def _accept(self, run_id: str) -> None:
@@ -179,11 +179,11 @@ class Engine(RunReader):
         if record is None:
             raise UnknownRunError(f"run_id: no run {run_id!r}")
         if record.status != "queued":
-            raise InvalidHyperparameters({"run_id": f"run {run_id} is {record.status}"})
+            raise InvalidInput({"run_id": f"run {run_id} is {record.status}"})
         config = RunConfig.from_dict(record.config)
         with self._lock:
             if self._closed:
-                raise InvalidHyperparameters({"run_id": "the engine is closing"})
+                raise InvalidInput({"run_id": "the engine is closing"})
             if run_id not in self._controls:
                 self._enqueue(run_id, config)
 

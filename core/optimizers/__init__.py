@@ -23,7 +23,8 @@ from typing import Any
 
 _HOMES = {
     "COMMON_KNOBS": "core.optimizers.stages",
-    "InvalidHyperparameters": "core.knobs",
+    "InvalidInput": "core.knobs",
+    "InvalidHyperparameters": "core.knobs",  # its former name
     "Knob": "core.knobs",
     "LayerRule": "core.knobs",
     "SGD": "core.optimizers.algorithms",

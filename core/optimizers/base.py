@@ -25,7 +25,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from core.knobs import InvalidHyperparameters, Knob, live_change, validate
+from core.knobs import InvalidInput, Knob, live_change, validate
 from core.optimizers import stages
 from core.optimizers.stages import COMMON_KNOBS, SCALAR_STATS, STAGES, VECTOR_STATS
 from core.optimizers.transforms import agreed
@@ -79,7 +79,7 @@ class LabOptimizer(keras.optimizers.Optimizer):
     variable (`propose`, with per-variable slots named in `slot_names`) or on the whole
     flattened parameter vector (see `GlobalVectorOptimizer`). The constructor takes every
     knob as a keyword argument, fills the knob's default for the ones not given, and
-    raises `InvalidHyperparameters` naming every bad field.
+    raises `InvalidInput` naming every bad field.
 
     Args:
         learning_rate: A float > 0 (live) or a `keras.optimizers.schedules`
@@ -136,22 +136,20 @@ class LabOptimizer(keras.optimizers.Optimizer):
         if name in self._live:
             return _as_float(self._live[name].numpy())
         if name not in self._values:
-            raise InvalidHyperparameters(
-                {name: f"unknown hyperparameter for {type(self).__name__}"}
-            )
+            raise InvalidInput({name: f"unknown hyperparameter for {type(self).__name__}"})
         return self._values[name]
 
     def set_knob(self, name: str, value: float) -> float:
         """Changes a live knob from the next step on, without retracing.
 
-        Raises `InvalidHyperparameters` naming the field when the value is invalid, the
+        Raises `InvalidInput` naming the field when the value is invalid, the
         knob is not live, or it was off (`None`) when the optimizer was made.
         """
         was_on = name == "learning_rate" or name in self._live
         try:
             value = live_change(self.knobs, name, value, was_on=was_on)
         except ValueError as exc:
-            raise InvalidHyperparameters({name: str(exc)}) from None
+            raise InvalidInput({name: str(exc)}) from None
         if name == "learning_rate":
             self.learning_rate = value
         else:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.knobs import InvalidHyperparameters, Knob, validate
+from core.knobs import InvalidInput, Knob, validate
 from core.optimizers.stages import COMMON_KNOBS
 from core.store.paths import PROJECT_ROOT
 
@@ -112,13 +112,13 @@ class OptimizerSpec:
         return registry.implementation(self)
 
     def validate(self, hyperparameters: Mapping[str, Any]) -> dict[str, Any]:
-        """Every knob's value after validation; raises `InvalidHyperparameters`."""
+        """Every knob's value after validation; raises `InvalidInput`."""
         values = validate(self.knobs, hyperparameters, owner=self.name)
         missing = {
             name: f"is required by {self.name}" for name in self.required if values[name] is None
         }
         if missing:
-            raise InvalidHyperparameters(missing)
+            raise InvalidInput(missing)
         return values
 
     def build(self, **hyperparameters: Any) -> Any:
@@ -264,7 +264,7 @@ def plugin_errors() -> dict[str, str]:
 
 
 def get_spec(name: str) -> OptimizerSpec:
-    """The spec named `name`; raises `InvalidHyperparameters` naming `optimizer` if none.
+    """The spec named `name`; raises `InvalidInput` naming `optimizer` if none.
     A built-in name never loads the plugins."""
     for spec in BUILTIN:
         if spec.name == name:
@@ -274,4 +274,4 @@ def get_spec(name: str) -> OptimizerSpec:
         if spec.name == name:
             return spec
     names = ", ".join(spec.name for spec in known)
-    raise InvalidHyperparameters({"optimizer": f"unknown optimizer {name!r} (known: {names})"})
+    raise InvalidInput({"optimizer": f"unknown optimizer {name!r} (known: {names})"})

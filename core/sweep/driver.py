@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, Literal
 
 from core.engine import owner
-from core.knobs import InvalidHyperparameters
+from core.knobs import InvalidInput
 from core.store import UnknownRunError
 from core.sweep.trial_run import (
     CUT_SHORT,
@@ -88,7 +88,7 @@ class Driver:
         try:
             config = self.plan.config_for(trial.params, name=name)
             run_id = self.engine.start(config)
-        except InvalidHyperparameters as exc:
+        except InvalidInput as exc:
             trial.set_user_attr(REASON, f"invalid config: {exc}")
             self.study.tell(trial, state=_state("FAIL"))
             return

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 from core.engine import RunConfig
-from core.knobs import InvalidHyperparameters
+from core.knobs import InvalidInput
 from core.sweep.space import Axis, SearchSpace
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ class SweepPlan:
         """A checked plan. `n_trials=None` means the whole grid (grid sampler only), and a
         larger `n_trials` than the grid has points is lowered to it.
 
-        Raises `InvalidHyperparameters` naming every bad argument (`n_trials`, `sampler`,
+        Raises `InvalidInput` naming every bad argument (`n_trials`, `sampler`,
         `parallel`, `seed`, `pruning`, `dimensions[i].low`, ...) at once.
         """
         errors: dict[str, str] = {}
@@ -82,7 +82,7 @@ class SweepPlan:
         else:
             try:
                 axes = space.axes(base_config)
-            except InvalidHyperparameters as exc:
+            except InvalidInput as exc:
                 errors |= exc.errors
         if sampler not in SAMPLERS:
             errors["sampler"] = f"must be one of {', '.join(SAMPLERS)} (got {sampler!r})"
@@ -103,7 +103,7 @@ class SweepPlan:
             elif "n_trials" not in errors:
                 n_trials = size if n_trials is None else min(n_trials, size)
         if errors:
-            raise InvalidHyperparameters(errors)
+            raise InvalidInput(errors)
         assert n_trials is not None  # refused above otherwise
         return cls(
             base_config, space, axes, cast(SamplerName, sampler), n_trials, pruning, parallel, seed
@@ -141,7 +141,7 @@ class SweepPlan:
     def from_dict(cls, values: Mapping[str, Any]) -> SweepPlan:
         """The plan `to_dict` stored, checked again (the optimizers may have changed since)."""
         if values.get("version") != PLAN_VERSION:
-            raise InvalidHyperparameters(
+            raise InvalidInput(
                 {"plan": f"is of version {values.get('version')!r}; expected {PLAN_VERSION}"}
             )
         try:
@@ -155,7 +155,7 @@ class SweepPlan:
                 seed=values["seed"],
             )
         except KeyError as exc:
-            raise InvalidHyperparameters({"plan": f"lacks {exc}"}) from None
+            raise InvalidInput({"plan": f"lacks {exc}"}) from None
 
     # Trials -------------------------------------------------------------------------------
 
@@ -169,7 +169,7 @@ class SweepPlan:
 
     def config_for(self, params: Mapping[str, Any], **run_fields: Any) -> RunConfig:
         """The base config with a trial's `params` (and other `run_fields`, e.g. its name)
-        applied; raises `InvalidHyperparameters` if together they make no valid config."""
+        applied; raises `InvalidInput` if together they make no valid config."""
         on_run = {axis.name for axis in self.axes if axis.is_run_field}
         values = self.base_config.to_dict()
         hyperparameters = values["hyperparameters"] | {

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from core.engine.config import FIELDS
-from core.knobs import InvalidHyperparameters, Knob
+from core.knobs import InvalidInput, Knob
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -73,7 +73,7 @@ class Dimension:
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> Dimension:
-        """The dimension `values` describe. Raises `InvalidHyperparameters` for a missing
+        """The dimension `values` describe. Raises `InvalidInput` for a missing
         name, unknown keys and choices that are not a list; `SearchSpace.axes` checks the
         values themselves."""
         errors = {}
@@ -85,7 +85,7 @@ class Dimension:
         if isinstance(choices, str | bytes) or not isinstance(choices, Sequence):
             errors["choices"] = f"must be a list (got {choices!r})"
         if errors:
-            raise InvalidHyperparameters(errors)
+            raise InvalidInput(errors)
         return cls(**{**values, "choices": tuple(choices)})
 
 
@@ -146,7 +146,7 @@ class SearchSpace:
     def axes(self, config: RunConfig) -> tuple[Axis, ...]:
         """The dimensions resolved against `config`'s run fields and optimizer knobs.
 
-        Raises `InvalidHyperparameters` naming every bad part, e.g. `dimensions[0].low`:
+        Raises `InvalidInput` naming every bad part, e.g. `dimensions[0].low`:
         an unknown or unsweepable name, a repeated name, bounds outside the knob's range
         or in the wrong order, `log` with `low <= 0`, a bad choice or grid size.
         """
@@ -170,12 +170,12 @@ class SearchSpace:
             seen.add(dimension.name)
             try:
                 normalized = _check(dimension, knob)
-            except InvalidHyperparameters as exc:
+            except InvalidInput as exc:
                 errors |= {f"{where}.{part}": why for part, why in exc.errors.items()}
                 continue
             axes.append(Axis(normalized, knob, dimension.name in RUN_FIELDS))
         if errors:
-            raise InvalidHyperparameters(errors)
+            raise InvalidInput(errors)
         return tuple(axes)
 
     def to_dict(self) -> dict[str, Any]:
@@ -213,10 +213,10 @@ class SearchSpace:
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> SearchSpace:
-        """The space `values` describe; raises `InvalidHyperparameters` naming each bad entry."""
+        """The space `values` describe; raises `InvalidInput` naming each bad entry."""
         items = values.get("dimensions", ())
         if isinstance(items, str | bytes) or not isinstance(items, Sequence):
-            raise InvalidHyperparameters({"dimensions": f"must be a list (got {items!r})"})
+            raise InvalidInput({"dimensions": f"must be a list (got {items!r})"})
         dimensions, errors = [], {}
         for i, item in enumerate(items):
             if not isinstance(item, Mapping):
@@ -224,10 +224,10 @@ class SearchSpace:
                 continue
             try:
                 dimensions.append(Dimension.from_dict(item))
-            except InvalidHyperparameters as exc:
+            except InvalidInput as exc:
                 errors |= {f"dimensions[{i}].{part}": why for part, why in exc.errors.items()}
         if errors:
-            raise InvalidHyperparameters(errors)
+            raise InvalidInput(errors)
         return cls(tuple(dimensions))
 
 
@@ -283,7 +283,7 @@ def _check(dimension: Dimension, knob: Knob) -> Dimension:
     if isinstance(points, bool) or not isinstance(points, int) or not 1 <= points <= MAX_POINTS:
         errors["points"] = f"must be a whole number in [1, {MAX_POINTS}] (got {points!r})"
     if errors:
-        raise InvalidHyperparameters(errors)
+        raise InvalidInput(errors)
     return Dimension(dimension.name, bounds["low"], bounds["high"], dimension.log, (), points)
 
 
@@ -310,7 +310,7 @@ def _check_choices(dimension: Dimension, knob: Knob) -> Dimension:
             continue
         values.append(value)
     if errors:
-        raise InvalidHyperparameters(errors)
+        raise InvalidInput(errors)
     return Dimension(dimension.name, choices=tuple(values), points=len(values))
 
 

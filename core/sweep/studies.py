@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from core.knobs import InvalidHyperparameters
+from core.knobs import InvalidInput
 from core.sweep.driver import abandoned, settle_abandoned
 from core.sweep.trial_run import CUT_SHORT
 
@@ -98,7 +98,7 @@ def storage_url(engine: Engine, storage: str | None = None) -> str:
     """`storage`, or by default the SQLAlchemy URL of `engine`'s SQLite store."""
     if storage is not None:
         if not isinstance(storage, str) or not storage:
-            raise InvalidHyperparameters({"storage": f"must be a database URL (got {storage!r})"})
+            raise InvalidInput({"storage": f"must be a database URL (got {storage!r})"})
         return storage
     return f"sqlite:///{Path(engine.store.path).resolve()}"
 
@@ -107,7 +107,7 @@ def storage_url(engine: Engine, storage: str | None = None) -> str:
 def open_storage(url: str) -> optuna.storages.BaseStorage:
     """The Optuna storage at `url`, one per URL and process (it is thread-safe).
 
-    Creates Optuna's tables on first use. Raises `InvalidHyperparameters` naming
+    Creates Optuna's tables on first use. Raises `InvalidInput` naming
     `storage` when the URL cannot be opened.
     """
     import optuna
@@ -118,7 +118,7 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
     try:
         return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
     except Exception as exc:
-        raise InvalidHyperparameters({"storage": f"cannot open {url}: {exc}"}) from exc
+        raise InvalidInput({"storage": f"cannot open {url}: {exc}"}) from exc
 
 
 def list_studies(engine: Engine, storage: str | None = None) -> list[SweepSummary]:
@@ -184,10 +184,10 @@ class DriverRegistry:
         self._studies: set[tuple[str, str]] = set()
 
     def claim(self, url: str, study_name: str) -> None:
-        """Registers a driver for the study; raises `InvalidHyperparameters` if it has one."""
+        """Registers a driver for the study; raises `InvalidInput` if it has one."""
         with self._lock:
             if (url, study_name) in self._studies:
-                raise InvalidHyperparameters(
+                raise InvalidInput(
                     {"study_name": f"{study_name} is already being run by this process"}
                 )
             self._studies.add((url, study_name))

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from core.knobs import InvalidHyperparameters
+from core.knobs import InvalidInput
 from core.store import StoreError, UnknownRunError
 from core.sweep.driver import Driver, settle_abandoned
 from core.sweep.plan import MAX_SEED, SweepPlan
@@ -122,7 +122,7 @@ class Sweep:
         poll_interval: Seconds between two looks at the runs: how late a report (and so a
             pruning decision) may come.
 
-    Raises `InvalidHyperparameters` naming every bad argument, e.g. `dimensions[0].low`.
+    Raises `InvalidInput` naming every bad argument, e.g. `dimensions[0].low`.
     """
 
     def __init__(
@@ -153,7 +153,7 @@ class Sweep:
                 parallel=parallel,
                 seed=secrets.randbelow(MAX_SEED + 1) if seed is None else seed,
             )
-        except InvalidHyperparameters as exc:
+        except InvalidInput as exc:
             errors |= exc.errors
         if study_name is None:
             study_name = f"sweep-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
@@ -167,10 +167,10 @@ class Sweep:
             errors["poll_interval"] = reason
         try:
             url = storage_url(engine, storage)
-        except InvalidHyperparameters as exc:
+        except InvalidInput as exc:
             errors |= exc.errors
         if errors:
-            raise InvalidHyperparameters(errors)
+            raise InvalidInput(errors)
         assert plan is not None
         self._setup(engine, plan, url, study_name, pruner, poll_interval)
 
@@ -193,30 +193,26 @@ class Sweep:
         driver left running end as their runs did (`settle_abandoned`, in `status` and
         on `start`); those cut short run again on `start`.
 
-        Raises `InvalidHyperparameters` naming `study_name` if there is no such study or
+        Raises `InvalidInput` naming `study_name` if there is no such study or
         no `Sweep` made it, or the stored plan's field that is no longer valid.
         """
         import optuna
 
         if reason := _poll_interval_error(poll_interval):
-            raise InvalidHyperparameters({"poll_interval": reason})
+            raise InvalidInput({"poll_interval": reason})
         url = storage_url(engine, storage)
         try:
             study = optuna.load_study(study_name=study_name, storage=open_storage(url))
         except KeyError:
-            raise InvalidHyperparameters(
-                {"study_name": f"no study {study_name!r} in {url}"}
-            ) from None
+            raise InvalidInput({"study_name": f"no study {study_name!r} in {url}"}) from None
         stored = study.user_attrs.get(PLAN_ATTR)
         if stored is None or study.directions != [optuna.study.StudyDirection.MAXIMIZE]:
-            raise InvalidHyperparameters(
-                {"study_name": f"{study_name} is not an Optimizer Lab sweep"}
-            )
+            raise InvalidInput({"study_name": f"{study_name} is not an Optimizer Lab sweep"})
         plan = SweepPlan.from_dict(stored)
         changes = {"n_trials": n_trials, "parallel": parallel}
         plan = plan.with_changes(**{k: v for k, v in changes.items() if v is not None})
         if pruner is not None and not plan.pruning:
-            raise InvalidHyperparameters({"pruner": "is given, but the sweep has no pruning"})
+            raise InvalidInput({"pruner": "is given, but the sweep has no pruning"})
         sweep = cls.__new__(cls)
         sweep._setup(engine, plan, url, study_name, pruner, poll_interval, study)
         return sweep
@@ -250,7 +246,7 @@ class Sweep:
     def start(self) -> None:
         """Creates the study (or takes up the loaded one) and starts the driver thread.
 
-        Raises `InvalidHyperparameters` naming `study_name` if a new sweep's study name is
+        Raises `InvalidInput` naming `study_name` if a new sweep's study name is
         taken, or if this process already runs the study; `RuntimeError` if this sweep has
         started before (load it again to resume it).
         """
@@ -379,7 +375,7 @@ class Sweep:
                 direction="maximize",
             )
         except optuna.exceptions.DuplicatedStudyError:
-            raise InvalidHyperparameters(
+            raise InvalidInput(
                 {"study_name": f"{self.study_name} exists; Sweep.load resumes it"}
             ) from None
         study.set_user_attr(PLAN_ATTR, self.plan.to_dict())

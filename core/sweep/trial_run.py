@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from core.knobs import InvalidHyperparameters
+from core.knobs import InvalidInput
 from core.store import FINAL_STATUSES, UnknownRunError
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ class TrialRun:
         """Asks the run to stop (it does within one step); a run that has ended stays so."""
         if self.stop_reason is None:
             self.stop_reason = reason
-        with contextlib.suppress(InvalidHyperparameters, UnknownRunError):
+        with contextlib.suppress(InvalidInput, UnknownRunError):
             engine.stop(self.run_id)  # raises if the run has ended: the next poll tells how
 
     def tell(self, study: optuna.Study, outcome: Outcome) -> None:
