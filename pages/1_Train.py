@@ -44,7 +44,7 @@ seed_knobs(spec)
 st.caption(f"**{spec.name}**: {spec.summary}  \n`{spec.update_rule}`")
 
 st.subheader("Optimizer knobs")
-knobs = [k for k in spec.knobs if k.name != "telemetry" and k.type != "rules"]
+knobs = [k for k in spec.knobs if k.type != "rules"]
 columns = st.columns(3)
 for i, knob in enumerate(knobs):
     with columns[i % 3]:

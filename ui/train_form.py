@@ -80,8 +80,6 @@ def submit() -> None:
     spec = optimizers.get_spec(values["optimizer"])
     hyperparameters = {}
     for knob in spec.knobs:
-        if knob.name == "telemetry":
-            continue
         try:
             hyperparameters[knob.name] = forms.parse(
                 knob, forms.value(knob, knob_key(spec.name, knob.name))

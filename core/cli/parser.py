@@ -182,13 +182,11 @@ def _add_train_arguments(parser: argparse.ArgumentParser, specs: Sequence[Optimi
 
 
 def _optimizer_knobs(specs: Sequence[OptimizerSpec]) -> list[tuple[Knob, list[OptimizerSpec]]]:
-    """Each optimizer knob once (the first spec's), with the specs that have it; the run
-    field `telemetry`, which the optimizers also declare, is left out."""
+    """Each optimizer knob once (the first spec's), with the specs that have it."""
     owners: dict[str, tuple[Knob, list[OptimizerSpec]]] = {}
     for spec in specs:
         for knob in spec.knobs:
-            if knob.name != "telemetry":
-                owners.setdefault(knob.name, (knob, []))[1].append(spec)
+            owners.setdefault(knob.name, (knob, []))[1].append(spec)
     return list(owners.values())
 
 

@@ -123,8 +123,7 @@ class RunConfig:
     """A valid run configuration: `RunConfig(**fields)` or `RunConfig.from_dict(values)`.
 
     Attributes are the `FIELDS`, plus:
-        hyperparameters: The optimizer's knobs, validated by its spec, every knob filled in
-            (except `telemetry`, which the run's own `telemetry` field sets).
+        hyperparameters: The optimizer's knobs, validated by its spec, every knob filled in.
         task_weights: The loss weight of each task of the multi-task model.
     """
 
@@ -281,7 +280,6 @@ def _check(values: Mapping[str, Any]) -> dict[str, Any]:
         try:
             spec = optimizers.get_spec(checked["optimizer"])
             checked["hyperparameters"] = spec.validate(hyperparameters)
-            del checked["hyperparameters"]["telemetry"]
         except InvalidInput as exc:
             errors |= exc.errors
 

@@ -27,7 +27,7 @@ import tensorflow as tf
 
 from core.knobs import InvalidInput, Knob, live_change, validate
 from core.optimizers import stages
-from core.optimizers.stages import COMMON_KNOBS, SCALAR_STATS, STAGES, VECTOR_STATS
+from core.optimizers.stages import COMMON_KNOBS, SCALAR_STATS, STAGES, TELEMETRY, VECTOR_STATS
 from core.optimizers.transforms import agreed
 
 __doc__ = (__doc__ or "").format(order=stages.order_text())  # the order, from the stages
@@ -84,6 +84,8 @@ class LabOptimizer(keras.optimizers.Optimizer):
     Args:
         learning_rate: A float > 0 (live) or a `keras.optimizers.schedules`
             `LearningRateSchedule`.
+        telemetry: Record what each step did in `stats` (see `SCALAR_STATS`,
+            `VECTOR_STATS`): norms, clipping, projection, per-variable steps.
         name: The optimizer's name; its variables are created under it.
         **hyperparameters: Any other knob of the optimizer (see `knobs`).
     """
@@ -101,6 +103,7 @@ class LabOptimizer(keras.optimizers.Optimizer):
         self,
         learning_rate: float | keras.optimizers.schedules.LearningRateSchedule | None = None,
         *,
+        telemetry: bool = False,
         name: str | None = None,
         **hyperparameters: Any,
     ) -> None:
@@ -109,10 +112,13 @@ class LabOptimizer(keras.optimizers.Optimizer):
             schedule, learning_rate = learning_rate, None
         if learning_rate is not None:
             hyperparameters["learning_rate"] = learning_rate
-        values = validate(self.knobs, hyperparameters, owner=type(self).__name__)
+        hyperparameters["telemetry"] = telemetry  # validated with the knobs, kept apart
+        values = validate((*self.knobs, TELEMETRY), hyperparameters, owner=type(self).__name__)
+        telemetry = values.pop("telemetry")
         # Keras applies its own weight decay and clipping when given them: it gets neither.
         super().__init__(learning_rate=schedule or values["learning_rate"], name=name)
         self._values = values
+        self.telemetry: bool = telemetry
         self._live = {
             knob.name: self.add_variable(
                 (),
@@ -265,7 +271,7 @@ class LabOptimizer(keras.optimizers.Optimizer):
         learning_rate = super().get_config()["learning_rate"]
         if isinstance(learning_rate, float):
             learning_rate = _as_float(learning_rate)
-        config = {"name": self.name, "learning_rate": learning_rate}
+        config = {"name": self.name, "learning_rate": learning_rate, "telemetry": self.telemetry}
         for knob in self.knobs:
             if knob.name == "learning_rate":
                 continue

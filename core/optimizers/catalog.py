@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from core.knobs import InvalidInput, Knob, validate
-from core.optimizers.stages import COMMON_KNOBS
+from core.optimizers.stages import COMMON_KNOBS, TELEMETRY
 from core.store.paths import PROJECT_ROOT
 
 # The algorithms' own knobs (core/optimizers/algorithms.py), after the common ones.
@@ -112,8 +112,10 @@ class OptimizerSpec:
         return registry.implementation(self)
 
     def validate(self, hyperparameters: Mapping[str, Any]) -> dict[str, Any]:
-        """Every knob's value after validation; raises `InvalidInput`."""
-        values = validate(self.knobs, hyperparameters, owner=self.name)
+        """Every knob's value after validation, and `telemetry` (a constructor argument,
+        not a knob) when given; raises `InvalidInput`."""
+        knobs = (*self.knobs, TELEMETRY) if "telemetry" in hyperparameters else self.knobs
+        values = validate(knobs, hyperparameters, owner=self.name)
         missing = {
             name: f"is required by {self.name}" for name in self.required if values[name] is None
         }

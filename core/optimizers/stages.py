@@ -117,7 +117,7 @@ class ClipNorm(Stage):
         from core.optimizers import transforms
 
         clip_norm = self.live("clip_norm")
-        if self.values["telemetry"] or clip_norm is not None:
+        if self.optimizer.telemetry or clip_norm is not None:
             norm = transforms.agreed(transforms.global_norm(step.grads))
             step.stats["grad_norm"] = step.stats["grad_norm_clipped"] = norm
         if clip_norm is not None:
@@ -377,7 +377,7 @@ class Projection(Stage):
         from core.optimizers import transforms
 
         radius = self.live("radius")
-        if not self.values["telemetry"] and radius is None:
+        if not self.optimizer.telemetry and radius is None:
             return
         squares = tf.stack([transforms.squared_norm(p) for p in step.new_params])
         step.stats["param_sq"] = transforms.agreed(squares)
@@ -399,17 +399,19 @@ VECTOR_STATS = (
 )
 
 
-class Telemetry(Stage):
-    """Records what the step did in the optimizer's `stats` (not part of the update)."""
+#: Not a knob: a constructor argument of every optimizer (and a run field), fixed for
+#: the optimizer's life.
+TELEMETRY = Knob(
+    "telemetry",
+    "bool",
+    False,
+    "Record gradient and parameter norms, clipping and projection activity each step.",
+)
 
-    knobs = (
-        Knob(
-            "telemetry",
-            "bool",
-            False,
-            "Record gradient and parameter norms, clipping and projection activity each step.",
-        ),
-    )
+
+class Telemetry(Stage):
+    """Records what the step did in the optimizer's `stats` (not part of the update), when
+    the optimizer was made with `telemetry=True`."""
 
     def build(self, var_list: Sequence[keras.Variable]) -> None:
         def variable(name: str, shape: tuple[int, ...]) -> keras.Variable:
@@ -418,7 +420,7 @@ class Telemetry(Stage):
             )
 
         self.variables: dict[str, keras.Variable] = {}
-        if self.values["telemetry"]:
+        if self.optimizer.telemetry:
             self.variables = {name: variable(name, ()) for name in SCALAR_STATS}
             self.variables |= {name: variable(name, (len(var_list),)) for name in VECTOR_STATS}
 

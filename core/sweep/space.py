@@ -233,12 +233,13 @@ class SearchSpace:
 
 def sweepable_knobs(optimizer: str) -> dict[str, Knob]:
     """Every setting a sweep of `optimizer` can vary, by name: run fields first, then the
-    optimizer's knobs (its `telemetry` knob is the run field of that name)."""
+    optimizer's knobs."""
     return {name: knob for name, knob in _settings(optimizer).items() if _sweepable(knob)}
 
 
 def _settings(optimizer: str) -> dict[str, Knob]:
-    """Every run field, then every knob of `optimizer` (but `telemetry`, a run field)."""
+    """Every run field, then every knob of `optimizer` (a knob named as a run field, as a
+    plugin's may be, is left to the run field)."""
     from core.optimizers import get_spec
 
     knobs = {knob.name: knob for knob in get_spec(optimizer).knobs if knob.name not in RUN_FIELDS}
