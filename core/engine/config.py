@@ -164,12 +164,12 @@ class RunConfig:
         errors = {key: "unknown field" for key in values if key not in FIELD_NAMES}
         known = {key: value for key, value in values.items() if key in FIELD_NAMES}
         try:
-            checked = _check(known)
+            config = cls(**known)  # validated once, in __post_init__
         except InvalidInput as exc:
             errors |= exc.errors
         if errors:
             raise InvalidInput(errors)
-        return cls(**checked)
+        return config
 
     @classmethod
     def from_json(cls, text: str) -> RunConfig:

@@ -11,6 +11,7 @@ light, takes the descriptions the engine process publishes in the store.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -270,6 +271,15 @@ def get_spec(name: str) -> OptimizerSpec:
     A built-in name never loads the plugins."""
     for spec in BUILTIN:
         if spec.name == name:
+            return spec
+    with _lock:
+        source = _plugin_source
+    if source is None and "core.optimizers.registry" in sys.modules:
+        # A plugin loaded already is found without looking through the folder again:
+        # each run config, live change and trial asks for its optimizer's spec.
+        from core.optimizers import registry
+
+        if (spec := registry.registered(name)) is not None:
             return spec
     known = specs()
     for spec in known:

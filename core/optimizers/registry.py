@@ -42,6 +42,7 @@ __all__ = [
     "plugin_errors",
     "plugins_folder",
     "register",
+    "registered",
     "specs",
 ]
 
@@ -144,6 +145,13 @@ def loaded_plugins() -> Plugins:
             if Path(path) == folder or Path(path).parent == folder
         }
         return list(_plugins.values()), errors
+
+
+def registered(name: str) -> OptimizerSpec | None:
+    """The plugin optimizer `name` if a loaded plugin registered it, without looking
+    through the plugins folder again."""
+    with _lock:
+        return _plugins.get(name)
 
 
 def _import_file(path: Path) -> str | None:

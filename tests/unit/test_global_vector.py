@@ -108,3 +108,27 @@ def test_missing_state_is_a_clear_error() -> None:
     variable = keras.Variable(np.ones(2, np.float32))
     with pytest.raises(ValueError, match=r"must return new \['velocity'\]"):
         Forgetful(learning_rate=0.1).apply([tf.ones(2)], [variable])
+
+
+@pytest.mark.slow  # imports the plugin in a child process first
+def test_a_loaded_plugins_spec_is_found_without_reading_the_folder_again(
+    tmp_path, monkeypatch
+) -> None:
+    """Every run config, live change and trial asks for its optimizer's spec: a plugin
+    loaded already must not cost a look through the plugins folder each time."""
+    (tmp_path / "once.py").write_text(
+        textwrap.dedent("""
+        from core.optimizers import GlobalVectorOptimizer, register
+
+        @register("test_loaded_once", summary="Keeps x.", update_rule="x ← x")
+        class KeepsX(GlobalVectorOptimizer):
+            def update(self, x, g):
+                return x
+    """)
+    )
+    assert str(tmp_path / "once.py") not in optimizers.load_plugins(tmp_path)
+    monkeypatch.setattr(registry, "load_plugins", lambda folder=None: pytest.fail("reloaded"))
+    assert optimizers.get_spec("test_loaded_once").summary == "Keeps x."
+    with pytest.raises(optimizers.InvalidHyperparameters, match="optimizer"):
+        monkeypatch.undo()
+        optimizers.get_spec("no_such_optimizer")

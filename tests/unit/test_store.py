@@ -609,6 +609,7 @@ def test_sigkill_loses_at_most_the_last_interval(tmp_path, db_path):
     assert int(last_step) - stored_last <= steps_per_second * 1.0
 
 
+@pytest.mark.slow  # a long run written and read back
 def test_reading_a_long_run(store):
     """50,000 steps × 30 series, written as a 20-step/s run would be. Prints the read time."""
     store.create_run("r", "long", {})
