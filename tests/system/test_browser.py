@@ -52,6 +52,13 @@ def loss_points(page) -> tuple[int, float]:
     )
 
 
+def run_status(store_path) -> str:
+    """The status of the store's one run."""
+    with Store(store_path) as store:
+        (run,) = store.list_runs()
+    return run.status
+
+
 def test_start_watch_and_stop_a_run_in_the_browser(server, browser) -> None:
     url, store_path = server
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -101,10 +108,12 @@ def test_start_watch_and_stop_a_run_in_the_browser(server, browser) -> None:
     screenshot(page, "live-training", height=3600)
 
     page.get_by_role("button", name="Stop").click()
+    # The store says when the run has stopped; then the page must show it.
+    deadline = time.monotonic() + 30
+    while (status := run_status(store_path)) != "stopped" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert status == "stopped"
     page.wait_for_function("() => document.body.innerText.includes('stopped')", timeout=30_000)
-    with Store(store_path) as store:
-        (run,) = store.list_runs()
-    assert run.status == "stopped"
     settle(page)
     screenshot(page, "live-stopped", height=3600)
     assert page.locator("[data-testid='stException']").count() == 0
