@@ -71,6 +71,12 @@ class Stage:
     label: ClassVar[str] = ""
     stats: ClassVar[Mapping[str, float | None]] = {}
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A stage without a docstring gets its line of the update rule as one."""
+        super().__init_subclass__(**kwargs)
+        if cls.__doc__ is None and cls.formula:
+            cls.__doc__ = f"{cls.formula}    ({cls.note})"
+
     def __init__(self, optimizer: LabOptimizer, values: Mapping[str, Any]) -> None:
         self.optimizer = optimizer
         self.values = values  # every knob's validated value
