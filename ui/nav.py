@@ -1,4 +1,5 @@
-"""The sidebar every page shows: the pages of the lab, and what is training now."""
+"""The lab's pages for the frame (`app.py`): their list, the navigation between them, and
+the sidebar every page shows (the pages, and what is training now)."""
 
 from __future__ import annotations
 
