@@ -37,7 +37,8 @@ from bench.step_clock import ClockedStore
 from bench.timing import Sampler, interleave
 from core import data, models
 from core.engine import Engine, RunConfig, RunStatus, execution
-from core.engine.config import INSTRUMENT_INTERVALS, instrument_intervals
+from core.engine.config import instrument_intervals
+from core.engine.instruments import INSTRUMENTS
 
 MODEL = "lenet"
 DATASET = "mnist-5k"
@@ -48,7 +49,7 @@ RUN_TIMEOUT = 300.0
 # Calls of the run loop named when explaining where a step's time goes.
 PROFILE_TOP = 5
 # These figures time training and telemetry; what the instruments cost is figure 8's.
-INSTRUMENTS_OFF = {f"{name}_every": 0 for name, *_ in INSTRUMENT_INTERVALS}
+INSTRUMENTS_OFF = {f"{name}_every": 0 for name in INSTRUMENTS}
 
 
 def engine_vs_keras(settings: Settings) -> Measured:

@@ -28,6 +28,7 @@ from typing import Any, Literal
 import numpy as np
 import plotly.graph_objects as go
 
+from core.engine.instruments import INSTRUMENTS
 from core.series import downsample, flags_to_steps, robust_range
 from core.store import DIVERGED_EVENT, HISTOGRAM_EVENT, KNOB_EVENT, Event, Metrics
 
@@ -116,20 +117,12 @@ def live_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
     return training_figures(runs) | layer_figures(runs)
 
 
-# One sentence on how to read each instrument, shown under its chart.
+# One sentence on how to read each chart of the Instruments panel, shown under it: the
+# instruments' own, after distance from init (a telemetry series, not an instrument).
 INSTRUMENT_HELP = {
     "distance_from_init": "How far the weights have moved from where they started: a "
     "layer that stays near 0 is not learning; one that keeps growing may be overfitting.",
-    "alpha": "Where each step lands along its own direction: about −1 barely moved, 0 hit "
-    "the valley's floor, +1 jumped to the far side; mostly > 0 means the steps are too big.",
-    "sharpness": "The largest Hessian eigenvalue: when it reaches 2/η (dotted) plain "
-    "gradient descent is at the edge of stability and the loss starts to oscillate.",
-    "noise_scale": "The gradient noise scale B: batches much larger than B (dotted: the "
-    "batch size) waste compute; much smaller ones make noisy steps.",
-    "histogram/grad": "Gradient magnitudes per layer over time (colour: share of entries "
-    "per power of ten): a band sliding to the bottom means vanishing gradients.",
-    "histogram/weight": "Weight magnitudes per layer over time: pruning and weight decay "
-    "push mass to the bottom; exploding weights climb to the top.",
+    **{key: text for cls in INSTRUMENTS.values() for key, text in cls.help.items()},
 }
 
 

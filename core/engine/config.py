@@ -16,22 +16,16 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core import data, models
+from core.engine.instruments import INSTRUMENTS
 from core.knobs import InvalidInput, Knob
 
 if TYPE_CHECKING:
     from core.optimizers.catalog import OptimizerSpec
 
 STRATEGIES = ("default", "mirrored", "multiworker")
-# The instruments (core/engine/instruments.py): how many times a run measures each when its
-# interval is not set (see `instrument_intervals`), and what the interval field says.
-INSTRUMENT_INTERVALS = (
-    ("alpha", 20, "Measure alpha, the step's landing point in its valley,"),
-    ("sharpness", 5, "Measure sharpness, the top Hessian eigenvalue,"),
-    ("noise_scale", 20, "Estimate the gradient noise scale"),
-    ("histogram", 20, "Record gradient and weight histograms per layer"),
-)
-# Sharpness (power iteration, about 30 passes) measures every this many base intervals.
-SHARPNESS_SPACING = 4
+# How many times a run measures an instrument of `spacing` 1 when its interval field is
+# empty (see `instrument_intervals`).
+MEASUREMENTS_PER_RUN = 20
 TASKS = ("digit", "parity")
 
 FIELDS: tuple[Knob, ...] = (
@@ -92,12 +86,13 @@ FIELDS: tuple[Knob, ...] = (
             f"{name}_every",
             "int",
             None,
-            f"{what} every this many steps (0: off; empty: about {count} times a run).",
+            f"{instrument.field_help} every this many steps (0: off; empty: about "
+            f"{MEASUREMENTS_PER_RUN // instrument.spacing} times a run).",
             low=0,
             high=10**6,
             optional=True,
         )
-        for name, count, what in INSTRUMENT_INTERVALS
+        for name, instrument in INSTRUMENTS.items()
     ),
     Knob(
         "multitask",
@@ -208,20 +203,21 @@ def instrument_intervals(config: RunConfig, total_steps: int) -> dict[str, int]:
     """Each instrument's interval in steps for a run of `total_steps` (0: off; all off
     without telemetry, of which they are part).
 
-    An interval the config leaves empty is scaled to the run's length: alpha, the noise
-    scale and the histograms measure every N steps, N = ⌈total / 20⌉ rounded up to a
-    multiple of `log_every` (they measure on logged steps), sharpness (the costly one)
-    every 4N; so a short demo shows every instrument and a long run pays a bounded share.
-    Intervals that are multiples of one N make the steps where instruments are due come
-    in few kinds, and the training step is traced once per kind.
+    An interval the config leaves empty is scaled to the run's length: an instrument
+    measures every `spacing`·N steps, N = ⌈total / MEASUREMENTS_PER_RUN⌉ rounded up to a
+    multiple of `log_every` (they measure on logged steps): alpha, the noise scale and the
+    histograms every N, sharpness (the costly one) every 4N; so a short demo shows every
+    instrument and a long run pays a bounded share. Intervals that are multiples of one N
+    make the steps where instruments are due come in few kinds, and the training step is
+    traced once per kind.
     """
-    base = math.ceil(total_steps / max(count for _, count, _ in INSTRUMENT_INTERVALS))
+    base = math.ceil(total_steps / MEASUREMENTS_PER_RUN)
     base = max(1, math.ceil(base / config.log_every)) * config.log_every
     intervals = {}
-    for name, _, _ in INSTRUMENT_INTERVALS:
+    for name, instrument in INSTRUMENTS.items():
         every = getattr(config, f"{name}_every")
         if every is None:
-            every = base * (SHARPNESS_SPACING if name == "sharpness" else 1)
+            every = base * instrument.spacing
         intervals[name] = every if config.telemetry else 0
     return intervals
 

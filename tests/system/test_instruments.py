@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from types import SimpleNamespace
+
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from core import optimizers
-from core.engine import Engine, RunConfig, instruments
+from core.charts import INSTRUMENT_HELP
+from core.engine import Engine, RunConfig, instruments, run_fields
+from core.engine.config import instrument_intervals
+from core.store.paths import PROJECT_ROOT as ROOT
 
 
 def quadratic_alpha(curvature: float, learning_rate: float) -> float:
@@ -173,3 +180,40 @@ def test_alpha_tells_a_timid_step_from_an_overshoot(engine) -> None:
 
     assert median_alpha(1e-4) < -0.9
     assert median_alpha(1.0) > 0
+
+
+# Instruments declare their field, spacing and captions, without TensorFlow ----------
+
+
+def test_declaring_the_instruments_imports_neither_tensorflow_nor_keras() -> None:
+    code = (
+        "import sys, core.engine.config, core.charts; "
+        "print(sorted({'tensorflow', 'keras'} & set(sys.modules)))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
+def test_every_instrument_has_its_field_and_captions() -> None:
+    fields = run_fields()
+    for name, instrument in instruments.INSTRUMENTS.items():
+        assert fields[f"{name}_every"].help.startswith(instrument.field_help)
+        assert hasattr(RunConfig(), f"{name}_every")
+        assert instrument.help.items() <= INSTRUMENT_HELP.items()
+
+
+def test_an_instruments_spacing_sets_its_default_interval(monkeypatch) -> None:
+    class Sparse(instruments.Instrument):
+        name = "sparse"
+        field_help = "Measure rarely"
+        spacing = 3
+
+    monkeypatch.setitem(instruments.INSTRUMENTS, "sparse", Sparse)
+    config = SimpleNamespace(
+        log_every=2, telemetry=True, **{f"{n}_every": None for n in instruments.INSTRUMENTS}
+    )
+    intervals = instrument_intervals(config, total_steps=400)  # base: 400 / 20 = 20 steps
+    assert intervals["alpha"] == 20 and intervals["sharpness"] == 80
+    assert intervals["sparse"] == 60

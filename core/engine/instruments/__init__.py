@@ -2,8 +2,10 @@
 something changes. After Cockpit (Schneider, Dangel & Hennig, NeurIPS 2021), for Keras.
 
 Each instrument is a class in a module of its own (`Instrument`, in `base`); its maths
-are pure functions in `measures`. A new instrument is one module, a line in `INSTRUMENTS`
-and its interval field's line in `core.engine.config.INSTRUMENT_INTERVALS`.
+are pure functions in `measures`. A new instrument is one module, its line in
+`INSTRUMENTS` and its typed `{name}_every` attribute in `RunConfig`: the interval field's
+range and help, the default interval and the chart captions come from its class.
+Importing this package does not import TensorFlow.
 """
 
 from core.engine.instruments.alpha import Alpha

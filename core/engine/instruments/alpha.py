@@ -3,12 +3,14 @@ on the same batch (Cockpit's α; `measures.alpha`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import tensorflow as tf
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from core.engine.instruments.base import Instrument, ReplicaStep
 from core.engine.instruments.measures import alpha, dot
+from core.lazy import lazy_module
+
+tf = lazy_module("tensorflow")  # TensorFlow when measuring, not when declaring
 
 TERMS = ("f0", "f1", "df0", "df1")
 
@@ -18,6 +20,12 @@ class Alpha(Instrument):
     mirror point."""
 
     name = "alpha"
+    field_help = "Measure alpha, the step's landing point in its valley,"
+    help: ClassVar[Mapping[str, str]] = {
+        "alpha": "Where each step lands along its own direction: about −1 barely moved, 0 "
+        "hit the valley's floor, +1 jumped to the far side; mostly > 0 means the steps are "
+        "too big."
+    }
     metrics = ("alpha",)
     summed = frozenset(f"alpha/{term}" for term in TERMS)  # each replica's share of a sum
 

@@ -1,10 +1,14 @@
 """`Instrument`: one measurement taken at its own interval, after Cockpit's quantities.
 
-An instrument owns when it is due (its `{name}_every` run field, see
-`core.engine.config.instrument_intervals`), what it adds to a training step on each replica
-(its terms), how the terms combine into its values once reduced over replicas, and how
-they are read on the host into `Measurements`. The Trainer loops over the instruments due
-at a step; each step kind (which instruments are due) is traced once.
+An instrument owns when it is due (its `{name}_every` run field, declared by its `spacing`
+and `field_help`, see `core.engine.config.instrument_intervals`), what it adds to a
+training step on each replica (its terms), how the terms combine into its values once
+reduced over replicas, how they are read on the host into `Measurements`, and how to read
+its charts (`help`). The Trainer loops over the instruments due at a step; each step kind
+(which instruments are due) is traced once.
+
+Declaring one imports no TensorFlow (modules here name it through `core.lazy`): the run
+fields and the dashboard read the declarations in processes that never train.
 """
 
 from __future__ import annotations
@@ -13,11 +17,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import tensorflow as tf
-
-from core.engine.tasks import Gradients
-
 if TYPE_CHECKING:
+    import tensorflow as tf
+
+    from core.engine.tasks import Gradients
     from core.engine.trainer import Trainer
 
 
@@ -59,6 +62,11 @@ class Instrument:
 
     Attributes:
         name: Its name; its interval is the run field `{name}_every`.
+        field_help: What its interval field measures, completed by "every this many
+            steps".
+        spacing: Its default interval in base intervals (a run takes about
+            `MEASUREMENTS_PER_RUN / spacing` measurements when its field is empty).
+        help: How to read each of its charts, by chart key.
         metrics: The metric names it writes (Measurements.values keys).
         traced: Whether it measures inside the training step (else only in `read`).
         summed: Terms that add up over replicas; the others are all-reduced already, and
@@ -66,6 +74,9 @@ class Instrument:
     """
 
     name: ClassVar[str]
+    field_help: ClassVar[str]
+    spacing: ClassVar[int] = 1
+    help: ClassVar[Mapping[str, str]] = {}
     metrics: ClassVar[tuple[str, ...]] = ()
     traced: ClassVar[bool] = True
     summed: ClassVar[frozenset[str]] = frozenset()

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-import tensorflow as tf
+from typing import Any, ClassVar
 
 from core.engine.instruments.base import Instrument, Measurements, ReplicaStep
 from core.engine.instruments.measures import histogram_edges, magnitude_histogram
-from core.engine.telemetry import layer_of
+from core.lazy import lazy_module
+
+tf = lazy_module("tensorflow")  # TensorFlow when measuring, not when declaring
 
 KINDS = ("grad", "weight")
 
@@ -19,6 +19,13 @@ class Histogram(Instrument):
     """Counts of log₁₀|g| (the all-reduced gradient) and log₁₀|θ| (after the update)."""
 
     name = "histogram"
+    field_help = "Record gradient and weight histograms per layer"
+    help: ClassVar[Mapping[str, str]] = {
+        "histogram/grad": "Gradient magnitudes per layer over time (colour: share of entries "
+        "per power of ten): a band sliding to the bottom means vanishing gradients.",
+        "histogram/weight": "Weight magnitudes per layer over time: pruning and weight decay "
+        "push mass to the bottom; exploding weights climb to the top.",
+    }
 
     def before_update(self, step: ReplicaStep) -> None:
         assert step.computed is not None
@@ -36,6 +43,8 @@ class Histogram(Instrument):
 
     def _per_layer(self, tensors: list[Any]) -> tf.Tensor:
         """[layers, bins] magnitude histograms, each layer's variables together."""
+        from core.engine.telemetry import layer_of  # imports Keras: not when declaring
+
         owners = [layer_of(v.path) for v in self.trainer.model.trainable_variables]
         return tf.stack(
             [

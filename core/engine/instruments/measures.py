@@ -16,14 +16,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-import tensorflow as tf
 
-Vectors = Sequence[tf.Tensor]
+from core.lazy import lazy_module
+
+tf = lazy_module("tensorflow")  # TensorFlow when measuring, not when declaring
+
+Vectors = Sequence["tf.Tensor"]
 
 # q(t) = a·t² + b·t + c must match f(0), f(1), f'(0), f'(1): four equations in (a, b, c).
 _PARABOLA = np.array([[0, 0, 1], [1, 1, 1], [0, 1, 0], [2, 1, 0]], dtype=np.float64)
 # Their least-squares solution is a fixed linear map of the measurements.
-_PARABOLA_FIT = tf.constant(np.linalg.pinv(_PARABOLA), tf.float32)
+_PARABOLA_FIT = np.linalg.pinv(_PARABOLA).astype(np.float32)
 
 # Histogram bins over log10|x|: HISTOGRAM_BINS equal bins from 10^LOW to 10^HIGH; values
 # below (zeros included) count in the first bin, values above in the last.
@@ -50,7 +53,7 @@ def alpha(f0: tf.Tensor, f1: tf.Tensor, df0: tf.Tensor, df1: tf.Tensor) -> tf.Te
     valley. NaN when the parabola has no minimum ahead of the start (a ≤ 0 or b ≥ 0).
     """
     measurements = tf.cast(tf.stack([f0, f1, df0, df1]), tf.float32)
-    a, b, _ = tf.unstack(tf.linalg.matvec(_PARABOLA_FIT, measurements))
+    a, b, _ = tf.unstack(tf.linalg.matvec(tf.constant(_PARABOLA_FIT), measurements))
     minimum_ahead = (a > 0) & (b < 0)
     safe_b = tf.where(minimum_ahead, b, -1.0)
     return tf.where(minimum_ahead, -2.0 * a / safe_b - 1.0, float("nan"))

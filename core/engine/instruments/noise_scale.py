@@ -3,13 +3,17 @@ norms of a batch and of its two halves (`measures.noise_scale_terms`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import tensorflow as tf
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from core.engine.instruments.base import Instrument, ReplicaStep
 from core.engine.instruments.measures import dot, noise_scale_terms
-from core.engine.tasks import Gradients
+from core.lazy import lazy_module
+
+if TYPE_CHECKING:
+    from core.engine.tasks import Gradients
+
+tf = lazy_module("tensorflow")  # TensorFlow when measuring, not when declaring
 
 # Single estimates are noisy: the ratio is taken of running averages.
 DECAY = 0.9
@@ -19,6 +23,11 @@ class NoiseScale(Instrument):
     """B, with the averaged ‖G‖² and tr(Σ) it is the ratio of."""
 
     name = "noise_scale"
+    field_help = "Estimate the gradient noise scale"
+    help: ClassVar[Mapping[str, str]] = {
+        "noise_scale": "The gradient noise scale B: batches much larger than B (dotted: the "
+        "batch size) waste compute; much smaller ones make noisy steps."
+    }
     metrics = ("noise_scale", "noise_scale/grad_sq", "noise_scale/trace")
 
     def __init__(self, trainer: Any) -> None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from typing import Any
-
-import tensorflow as tf
+from typing import Any, ClassVar
 
 from core.engine.instruments.base import Instrument, Measurements
 from core.engine.instruments.measures import dot, power_iteration
+from core.lazy import lazy_module
+
+tf = lazy_module("tensorflow")  # TensorFlow when measuring, not when declaring
 
 ITERATIONS = 10  # warm-started from the last eigenvector
 
@@ -20,6 +21,12 @@ class Sharpness(Instrument):
     the training step (about 30 passes: the costly instrument)."""
 
     name = "sharpness"
+    field_help = "Measure sharpness, the top Hessian eigenvalue,"
+    spacing = 4  # the costly one
+    help: ClassVar[Mapping[str, str]] = {
+        "sharpness": "The largest Hessian eigenvalue: when it reaches 2/η (dotted) plain "
+        "gradient descent is at the edge of stability and the loss starts to oscillate."
+    }
     metrics = ("sharpness",)
     traced = False
 
