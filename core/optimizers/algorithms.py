@@ -17,14 +17,7 @@ from core.optimizers.catalog import ADAM_KNOBS, MOMENTUM_KNOBS
 
 @keras.saving.register_keras_serializable(package="optlab")
 class SGD(LabOptimizer):
-    """Gradient descent.
-
-    Update rule for parameter θ with gradient g and learning rate η:
-
-    ```
-    θ ← θ − η·g
-    ```
-    """
+    """Gradient descent: the step is −η·g."""
 
     def propose(
         self, gradient: tf.Tensor, param: tf.Tensor, learning_rate: tf.Tensor, **slots: tf.Tensor
@@ -35,15 +28,8 @@ class SGD(LabOptimizer):
 
 @keras.saving.register_keras_serializable(package="optlab")
 class Momentum(LabOptimizer):
-    """Gradient descent with (optionally Nesterov) momentum, in Keras's form.
-
-    Update rule for parameter θ with gradient g, velocity v, momentum μ, learning rate η:
-
-    ```
-    v ← μ·v − η·g
-    θ ← θ + v                 (nesterov: θ ← θ + μ·v − η·g)
-    ```
-    """
+    """Gradient descent with momentum, in Keras's form: with `nesterov`, the step is
+    μ·v − η·g, with the new velocity v."""
 
     knobs = MOMENTUM_KNOBS
     slot_names = ("velocity",)
@@ -65,19 +51,9 @@ class Momentum(LabOptimizer):
 
 @keras.saving.register_keras_serializable(package="optlab")
 class Adam(LabOptimizer):
-    """Adam (Kingma & Ba), in Keras's form; with `weight_decay` it is AdamW.
-
-    Update rule for parameter θ with gradient g at step t (1-based), moments m and v:
-
-    ```
-    m ← m + (g − m)·(1 − β₁)
-    v ← v + (g² − v)·(1 − β₂)
-    α ← η·√(1 − β₂ᵗ) / (1 − β₁ᵗ)
-    θ ← θ − α·m / (√v + ε)      (epsilon_inside_sqrt: θ ← θ − α·m / √(v + ε))
-    ```
-
-    With `weight_decay` λ, θ ← θ − θ·λ·η first (decoupled, as in `keras.optimizers.AdamW`).
-    """
+    """Adam (Kingma & Ba), in Keras's form, at step t counted from 1; with
+    `epsilon_inside_sqrt` it divides by √(v + ε); with `weight_decay` it is AdamW (the
+    decay is decoupled, as in `keras.optimizers.AdamW`)."""
 
     knobs = ADAM_KNOBS
     slot_names = ("m", "v")

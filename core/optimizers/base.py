@@ -27,6 +27,7 @@ import tensorflow as tf
 
 from core.knobs import InvalidInput, Knob, live_change, validate
 from core.optimizers import stages
+from core.optimizers.catalog import BUILTIN
 from core.optimizers.stages import COMMON_KNOBS, SCALAR_STATS, STAGES, TELEMETRY, VECTOR_STATS
 from core.optimizers.transforms import agreed
 
@@ -45,6 +46,21 @@ def _as_float(value: Any) -> float:
     """A float32 variable's value as the shortest float that reads back the same
     (0.004, not 0.004000000189989805), so configs round-trip cleanly."""
     return float(str(np.float32(value)))
+
+
+def documented(
+    doc: str | None, knobs: Sequence[Knob], registered: Sequence[tuple[str, str]] = ()
+) -> str | None:
+    """A class docstring, `doc` (its own text), followed by its `Registered as:` section
+    (each name it is registered under, with its update rule, as the catalog holds it) and
+    its `Knobs:` section; sections already there are made again."""
+    if not doc:
+        return doc
+    text = inspect.cleandoc(doc).split("\n\nRegistered as:\n")[0].split("\n\nKnobs:\n")[0]
+    if registered:
+        rules = "\n".join(f"    {name}: {rule}" for name, rule in registered)
+        text += f"\n\nRegistered as:\n{rules}"
+    return f"{text}\n\n{knobs_section(knobs)}"
 
 
 def knobs_section(knobs: Sequence[Knob]) -> str:
@@ -94,10 +110,12 @@ class LabOptimizer(keras.optimizers.Optimizer):
     slot_names: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Appends the class's knobs to its docstring, so that `help(Adam)` lists them."""
+        """Appends the update rules the catalog declares for the class and its knobs to
+        its docstring, so that `help(Adam)` shows adamw's rule and beta_1."""
         super().__init_subclass__(**kwargs)
-        if cls.__doc__ and "\nKnobs:\n" not in cls.__doc__:
-            cls.__doc__ = inspect.cleandoc(cls.__doc__) + "\n\n" + knobs_section(cls.knobs)
+        implementation = f"{cls.__module__}:{cls.__qualname__}"
+        rules = [(s.name, s.update_rule) for s in BUILTIN if s.implementation == implementation]
+        cls.__doc__ = documented(cls.__doc__, cls.knobs, rules)
 
     def __init__(
         self,

@@ -2,7 +2,10 @@
 
 Forms, the CLI, run-config validation and the dashboard read optimizers from here; only
 making one (`OptimizerSpec.build`, `core.optimizers.build`) imports TensorFlow. The
-built-in optimizers are declared below. Plugin optimizers come from the plugins folder
+built-in optimizers are declared below, with the same fields a plugin gives `@register`,
+and their update rules are written only here: each class's docstring shows the rules of
+the names it is registered under. (A decorator on the class would need the class, and so
+TensorFlow, to list them.) Plugin optimizers come from the plugins folder
 through `core.optimizers.registry`, which imports them (and TensorFlow), unless this
 process takes them from elsewhere (`use_plugin_source`): the dashboard, which must stay
 light, takes the descriptions the engine process publishes in the store.

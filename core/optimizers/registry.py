@@ -20,7 +20,7 @@ from typing import Any
 import keras
 
 from core.optimizers import algorithms, probe
-from core.optimizers.base import LabOptimizer
+from core.optimizers.base import LabOptimizer, documented
 from core.optimizers.catalog import (
     BUILTIN_NAMES,
     PROJECT_ROOT,
@@ -89,6 +89,7 @@ def register(
                 str(source),
             )
             _plugin_classes[name] = cls
+            cls.__doc__ = documented(cls.__doc__, cls.knobs, [(name, update_rule)])
         return cls
 
     return decorate

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from core.optimizers import Adam, GlobalVectorOptimizer, base, stages
+from core.optimizers import Adam, GlobalVectorOptimizer, base, catalog, registry, stages
+from core.optimizers.registry import register
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,9 +40,11 @@ def test_knobs_and_statistics_come_from_the_stages_each_once() -> None:
     assert stages.NEUTRAL_STATS["clip_active"] == 0.0 and stages.NEUTRAL_STATS["top_k_kept"] == 1
 
 
-def test_help_lists_each_optimizers_knobs() -> None:
+def test_help_lists_each_optimizers_knobs_and_update_rules() -> None:
     assert "beta_1 (default 0.9, in [0, 1)): Decay rate β₁" in Adam.__doc__
     assert "radius (default None, in (0, 1e+06], None: off, live)" in Adam.__doc__
+    for spec in catalog.BUILTIN:  # each rule written once, in the catalog
+        assert f"    {spec.name}: {spec.update_rule}\n" in spec.cls.__doc__
 
     class Halving(GlobalVectorOptimizer):
         """x ← x / 2"""
@@ -50,3 +53,10 @@ def test_help_lists_each_optimizers_knobs() -> None:
             return x / 2
 
     assert Halving.__doc__.startswith("x ← x / 2\n\nKnobs:\n    learning_rate")
+    try:
+        register("halving", summary="Halves x.", update_rule="x ← x/2")(Halving)
+        assert Halving.__doc__.startswith("x ← x / 2\n\nRegistered as:\n    halving: x ← x/2\n")
+        assert Halving.__doc__.count("Knobs:") == 1
+    finally:
+        registry._plugins.pop("halving", None)
+        registry._plugin_classes.pop("halving", None)
