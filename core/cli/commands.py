@@ -1,5 +1,5 @@
-"""The commands: `train`, `runs`, `export` and `serve`, each a function of the parsed
-arguments that returns the exit status."""
+"""The commands: `train`, `resume`, `runs`, `export`, `delete` and `serve`, each a function
+of the parsed arguments that returns the exit status."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ from typing import Any
 from core.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError, report
 from core.cli.parser import run_config
 from core.cli.progress import ProgressBar, RunWatch, failure, format_summary
-from core.engine import Engine
+from core.engine import Engine, owner
+from core.engine.checkpoints import RunCheckpoints
+from core.engine.client import EngineClient
 from core.export import safe_path, write_csv, write_tensorboard
 from core.knobs import InvalidInput
 from core.store import RunRecord, Store, StoreError, default_path
@@ -29,19 +31,50 @@ def train(args: argparse.Namespace) -> int:
     try:
         run_id = engine.start(config)
         print(run_id, flush=True)
-        watch = RunWatch(engine, run_id, ProgressBar(sys.stderr))
-        try:
-            status = watch.until_done()
-            interrupted = False
-        except KeyboardInterrupt:
-            watch.bar.note(f"stopping run {run_id} (Ctrl-C)")
-            with contextlib.suppress(InvalidInput):  # it may have just ended
-                engine.stop(run_id)
-            status = watch.until_done()
-            interrupted = True
-        print(format_summary(status), flush=True)
+        return _follow(engine, run_id)
     finally:
         engine.close()
+
+
+def resume(args: argparse.Namespace) -> int:
+    """Continues a stopped or interrupted run from its last checkpoint in this process,
+    drawing its progress (Ctrl-C stops it again); unpauses a paused run whose process
+    lives."""
+    store = _open_store(args.store, must_exist=True)
+    record = store.get_run(args.run_id)
+    if record is None:
+        store.close()
+        raise UsageError(f"run_id: no run {args.run_id!r} in {store.path}")
+    if record.active and owner.alive(record.owner):
+        with store:
+            if record.status != "paused":
+                raise UsageError(f"run_id: run {record.id} is {record.status}, not paused")
+            store.add_command(record.id, "resume")
+        print(f"asked the process that trains run {record.id} to unpause it")
+        return EXIT_OK
+    engine = Engine(store, max_concurrent=1)  # marks it interrupted if its process died
+    try:
+        engine.resume(record.id)
+        print(record.id, flush=True)
+        return _follow(engine, record.id)
+    finally:
+        engine.close()
+
+
+def _follow(engine: Engine, run_id: str) -> int:
+    """Draws the run's progress until it ends (Ctrl-C stops it), prints its summary,
+    and returns the exit status."""
+    watch = RunWatch(engine, run_id, ProgressBar(sys.stderr))
+    try:
+        status = watch.until_done()
+        interrupted = False
+    except KeyboardInterrupt:
+        watch.bar.note(f"stopping run {run_id} (Ctrl-C)")
+        with contextlib.suppress(InvalidInput):  # it may have just ended
+            engine.stop(run_id)
+        status = watch.until_done()
+        interrupted = True
+    print(format_summary(status), flush=True)
     if interrupted:
         return EXIT_INTERRUPTED
     if status.status == "completed":
@@ -154,6 +187,17 @@ def export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def delete(args: argparse.Namespace) -> int:
+    """Deletes ended runs with their metrics, events and checkpoints."""
+    with _open_store(args.store, must_exist=True) as store:
+        client = EngineClient(store)
+        for run_id in args.run_ids:
+            freed = RunCheckpoints(store.checkpoint_folder(run_id)).size()
+            client.delete(run_id)
+            print(f"deleted {run_id} (checkpoints: {freed / 1e6:.1f} MB freed)")
+    return EXIT_OK
+
+
 def _writing(field: str, write: Callable[[], Path]) -> Path:
     """`write()`, with an output path that cannot be written reported as bad input."""
     try:
@@ -201,7 +245,9 @@ def _strict_json(value: Any) -> Any:
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "train": train,
+    "resume": resume,
     "runs": runs,
     "export": export,
+    "delete": delete,
     "serve": serve,
 }

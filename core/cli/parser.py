@@ -81,6 +81,27 @@ def build_parser(specs: Sequence[OptimizerSpec] | None = None) -> argparse.Argum
     _add_train_arguments(train, specs)
     train.set_defaults(command="train")
 
+    resume = commands.add_parser(
+        "resume",
+        parents=[store],
+        help="Continue a stopped or interrupted run from its last checkpoint (or unpause "
+        "a paused one).",
+        description="Continue a stopped or interrupted run from its last checkpoint, in "
+        "this process and under the same id, showing its progress; the metrics it logged "
+        "after that checkpoint are replaced. A paused run whose process lives is unpaused.",
+    )
+    resume.add_argument("run_id", metavar="RUN_ID", help="The run, as `runs` lists it.")
+    resume.set_defaults(command="resume")
+
+    delete = commands.add_parser(
+        "delete",
+        parents=[store],
+        help="Delete ended runs with their metrics and checkpoints.",
+        description="Delete ended runs with their metrics, events and checkpoints.",
+    )
+    delete.add_argument("run_ids", nargs="+", metavar="RUN_ID", help="The runs to delete.")
+    delete.set_defaults(command="delete")
+
     runs = commands.add_parser(
         "runs",
         parents=[store],

@@ -27,6 +27,7 @@ def pipeline(
     drop_remainder: bool = False,
     epochs: int | None = None,
     multitask: bool = False,
+    start: int = 0,
 ) -> tf.data.Dataset:
     """Batches of one split of `dataset`, as a prefetched `tf.data.Dataset` of `(x, y)`.
 
@@ -42,6 +43,8 @@ def pipeline(
             caller counts steps), as `tf.data.Dataset.repeat` does.
         multitask: Yield `(x, {"digit": y, "parity": y % 2})` for the two-headed models
             instead of `(x, y)`; for digit datasets the second target is the digit's parity.
+        start: Leave out the first `start` batches, as a run resumed after `start` steps
+            does (their examples are never gathered).
 
     Returns:
         A `tf.data.Dataset` of float32 images `(batch, height, width, channels)` and int64
@@ -81,6 +84,7 @@ def pipeline(
     passes = tf.data.Dataset.counter() if epochs is None else tf.data.Dataset.range(epochs)
     return (
         passes.flat_map(one_pass)
+        .skip(start)
         .map(gather, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         .prefetch(tf.data.AUTOTUNE)
     )

@@ -16,7 +16,7 @@ from typing import Any
 from core import optimizers
 from core.engine import owner
 from core.engine.config import RunConfig
-from core.engine.engine import new_run_id
+from core.engine.engine import last_checkpoint, new_run_id
 from core.engine.reading import RunReader
 from core.engine.status import RunStatus
 from core.knobs import InvalidInput, live_change
@@ -120,8 +120,18 @@ class EngineClient(RunReader):
     def pause(self, run_id: str) -> Command:
         return self._command(run_id, "pause")
 
-    def resume(self, run_id: str) -> Command:
-        return self._command(run_id, "resume")
+    def resume(self, run_id: str) -> Command | None:
+        """Unpauses a paused run (a command to its process); or hands a stopped or
+        interrupted run to the engine process, to continue from its last checkpoint
+        (see `Engine.resume`), and returns None."""
+        record = self.store.get_run(run_id)
+        if record is not None and record.active:
+            return self._command(run_id, "resume")
+        step = last_checkpoint(self.store, run_id)
+        service = self.ensure_engine()
+        assert service is not None
+        self.store.reopen(run_id, step, owner=service.owner, command="start")
+        return None
 
     def update(self, run_id: str, **knobs: float) -> Command:
         """Asks for live knob changes from the run's next step on. Raises

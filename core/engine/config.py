@@ -95,6 +95,17 @@ FIELDS: tuple[Knob, ...] = (
         for name, instrument in INSTRUMENTS.items()
     ),
     Knob(
+        "checkpoint_every",
+        "int",
+        None,
+        "Save a checkpoint every this many steps, to resume or fork from (0: never; "
+        "empty: about every 30 s of training, at most 5% of its time). A run also saves "
+        "one when it stops, pauses or ends.",
+        low=0,
+        high=100_000_000,
+        optional=True,
+    ),
+    Knob(
         "multitask",
         "bool",
         False,
@@ -138,6 +149,7 @@ class RunConfig:
     sharpness_every: int | None = DEFAULTS["sharpness_every"]
     noise_scale_every: int | None = DEFAULTS["noise_scale_every"]
     histogram_every: int | None = DEFAULTS["histogram_every"]
+    checkpoint_every: int | None = DEFAULTS["checkpoint_every"]
     multitask: bool = DEFAULTS["multitask"]
     task_weights: Mapping[str, float] = field(default_factory=lambda: dict.fromkeys(TASKS, 1.0))
     strategy: str = DEFAULTS["strategy"]

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.engine import owner
+from core.engine.checkpoints import RunCheckpoints
 from core.engine.commands import CommandListener
 from core.engine.config import RunConfig
 from core.engine.execution import RunControl, RunExecution
@@ -102,7 +103,18 @@ class Engine(RunReader):
         self._active(run_id).request_pause(True)
 
     def resume(self, run_id: str) -> None:
-        self._active(run_id).request_pause(False)
+        """Unpauses a paused run of this engine; or queues a stopped or interrupted run
+        again, in this engine, to continue from its last checkpoint (the metrics it
+        logged after that checkpoint are replaced by the resumed run's). Raises
+        `InvalidInput` for a run that cannot be resumed."""
+        with self._lock:
+            control = self._controls.get(run_id)
+        if control is not None:
+            control.request_pause(False)
+            return
+        step = last_checkpoint(self.store, run_id)
+        self.store.reopen(run_id, step, owner=self.owner)
+        self._accept(run_id)
 
     def update(self, run_id: str, **knobs: float) -> None:
         """Changes live optimizer knobs from the run's next step on; each change becomes an
@@ -185,11 +197,11 @@ class Engine(RunReader):
             if self._closed:
                 raise InvalidInput({"run_id": "the engine is closing"})
             if run_id not in self._controls:
-                self._enqueue(run_id, config)
+                self._enqueue(run_id, config, record.step)
 
-    def _enqueue(self, run_id: str, config: RunConfig) -> None:
-        """Adds a stored, queued run to the queue (lock held)."""
-        self._controls[run_id] = RunControl(run_id, config)
+    def _enqueue(self, run_id: str, config: RunConfig, step: int = 0) -> None:
+        """Adds a stored, queued run to the queue, to start after `step` (lock held)."""
+        self._controls[run_id] = RunControl(run_id, config, step)
         self._queue.append(run_id)
         self._schedule()
 
@@ -238,6 +250,18 @@ class Engine(RunReader):
             for run_id, progress in self._live().items()
             if progress.status == "running"
         }
+
+
+def last_checkpoint(store: Store, run_id: str) -> int:
+    """The step of the run's last checkpoint, to resume from; raises `InvalidInput` when
+    it has none (`UnknownRunError` when there is no such run)."""
+    record = store.get_run(run_id)
+    if record is None:
+        raise UnknownRunError(f"run_id: no run {run_id!r}")
+    checkpoint = RunCheckpoints(store.checkpoint_folder(run_id)).last()
+    if checkpoint is None:
+        raise InvalidInput({"run_id": f"run {run_id} has no checkpoint to resume from"})
+    return checkpoint.step
 
 
 def new_run_id(store: Store) -> str:

@@ -5,6 +5,10 @@ stop and pause requests and applies live knob changes, so each takes effect with
 step. Every way out of the loop ends in `store.finish` with a final status: completed,
 stopped, diverged (non-finite loss), failed (with the error), or interrupted (the engine
 closed). Metrics logged before any of these stay in the store.
+
+It saves checkpoints (see `core.engine.checkpoints`) on the run's schedule, and when the
+run pauses, stops, is interrupted or completes. A run queued at a step S > 0 (a resumed
+one, see `Store.reopen`) starts from its checkpoint of step S.
 """
 
 from __future__ import annotations
@@ -18,9 +22,19 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from core.data import DatasetUnavailable
+from core.engine.checkpoints import CheckpointSchedule, RunCheckpoints
 from core.engine.config import RunConfig
-from core.store import DIVERGED_EVENT, HISTOGRAM_EVENT, KNOB_EVENT, Store, StoreError
+from core.store import (
+    DIVERGED_EVENT,
+    HISTOGRAM_EVENT,
+    KNOB_EVENT,
+    RESTORED_EVENT,
+    Store,
+    StoreError,
+)
 
 # Final-metric keys copied from the last logged row.
 FINAL_KEYS = ("loss", "accuracy", "val_loss", "val_accuracy", "param_norm", "grad_norm")
@@ -32,10 +46,10 @@ class RunControl:
 
     run_id: str
     config: RunConfig
+    step: int = 0  # the last step taken (or, before it starts, the checkpoint it resumes)
     stop_reason: str | None = None  # "stopped" or "interrupted" once requested
     paused: bool = False
     status: str = "queued"
-    step: int = 0
     _trained_seconds: float = 0.0  # finished training intervals, pauses excluded
     _resumed_at: float | None = None  # start of the current training interval
     updates: queue.SimpleQueue[tuple[str, float]] = field(default_factory=queue.SimpleQueue)
@@ -81,6 +95,9 @@ class RunExecution:
         self.last: dict[str, float] = {}
         self.best_val_accuracy: float | None = None
         self.diverged_at: int | None = None
+        self.checkpoints = RunCheckpoints(store.checkpoint_folder(self.run_id))
+        self.schedule = CheckpointSchedule(self.config.checkpoint_every, control.step)
+        self.trainer: Any = None
 
     def __call__(self) -> str:
         """Trains until the run ends; returns its final status."""
@@ -91,26 +108,20 @@ class RunExecution:
             from core.engine.trainer import Trainer
 
             self._set_status("running")  # preparing data and model is part of the run
-            trainer = Trainer(self.config, make_strategy(self.config.strategy))
-            self.store.set_progress(self.run_id, 0, total_steps=trainer.total_steps)
-            self.store.add_event(
-                self.run_id,
-                0,
-                "init",
-                {
-                    "weights_sha256": trainer.weights_sha256,
-                    "first_batch_sha256": trainer.first_batch_sha256,
-                    "layers": trainer.layers,
-                    "steps_per_epoch": trainer.steps_per_epoch,
-                    "instrument_intervals": trainer.instrument_intervals,
-                    "replicas": trainer.strategy.num_replicas_in_sync,
-                },
-            )
+            start = self.control.step
+            trainer = Trainer(self.config, make_strategy(self.config.strategy), start=start)
+            self.trainer = trainer
+            self.store.set_progress(self.run_id, start, total_steps=trainer.total_steps)
+            if start:
+                self._restore(trainer, start)
+            else:
+                self.store.add_event(self.run_id, 0, "init", _init_event(trainer))
             writer = self.store.metrics_writer(self.run_id)
             try:
                 status = self._train(trainer, writer)
             finally:
                 trainer.close()
+                self.trainer = None
                 gc.collect()  # what is left of the run now, while it is little
             writer.close()
         except StoreError as exc:
@@ -131,6 +142,32 @@ class RunExecution:
         self.control.status = status
         self.store.finish(self.run_id, status, self._final_metrics(), error)
         return status
+
+    def _restore(self, trainer: Any, step: int) -> None:
+        """Takes up the run where its checkpoint of `step` left it, and what its stored
+        metrics up to there say (the last and best values of its final metrics)."""
+        checkpoint = self.checkpoints.find(step)
+        if checkpoint is None:
+            raise RuntimeError(f"run {self.run_id} has no checkpoint of step {step} to resume")
+        trainer.restore(checkpoint.prefix)
+        self.control._trained_seconds = checkpoint.seconds
+        metrics = self.store.read_metrics(self.run_id)
+        for key in metrics.keys:
+            known = metrics[key][~np.isnan(metrics[key])]
+            if len(known):
+                self.last[key] = float(known[-1])
+        if "val_accuracy" in metrics:
+            self.best_val_accuracy = float(np.nanmax(metrics["val_accuracy"]))
+        self.store.add_event(self.run_id, step, RESTORED_EVENT, {"seconds": checkpoint.seconds})
+
+    def _checkpoint(self, step: int) -> None:
+        """Saves the checkpoint of `step` (unless checkpoints are off), and prunes."""
+        if self.config.checkpoint_every == 0 or self.trainer is None or step == 0:
+            return
+        began = time.perf_counter()
+        self.checkpoints.save(step, self.control.training_seconds, self.trainer.save)
+        self.schedule.saved(step, time.perf_counter() - began, self.control.training_seconds)
+        self.checkpoints.prune()
 
     def _unsaved(self) -> str:
         """What the store lacks of a run a store error stopped, said for its error."""
@@ -157,6 +194,7 @@ class RunExecution:
                 self._wait_while_paused(step - 1)
                 control.clock_start()
             if control.stop_reason is not None:
+                self._checkpoint(control.step)
                 return control.stop_reason
             self._apply_updates(trainer, writer, step)
 
@@ -183,10 +221,13 @@ class RunExecution:
                 self.store.add_event(
                     self.run_id, self.diverged_at, DIVERGED_EVENT, {"loss": row.get("loss")}
                 )
-                return "diverged"
+                return "diverged"  # no checkpoint: its weights are not finite
+            if last_step or self.schedule.due(step, control.training_seconds):
+                self._checkpoint(step)
         return "completed"
 
     def _wait_while_paused(self, step: int) -> None:
+        self._checkpoint(step)
         self._set_status("paused")
         self.store.add_event(self.run_id, step, "paused", {})
         while self.control.paused and self.control.stop_reason is None:
@@ -228,6 +269,18 @@ class RunExecution:
         if self.diverged_at is not None:
             final["diverged_at"] = self.diverged_at
         return final
+
+
+def _init_event(trainer: Any) -> dict[str, Any]:
+    """What a run records at step 0: fingerprints of its start, and its shape."""
+    return {
+        "weights_sha256": trainer.weights_sha256,
+        "first_batch_sha256": trainer.first_batch_sha256,
+        "layers": trainer.layers,
+        "steps_per_epoch": trainer.steps_per_epoch,
+        "instrument_intervals": trainer.instrument_intervals,
+        "replicas": trainer.strategy.num_replicas_in_sync,
+    }
 
 
 def _summary(exc: BaseException, frames: int = 4) -> str:

@@ -46,6 +46,11 @@ class Telemetry:
         self._sums = {n: tf.Variable(0.0, trainable=False, name=n.replace("/", "_")) for n in names}
         self._initial = [tf.Variable(tf.convert_to_tensor(v), trainable=False) for v in variables]
 
+    @property
+    def variables(self) -> list[tf.Variable]:
+        """The running sums and the initial weights: what a checkpoint keeps."""
+        return [*self._sums.values(), *self._initial]
+
     def accumulate(self, per_replica: dict[str, Any], strategy: tf.distribute.Strategy) -> None:
         """Adds a step's sums over replicas to the running ones (in the traced step);
         a last value (a task's gradient norm, all-reduced already) replaces the old one."""

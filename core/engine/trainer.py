@@ -45,9 +45,14 @@ class Trainer:
         instrument_intervals: Each instrument's interval in steps, 0 when off.
         layers: The layer names that per-layer statistics are keyed by.
         first_batch: The run's first batch (the sharpness's fixed batch).
+
+    A trainer made with `start=S` takes the batches of steps S + 1 on; `restore` then
+    gives it the state a checkpoint of step S saved, and it continues that run exactly.
     """
 
-    def __init__(self, config: RunConfig, strategy: tf.distribute.Strategy) -> None:
+    def __init__(
+        self, config: RunConfig, strategy: tf.distribute.Strategy, *, start: int = 0
+    ) -> None:
         self.config = config
         self.strategy = strategy
         dataset = data.load(config.dataset, data_dir=config.data_dir)
@@ -65,10 +70,13 @@ class Trainer:
             data.pipeline, dataset, seed=config.seed, multitask=config.multitask
         )
         epochs = math.ceil(self.total_steps / self.steps_per_epoch)
-        train = split("train", batch_size=config.batch_size, drop_remainder=True, epochs=epochs)
+        batches = functools.partial(
+            split, "train", batch_size=config.batch_size, drop_remainder=True, epochs=epochs
+        )
+        train = batches(start=start)
         self._test = split("test", batch_size=EVAL_BATCH, epochs=1)
         # The first batch fingerprints the batch order.
-        self.first_batch = next(iter(train.take(1)))
+        self.first_batch = next(iter(batches().take(1)))
         self.first_batch_sha256 = _sha256(self.first_batch)
         with strategy.scope():
             self.model = models.build(
@@ -142,6 +150,31 @@ class Trainer:
         self.instruments = {}
         held, self._batches = [self._batches], None
         threading.Thread(target=held.clear, name=RELEASE_THREAD, daemon=True).start()
+
+    # Checkpoints ------------------------------------------------------------------------
+
+    @property
+    def state(self) -> list[tf.Variable]:
+        """Every variable that the steps after this one depend on: the model's, the
+        optimizer's (slots, iterations, live knobs, error feedback), the running sums and
+        initial weights of the telemetry, and the instruments' running state. With the
+        batch position (`start`), the whole state of a run: the batch order and the
+        gradient noise are functions of the seed and the step."""
+        return [
+            *self.model.variables,
+            *self.optimizer.variables,
+            *self.telemetry.variables,
+            *(v for instrument in self.instruments.values() for v in instrument.variables),
+            self._first_nonfinite,
+        ]
+
+    def save(self, prefix: str) -> None:
+        """Writes `state` to the TensorFlow checkpoint `prefix` (`.index` and `.data-*`)."""
+        tf.train.Checkpoint(state=self.state).write(prefix)
+
+    def restore(self, prefix: str) -> None:
+        """Reads `state` back from `prefix`; raises if the checkpoint does not fit."""
+        tf.train.Checkpoint(state=self.state).read(prefix).assert_consumed()
 
     def measures(self, step: int) -> bool:
         """Whether an instrument measures at `step`."""

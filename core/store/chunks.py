@@ -135,3 +135,32 @@ def last_step(conn: sqlite3.Connection, run_id: str) -> int | None:
     return conn.execute(
         "SELECT max(last_step) FROM metric_chunks WHERE run_id = ?", (run_id,)
     ).fetchone()[0]
+
+
+def truncate(conn: sqlite3.Connection, run_id: str, step: int) -> None:
+    """Delete run `run_id`'s rows after `step`: the chunks that begin later, and the
+    tail of the one chunk that holds `step` and later steps."""
+    cut = conn.execute(
+        "SELECT level, first_step, keys, steps, payload FROM metric_chunks"
+        " WHERE run_id = ? AND first_step <= ? AND last_step > ?",
+        (run_id, step, step),
+    ).fetchone()
+    conn.execute("DELETE FROM metric_chunks WHERE run_id = ? AND last_step > ?", (run_id, step))
+    if cut is None:
+        return
+    level, first_step, keys, steps, payload = cut
+    step_array = np.frombuffer(steps, _STEP)
+    kept = int(np.searchsorted(step_array, step, side="right"))  # rows with step <= `step`
+    row_bytes = len(json.loads(keys)) * _VALUE.itemsize
+    last = int(step_array[kept - 1])
+    _insert(
+        conn,
+        run_id,
+        level,
+        first_step,
+        last,
+        kept,
+        keys,
+        steps[: kept * _STEP.itemsize],
+        payload[: kept * row_bytes],
+    )

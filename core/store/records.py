@@ -12,6 +12,8 @@ ACTIVE_STATUSES: Final = ("queued", "running", "paused")
 #: Statuses of a run that has ended; `finish` accepts only these.
 FINAL_STATUSES: Final = ("completed", "stopped", "diverged", "failed", "interrupted")
 STATUSES: Final = ACTIVE_STATUSES + FINAL_STATUSES
+#: Final statuses a run can be resumed from, at its last checkpoint.
+RESUMABLE_STATUSES: Final = ("stopped", "interrupted")
 
 
 def check_status(status: str, allowed: Sequence[str] = STATUSES) -> str:
@@ -85,6 +87,8 @@ class RunRecord:
 KNOB_EVENT: Final = "knob"
 DIVERGED_EVENT: Final = "diverged"
 HISTOGRAM_EVENT: Final = "histogram"
+#: A resumed run took up its checkpoint of this step; the steps after it were trained again.
+RESTORED_EVENT: Final = "restored"
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import os
+import shutil
 import sqlite3
 import threading
 import time
@@ -12,6 +13,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from core.knobs import InvalidInput
 from core.store import chunks, schema
 from core.store.connections import ConnectionPool
 from core.store.errors import StoreError, UnknownRunError
@@ -21,6 +23,7 @@ from core.store.records import (
     ACTIVE_STATUSES,
     COMMAND_KINDS,
     FINAL_STATUSES,
+    RESUMABLE_STATUSES,
     Command,
     Event,
     RunRecord,
@@ -228,14 +231,59 @@ class Store:
         return [self._with_pending(RunRecord.from_row(row)) for row in rows]
 
     def delete_run(self, run_id: str) -> bool:
-        """Delete a run with its metrics and events; False if there was no such run.
+        """Delete a run with its metrics, events and checkpoints; False if there was no
+        such run.
 
         An open metrics writer of the run fails on its next commit.
         """
         with self._pending_lock:
             self._pending.pop(run_id, None)
         with self._write() as conn:
-            return conn.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount > 0
+            deleted = conn.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount > 0
+        shutil.rmtree(self.checkpoint_folder(run_id), ignore_errors=True)
+        return deleted
+
+    def checkpoint_folder(self, run_id: str) -> Path:
+        """Where the run's checkpoints live: `<store>.checkpoints/<run id>/` beside the
+        store's file (see `core.engine.checkpoints`)."""
+        return self.path.with_name(f"{self.path.stem}.checkpoints") / run_id
+
+    def reopen(
+        self, run_id: str, step: int, *, owner: str, command: str | None = None
+    ) -> RunRecord:
+        """Queue an ended run again, to continue from its checkpoint of `step`.
+
+        In one transaction: forgets the metrics and events after `step` (the resumed run
+        writes them again) and the commands left unhandled, queues the run for `owner` at
+        `step`, and adds `command` (`"start"` for another process's engine). Only a
+        stopped or interrupted run can be reopened: anything else raises `InvalidInput`
+        naming `run_id`.
+        """
+        with self._write() as conn:
+            row = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise UnknownRunError(run_id)
+            if row[0] not in RESUMABLE_STATUSES:
+                raise InvalidInput({"run_id": f"run {run_id} is {row[0]}: nothing to resume"})
+            now = time.time()
+            chunks.truncate(conn, run_id, step)
+            conn.execute("DELETE FROM events WHERE run_id = ? AND step > ?", (run_id, step))
+            # Commands left over from before it ended must not steer the resumed run.
+            conn.execute(
+                "UPDATE commands SET handled = ?, error = 'the run had ended'"
+                " WHERE run_id = ? AND handled IS NULL",
+                (now, run_id),
+            )
+            conn.execute(
+                "UPDATE runs SET status = 'queued', owner = ?, step = ?, updated = ?,"
+                " finished = NULL, error = NULL, final_metrics = NULL WHERE id = ?",
+                (owner, step, now, run_id),
+            )
+            if command is not None:
+                _insert_command(conn, run_id, command, {}, now)
+        with self._pending_lock:
+            self._pending.pop(run_id, None)
+        return self._require_run(run_id)
 
     def mark_interrupted(self, is_alive: Callable[[str | None], bool] | None = None) -> list[str]:
         """Mark runs left queued, running or paused by a dead process as `interrupted`.

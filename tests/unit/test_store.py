@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from core.knobs import InvalidInput
 from core.store import (
     APPLICATION_ID,
     SCHEMA_VERSION,
@@ -312,6 +313,48 @@ def test_mark_interrupted(store):
     }
     assert "running" in store.get_run("running").error
     assert store.mark_interrupted() == []
+
+
+@pytest.mark.parametrize("step", [0, 1, 37, 500, 1998, 1999, 2500])
+def test_reopen_forgets_what_came_after_the_step(store, step):
+    store.create_run("r", "r", {}, status="running", owner="old")
+    rows = {s: {"loss": float(s), "accuracy": -float(s)} for s in range(2000)}
+    write_rows(store, "r", rows, flush_every=3)  # merged chunks of several levels
+    for event_step in (0, step, step + 1):
+        store.add_event("r", event_step, "knob")
+    store.add_command("r", "stop")
+    store.finish("r", "stopped", {"steps": 1999}, "an error")
+
+    record = store.reopen("r", step, owner="new", command="start")
+    assert (record.status, record.owner, record.step) == ("queued", "new", step)
+    assert record.final_metrics is None and record.error is None and record.finished is None
+    kept = {s: v for s, v in rows.items() if s <= step}
+    assert_metrics_equal(store.read_metrics("r"), kept)
+    assert [e.step for e in store.events("r")] == [0, step]
+    assert [c.kind for c in store.pending_commands("new")] == ["start"]
+    write_rows(store, "r", {step + 1: {"loss": -1.0}})  # the resumed run writes on
+    assert store.read_metrics("r").last_step == step + 1
+
+
+@pytest.mark.parametrize("status", ["queued", "running", "paused", "completed", "failed"])
+def test_only_stopped_or_interrupted_runs_reopen(store, status):
+    store.create_run("r", "r", {}, status=status)
+    write_rows(store, "r", {1: {"loss": 1.0}})
+    with pytest.raises(InvalidInput, match="run_id"):
+        store.reopen("r", 0, owner="new")
+    assert store.get_run("r").status == status and len(store.read_metrics("r")) == 1
+    with pytest.raises(UnknownRunError):
+        store.reopen("nobody", 0, owner="new")
+
+
+def test_deleting_a_run_deletes_its_checkpoints(store):
+    store.create_run("r", "r", {})
+    folder = store.checkpoint_folder("r")
+    assert folder == store.path.parent / "lab.checkpoints" / "r"
+    folder.mkdir(parents=True)
+    (folder / "step-1.index").write_bytes(b"x")
+    store.delete_run("r")
+    assert not folder.exists()
 
 
 # Metrics: format and reads

@@ -84,6 +84,11 @@ class Instrument:
     def __init__(self, trainer: Trainer) -> None:
         self.trainer = trainer
 
+    @property
+    def variables(self) -> list[tf.Variable]:
+        """Its running state, which a checkpoint keeps (none by default)."""
+        return []
+
     def gradients(self, step: ReplicaStep) -> Gradients | None:
         """The step's gradients, when this instrument takes them its own way; else None."""
         return None

@@ -34,6 +34,10 @@ class NoiseScale(Instrument):
         super().__init__(trainer)
         self._averages = tf.Variable(tf.zeros(3), trainable=False)  # grad_sq, trace, weight
 
+    @property
+    def variables(self) -> list[Any]:
+        return [self._averages]
+
     def gradients(self, step: ReplicaStep) -> Gradients:
         # Two half batches: their gradients add up to the batch's, and their norms
         # against the whole batch's give the noise scale.

@@ -39,6 +39,10 @@ class Sharpness(Instrument):
         # instruments of many runs would share one count.
         self._measure = tf.function(functools.partial(Sharpness._measure_fn, self))
 
+    @property
+    def variables(self) -> list[Any]:
+        return self._eigenvector
+
     def read(self, outputs: Mapping[str, tf.Tensor], measured: Measurements) -> None:
         measured.values["sharpness"] = float(self._measure())
 

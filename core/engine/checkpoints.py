@@ -1,0 +1,170 @@
+"""A run's checkpoints on disk, and when a run saves one.
+
+Each checkpoint of step S is three files in the run's folder beside the store (see
+`Store.checkpoint_folder`): the TensorFlow checkpoint `step-S.index` and
+`step-S.data-00000-of-00001` (every variable of `Trainer.state`), then `step-S.json`
+(the step, the training time up to it, the wall time), written last, under a temporary
+name renamed into place: a checkpoint without its `.json` was cut short and does not
+count. Together with the run's config and seed they are the run's whole state, so a run
+resumed from one continues exactly as it would have.
+
+This module reads and writes files only; the trainer makes and reads the TensorFlow
+checkpoint itself (`Trainer.save`, `Trainer.restore`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import time
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from pathlib import Path
+
+# A run keeps its last few checkpoints (and those a fork was taken from).
+KEEP = 3
+# With `checkpoint_every` empty: a checkpoint every this many seconds of training, or
+# less often when saving would take more than `BUDGET` of the training time.
+AUTO_SECONDS = 30.0
+BUDGET = 0.05
+
+_NAME = re.compile(r"step-(\d+)\.json")
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One saved checkpoint.
+
+    Attributes:
+        step: The last step it includes: a run resumed from it continues at step + 1.
+        seconds: Training time up to it, pauses excluded.
+        time: When it was saved (Unix seconds).
+        prefix: The TensorFlow checkpoint's path prefix.
+        bytes: Its size on disk.
+    """
+
+    step: int
+    seconds: float
+    time: float
+    prefix: str
+    bytes: int
+
+
+class RunCheckpoints:
+    """The checkpoints in one run's folder (see the module docstring)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+
+    def list(self) -> list[Checkpoint]:
+        """The complete checkpoints, by step."""
+        if not self.folder.is_dir():
+            return []
+        found = []
+        for path in self.folder.iterdir():
+            if (match := _NAME.fullmatch(path.name)) is None:
+                continue
+            try:
+                info = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue  # being deleted, or not ours
+            step = int(match.group(1))
+            found.append(
+                Checkpoint(
+                    step, info["seconds"], info["time"], self._prefix(step), self._size(step)
+                )
+            )
+        return sorted(found, key=lambda checkpoint: checkpoint.step)
+
+    def last(self) -> Checkpoint | None:
+        """The checkpoint of the largest step, if any."""
+        saved = self.list()
+        return saved[-1] if saved else None
+
+    def find(self, step: int) -> Checkpoint | None:
+        """The checkpoint of `step`, if there is one."""
+        return next((c for c in self.list() if c.step == step), None)
+
+    def save(self, step: int, seconds: float, write: Callable[[str], None]) -> Checkpoint:
+        """Saves the checkpoint of `step`: `write(prefix)` writes the TensorFlow files,
+        then the `.json` marks it complete. A step saved already is kept as it is."""
+        if (saved := self.find(step)) is not None:
+            return saved
+        self.folder.mkdir(parents=True, exist_ok=True)
+        prefix = self._prefix(step)
+        write(prefix)
+        info = {"step": step, "seconds": round(seconds, 3), "time": time.time()}
+        marker = Path(f"{prefix}.json")
+        temporary = marker.with_suffix(".json.tmp")
+        temporary.write_text(json.dumps(info))
+        os.replace(temporary, marker)
+        return Checkpoint(step, info["seconds"], info["time"], prefix, self._size(step))
+
+    def prune(self, keep: int = KEEP, protected: Collection[int] = ()) -> None:
+        """Deletes all but the last `keep` checkpoints and the `protected` steps."""
+        saved = [c.step for c in self.list()]
+        for step in saved[: max(0, len(saved) - keep)]:
+            if step not in protected:
+                self._delete(step)
+
+    def size(self) -> int:
+        """Bytes on disk, every file of the folder counted."""
+        if not self.folder.is_dir():
+            return 0
+        return sum(path.stat().st_size for path in self.folder.iterdir() if path.is_file())
+
+    def delete(self) -> None:
+        """Deletes every checkpoint, and the folder."""
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def _prefix(self, step: int) -> str:
+        return str(self.folder / f"step-{step}")
+
+    def _files(self, step: int) -> list[Path]:
+        return list(self.folder.glob(f"step-{step}.*"))
+
+    def _size(self, step: int) -> int:
+        return sum(path.stat().st_size for path in self._files(step))
+
+    def _delete(self, step: int) -> None:
+        marker = Path(f"{self._prefix(step)}.json")
+        marker.unlink(missing_ok=True)  # first: the checkpoint stops counting at once
+        for path in self._files(step):
+            path.unlink(missing_ok=True)
+
+
+class CheckpointSchedule:
+    """When a run saves its next checkpoint.
+
+    With an interval, every `every` steps. Without one (`every=None`), every
+    `AUTO_SECONDS` of training, stretched so that saving takes at most `BUDGET` of the
+    training time: after a save that took d seconds, at steps of τ seconds, the next one
+    comes no sooner than d / (BUDGET·τ) steps later.
+    """
+
+    def __init__(self, every: int | None, start: int = 0) -> None:
+        self.every = every
+        self._last = start
+        self._next = start + every if every else None
+
+    def due(self, step: int, training_seconds: float) -> bool:
+        """Whether step `step` (just taken) should be saved."""
+        if self.every is not None:
+            return self.every > 0 and step % self.every == 0
+        if self._next is not None:
+            return step >= self._next
+        seconds_per_step = training_seconds / max(step, 1)
+        return (step - self._last) * seconds_per_step >= AUTO_SECONDS
+
+    def saved(self, step: int, took: float, training_seconds: float) -> None:
+        """Notes a save of `step` that took `took` seconds."""
+        self._last = step
+        if self.every is not None:
+            return
+        seconds_per_step = training_seconds / max(step, 1)
+        by_time = AUTO_SECONDS / max(seconds_per_step, 1e-9)
+        by_cost = took / (BUDGET * max(seconds_per_step, 1e-9))
+        self._next = step + max(1, math.ceil(max(by_time, by_cost)))

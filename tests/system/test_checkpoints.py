@@ -1,0 +1,150 @@
+"""Checkpoints in real runs: a run resumed from one continues exactly as if it had never
+stopped, for every kind of optimizer state; pausing saves one; a run keeps only its last
+few; runs without checkpoints, or that ended otherwise, are refused."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.engine import Engine, RunConfig
+from core.engine.checkpoints import KEEP, RunCheckpoints
+from core.knobs import InvalidInput
+from core.store import RESTORED_EVENT
+
+BASE = {
+    "dataset": "digits",
+    "model": "mlp",
+    "max_steps": 80,
+    "log_every": 1,
+    "checkpoint_every": 20,
+    # Every instrument on, at intervals that straddle the checkpoints: their state too.
+    "alpha_every": 7,
+    "noise_scale_every": 3,
+    "sharpness_every": 30,
+    "histogram_every": 25,
+}
+# Each optimizer state a checkpoint must carry: noise drawn per step, top-k's error
+# feedback, a projection, momentum with clipping, Adam's moments with decay.
+CASES = {
+    "sgd_noise": {"optimizer": "sgd", "hyperparameters": {"noise_std": 0.05}},
+    "top_k_feedback": {
+        "optimizer": "adamw",
+        "hyperparameters": {"top_k": 0.2, "top_k_error_feedback": True},
+    },
+    "projected_gd": {"optimizer": "projected_gd", "hyperparameters": {"radius": 8.0}},
+    "nesterov_clip": {
+        "optimizer": "momentum",
+        "hyperparameters": {"nesterov": True, "clip_norm": 0.5, "learning_rate": 0.05},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    engine = Engine(tmp_path_factory.mktemp("checkpoints") / "lab.sqlite", max_concurrent=2)
+    yield engine
+    engine.close()
+
+
+def stopped_after(engine: Engine, config: RunConfig, step: int) -> str:
+    """A run of `config`, stopped once it has passed `step`."""
+    run_id = engine.start(config)
+    deadline = time.monotonic() + 120
+    while engine.status(run_id).step < step and time.monotonic() < deadline:
+        time.sleep(0.002)
+    engine.stop(run_id)
+    status = engine.wait(run_id, 60)
+    assert status.status == "stopped", status
+    return run_id
+
+
+def checkpoints(engine: Engine, run_id: str) -> RunCheckpoints:
+    return RunCheckpoints(engine.store.checkpoint_folder(run_id))
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(engine: Engine) -> dict[str, str]:
+    """Each case's run, trained without a stop: started at once, run two by two."""
+    runs = {case: engine.start(RunConfig.from_dict({**BASE, **CASES[case]})) for case in CASES}
+    for run_id in runs.values():
+        assert engine.wait(run_id, 300).status == "completed"
+    return runs
+
+
+@pytest.mark.parametrize(
+    ("case", "origin"), [*((case, "periodic") for case in CASES), ("sgd_noise", "stop")]
+)
+def test_a_resumed_run_continues_exactly(
+    engine: Engine, uninterrupted: dict[str, str], case: str, origin: str
+) -> None:
+    """Resumed from the checkpoint its stop saved, or, as after a crash, from the last
+    periodic one (the steps logged after it are trained and written again)."""
+    config = RunConfig.from_dict({**BASE, **CASES[case]})
+    whole = uninterrupted[case]
+    resumed = stopped_after(engine, config, 45)
+    saved = checkpoints(engine, resumed)
+    stopped_at = engine.status(resumed).step
+    assert saved.last().step == stopped_at  # stopping saves a checkpoint
+    if origin == "periodic":
+        for checkpoint in saved.list():
+            if checkpoint.step % 20:
+                saved._delete(checkpoint.step)
+    start = saved.last().step
+    assert start == (stopped_at if origin == "stop" else stopped_at // 20 * 20)
+
+    engine.resume(resumed)
+    assert engine.wait(resumed, 120).status == "completed"
+    expected, got = engine.metrics(whole), engine.metrics(resumed)
+    np.testing.assert_array_equal(got.steps, expected.steps)  # each step once
+    for key in ("loss", "accuracy", "grad_norm", "param_norm", "noise_scale", "alpha"):
+        np.testing.assert_allclose(got[key], expected[key], rtol=1e-6, err_msg=key)
+    assert got["loss"][start] == expected["loss"][start]  # the first resumed step
+    final, reference = (engine.store.get_run(r).final_metrics for r in (resumed, whole))
+    assert final["steps"] == reference["steps"] == 80
+    assert final["val_accuracy"] == reference["val_accuracy"]
+    assert final["best_val_accuracy"] == reference["best_val_accuracy"]
+    assert [e.step for e in engine.store.events(resumed, RESTORED_EVENT)] == [start]
+
+
+def test_pausing_saves_a_checkpoint_and_resume_unpauses(engine: Engine) -> None:
+    run_id = engine.start(RunConfig.from_dict({**BASE, "max_steps": 400}))
+    engine.pause(run_id)  # pauses as it starts, at step 0: nothing to save yet
+    while engine.status(run_id).status != "paused":
+        time.sleep(0.01)
+    assert checkpoints(engine, run_id).list() == []
+    engine.resume(run_id)
+    while engine.status(run_id).step < 10:
+        time.sleep(0.01)
+    engine.pause(run_id)
+    while engine.status(run_id).status != "paused":
+        time.sleep(0.01)
+    paused_at = engine.status(run_id).step
+    assert checkpoints(engine, run_id).last().step == paused_at
+    engine.resume(run_id)
+    assert engine.wait(run_id, 120).status == "completed"
+
+
+def test_a_run_keeps_its_last_checkpoints(engine: Engine) -> None:
+    run_id = engine.start(RunConfig.from_dict({**BASE, "max_steps": 60, "checkpoint_every": 5}))
+    assert engine.wait(run_id, 120).status == "completed"
+    assert [c.step for c in checkpoints(engine, run_id).list()] == list(
+        range(60 - 5 * (KEEP - 1), 61, 5)
+    )
+
+
+def test_what_cannot_be_resumed_is_refused(engine: Engine) -> None:
+    completed = engine.start(RunConfig.from_dict({**BASE, "max_steps": 5}))
+    engine.wait(completed, 60)
+    with pytest.raises(InvalidInput, match="completed: nothing to resume"):
+        engine.resume(completed)
+    config = RunConfig.from_dict({**BASE, "max_steps": 2000, "checkpoint_every": 0})
+    never = stopped_after(engine, config, 5)
+    with pytest.raises(InvalidInput, match="no checkpoint to resume from"):
+        engine.resume(never)
+    assert not Path(engine.store.checkpoint_folder(never)).exists()
+    assert engine.status(never).status == "stopped"

@@ -1,0 +1,94 @@
+"""A run's checkpoint files (`RunCheckpoints`) and when a run saves one
+(`CheckpointSchedule`), without TensorFlow: `write` stands for `Trainer.save`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.engine.checkpoints import AUTO_SECONDS, BUDGET, CheckpointSchedule, RunCheckpoints
+
+
+def write(prefix: str) -> None:
+    """Writes what a TensorFlow checkpoint writes: an index and a data file."""
+    Path(f"{prefix}.index").write_bytes(b"i" * 10)
+    Path(f"{prefix}.data-00000-of-00001").write_bytes(b"d" * 90)
+
+
+def test_saved_checkpoints_are_listed_by_step(tmp_path: Path) -> None:
+    checkpoints = RunCheckpoints(tmp_path / "run")
+    assert checkpoints.list() == [] and checkpoints.last() is None and checkpoints.size() == 0
+    for step in (20, 5, 10):
+        checkpoints.save(step, seconds=step / 10, write=write)
+    assert [c.step for c in checkpoints.list()] == [5, 10, 20]
+    last = checkpoints.last()
+    assert last is not None and (last.step, last.seconds) == (20, 2.0)
+    assert last.prefix == str(tmp_path / "run" / "step-20")
+    assert last.bytes > 100  # the two files and the marker
+    assert checkpoints.find(10) is not None and checkpoints.find(11) is None
+    assert checkpoints.size() == sum(c.bytes for c in checkpoints.list())
+
+
+def test_a_checkpoint_cut_short_does_not_count(tmp_path: Path) -> None:
+    checkpoints = RunCheckpoints(tmp_path)
+    checkpoints.save(10, 1.0, write)
+    write(str(tmp_path / "step-20"))  # the process died before the marker was written
+
+    def dies(prefix: str) -> None:
+        write(prefix)
+        raise OSError("disk full")
+
+    with pytest.raises(OSError):
+        checkpoints.save(30, 3.0, dies)
+    assert [c.step for c in checkpoints.list()] == [10]
+
+
+def test_a_step_saved_already_is_kept(tmp_path: Path) -> None:
+    checkpoints = RunCheckpoints(tmp_path)
+    first = checkpoints.save(10, 1.0, write)
+    again = checkpoints.save(10, 9.0, lambda prefix: pytest.fail("written twice"))
+    assert again == first
+
+
+def test_prune_keeps_the_last_and_the_protected(tmp_path: Path) -> None:
+    checkpoints = RunCheckpoints(tmp_path)
+    for step in range(10, 80, 10):
+        checkpoints.save(step, 0.0, write)
+    checkpoints.prune(keep=3, protected={20})
+    assert [c.step for c in checkpoints.list()] == [20, 50, 60, 70]
+    assert sorted(p.name for p in tmp_path.iterdir() if "step-30" in p.name) == []
+    checkpoints.delete()
+    assert not tmp_path.exists() and checkpoints.list() == []
+
+
+def test_an_interval_saves_on_its_multiples() -> None:
+    schedule = CheckpointSchedule(every=25)
+    assert [s for s in range(1, 101) if schedule.due(s, s * 0.01)] == [25, 50, 75, 100]
+    assert not any(CheckpointSchedule(every=0).due(s, 1e9) for s in range(1, 100))
+
+
+def test_automatic_checkpoints_follow_training_time() -> None:
+    schedule = CheckpointSchedule(every=None)
+    step_seconds = 0.01
+    steps = int(AUTO_SECONDS / step_seconds)
+    assert not schedule.due(steps - 1, (steps - 1) * step_seconds)
+    assert schedule.due(steps, steps * step_seconds)
+    schedule.saved(steps, took=0.01, training_seconds=steps * step_seconds)
+    assert not schedule.due(2 * steps - 1, (2 * steps - 1) * step_seconds)
+    assert schedule.due(2 * steps, 2 * steps * step_seconds)
+
+
+def test_automatic_checkpoints_cost_at_most_the_budget() -> None:
+    schedule = CheckpointSchedule(every=None)
+    step_seconds, took = 0.01, 5.0  # a save as long as 500 steps
+    schedule.saved(100, took=took, training_seconds=100 * step_seconds)
+    gap = next(s for s in range(101, 10**6) if schedule.due(s, s * step_seconds)) - 100
+    assert took / (gap * step_seconds) <= BUDGET
+    assert gap * step_seconds > AUTO_SECONDS  # the cost, not the clock, set the gap
+
+
+def test_a_resumed_schedule_counts_from_its_checkpoint() -> None:
+    schedule = CheckpointSchedule(every=None, start=1000)
+    assert not schedule.due(1001, 1001 * 0.01)
+    assert schedule.due(1000 + int(AUTO_SECONDS / 0.01), 0.01 * (1000 + AUTO_SECONDS / 0.01))
