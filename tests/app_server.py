@@ -125,8 +125,8 @@ def start_engine(
 
 def serving_engine(store: Path) -> int | None:
     """The pid of the live engine process that serves `store`, if any."""
-    from core.engine import owner
     from core.engine.server import lock_path
+    from core.store import owner
 
     try:
         holder = lock_path(store.resolve()).read_text().strip()

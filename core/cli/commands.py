@@ -16,12 +16,12 @@ from typing import Any
 from core.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError, report
 from core.cli.parser import run_config
 from core.cli.progress import ProgressBar, RunWatch, failure, format_summary
-from core.engine import Engine, owner
+from core.engine import Engine
 from core.engine.checkpoints import RunCheckpoints
 from core.engine.client import EngineClient
 from core.export import safe_path, write_csv, write_tensorboard
 from core.knobs import InvalidInput
-from core.store import RunRecord, Store, StoreError, default_path
+from core.store import RunRecord, Store, StoreError, default_path, owner
 
 
 def train(args: argparse.Namespace) -> int:

@@ -14,14 +14,13 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from core import optimizers
-from core.engine import owner
 from core.engine.config import RunConfig
 from core.engine.engine import last_checkpoint, new_run_id
 from core.engine.reading import RunReader
 from core.engine.status import RunStatus
 from core.knobs import InvalidInput, live_change
 from core.optimizers.catalog import OptimizerSpec, Plugins
-from core.store import Command, Service, Store, UnknownRunError
+from core.store import Command, Service, Store, UnknownRunError, owner
 
 ENGINE = "engine"  # the service role of a process that takes new runs
 DASHBOARD = "dashboard"  # the role of a dashboard process, which keeps an engine alive

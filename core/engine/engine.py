@@ -18,7 +18,6 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-from core.engine import owner
 from core.engine.checkpoints import RunCheckpoints
 from core.engine.commands import CommandListener
 from core.engine.config import RunConfig
@@ -26,7 +25,7 @@ from core.engine.execution import RunControl, RunExecution
 from core.engine.reading import RunReader
 from core.engine.status import Progress, RunStatus
 from core.knobs import InvalidInput, live_change
-from core.store import ACTIVE_STATUSES, Command, Store, UnknownRunError
+from core.store import ACTIVE_STATUSES, Command, Store, UnknownRunError, owner
 
 
 class Engine(RunReader):

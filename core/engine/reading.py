@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from core.engine import owner
 from core.engine.status import Progress, RunStatus
-from core.store import Event, Metrics, RunRecord, Store, UnknownRunError
+from core.store import Event, Metrics, RunRecord, Store, UnknownRunError, owner
 
 
 class RunReader:

@@ -30,10 +30,9 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
-from core.engine import owner
 from core.engine.client import DASHBOARD, ENGINE, live_service
 from core.engine.engine import Engine
-from core.store import Store, StoreError
+from core.store import Store, StoreError, owner
 from core.store.paths import PROJECT_ROOT
 
 HEARTBEAT_SECONDS = 1.0
@@ -49,8 +48,9 @@ def log_path(store_path: Path) -> Path:
 
 
 class EngineService:
-    """Makes `engine` the one that serves its store: registers it, beats its heartbeat,
-    and publishes the optimizer plugins once TensorFlow is warm. Works in any process
+    """Makes `engine` the one that serves its store: registers it, takes over the queued
+    runs of a serving engine that died, beats its heartbeat, and publishes the optimizer
+    plugins once TensorFlow is warm. Works in any process
     (tests serve an in-process engine this way); `serve` adds the lock and the exit."""
 
     def __init__(self, engine: Engine, *, warm_up: bool = True) -> None:
@@ -63,6 +63,8 @@ class EngineService:
             "ready": False,
         }
         self.store.register_service(self.owner, ENGINE, self.info)
+        # The queue of an engine that died goes on here, in its order.
+        self.requeued = self.store.requeue(self.owner, owner.alive)
         self._stop = threading.Event()
         self._beat = threading.Thread(target=self._heartbeat, name="optlab-heartbeat", daemon=True)
         self._beat.start()

@@ -125,7 +125,7 @@ class Command:
 class Service:
     """A process that serves the store: an engine, which takes new runs, or a dashboard."""
 
-    owner: str  # host:pid:start, as `core.engine.owner` writes it
+    owner: str  # host:pid:start, as `core.store.owner` writes it
     role: str
     started: float
     heartbeat: float  # the last time it said it was alive

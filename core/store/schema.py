@@ -44,7 +44,7 @@ _DDL: Final = (
         epoch         INTEGER,
         error         TEXT,
         final_metrics TEXT,              -- JSON object, set by finish()
-        owner         TEXT               -- the process that runs it (see core.engine.owner)
+        owner         TEXT               -- the process that runs it (see core.store.owner)
     )
     """,
     """
@@ -95,7 +95,7 @@ _MIGRATIONS: Final = {
         # Processes that serve this store: engines (which take new runs) and dashboards.
         """
         CREATE TABLE services (
-            owner     TEXT NOT NULL,     -- host:pid:start (see core.engine.owner)
+            owner     TEXT NOT NULL,     -- host:pid:start (see core.store.owner)
             role      TEXT NOT NULL,
             started   REAL NOT NULL,
             heartbeat REAL NOT NULL,

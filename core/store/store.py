@@ -14,7 +14,7 @@ from types import TracebackType
 from typing import Any
 
 from core.knobs import InvalidInput
-from core.store import chunks, schema
+from core.store import chunks, owner, schema
 from core.store.connections import ConnectionPool
 from core.store.errors import StoreError, UnknownRunError
 from core.store.metrics import Metrics, stack
@@ -41,6 +41,8 @@ _EVENT_COLUMNS = ", ".join(field.name for field in dataclasses.fields(Event))
 _COMMAND_COLUMNS = ", ".join(field.name for field in dataclasses.fields(Command))
 _SERVICE_COLUMNS = ", ".join(field.name for field in dataclasses.fields(Service))
 _FINISH = "status = ?, final_metrics = ?, error = ?, finished = ?, updated = ?"
+# A run handed to the engine that serves the store (see `core.engine.client`).
+_HANDED_OVER = "EXISTS (SELECT 1 FROM commands WHERE run_id = runs.id AND kind = 'start')"
 
 
 class Store:
@@ -218,7 +220,7 @@ class Store:
             row = cursor.execute(
                 f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)
             ).fetchone()
-        return None if row is None else self._with_pending(RunRecord.from_row(row))
+        return None if row is None else self._as_read(RunRecord.from_row(row))
 
     def list_runs(self) -> list[RunRecord]:
         """All runs, newest first."""
@@ -228,7 +230,7 @@ class Store:
             rows = cursor.execute(
                 f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY created DESC, rowid DESC"
             ).fetchall()
-        return [self._with_pending(RunRecord.from_row(row)) for row in rows]
+        return [self._as_read(RunRecord.from_row(row)) for row in rows]
 
     def delete_run(self, run_id: str) -> bool:
         """Delete a run with its metrics, events and checkpoints; False if there was no
@@ -286,7 +288,8 @@ class Store:
         return self._require_run(run_id)
 
     def mark_interrupted(self, is_alive: Callable[[str | None], bool] | None = None) -> list[str]:
-        """Mark runs left queued, running or paused by a dead process as `interrupted`.
+        """Mark runs left queued, running or paused by a dead process as `interrupted`,
+        except the queued runs handed to a serving engine (see `requeue`).
 
         `is_alive(owner)` tells whether a run's owner process still lives; runs of live
         owners are left alone (by default every owner counts as dead). For an engine to
@@ -295,16 +298,47 @@ class Store:
         marks = ", ".join("?" * len(ACTIVE_STATUSES))
         with self._write() as conn:
             rows = conn.execute(
-                f"SELECT id, owner FROM runs WHERE status IN ({marks}) ORDER BY created",
+                f"SELECT id, owner, status = 'queued' AND {_HANDED_OVER} FROM runs"
+                f" WHERE status IN ({marks}) ORDER BY created",
                 ACTIVE_STATUSES,
             ).fetchall()
-            run_ids = [run_id for run_id, owner in rows if not (is_alive and is_alive(owner))]
+            run_ids = [
+                run_id
+                for run_id, holder, handed_over in rows
+                if not handed_over and not (is_alive and is_alive(holder))
+            ]
             conn.executemany(
                 "UPDATE runs SET status = 'interrupted', updated = ?,"
                 " error = coalesce(error, 'the process running it ended while it was '"
                 " || status) WHERE id = ?",
                 [(time.time(), run_id) for run_id in run_ids],
             )
+        return run_ids
+
+    def requeue(self, new_owner: str, is_alive: Callable[[str | None], bool]) -> list[str]:
+        """Hand the queued runs that a dead engine had been handed (by a `start` command)
+        to the engine `new_owner`, in the order they were queued, each with a new `start`
+        command; returns their ids. For the engine that serves the store, when it starts:
+        after a crash, the queue goes on where it was."""
+        with self._write() as conn:
+            rows = conn.execute(
+                f"SELECT id, owner FROM runs WHERE status = 'queued' AND {_HANDED_OVER}"
+                " ORDER BY created, rowid"
+            ).fetchall()
+            run_ids = [
+                run_id for run_id, owner in rows if owner != new_owner and not is_alive(owner)
+            ]
+            now = time.time()
+            for run_id in run_ids:
+                conn.execute(
+                    "UPDATE commands SET handled = ?, error = 'its engine ended'"
+                    " WHERE run_id = ? AND handled IS NULL",
+                    (now, run_id),
+                )
+                conn.execute(
+                    "UPDATE runs SET owner = ?, updated = ? WHERE id = ?", (new_owner, now, run_id)
+                )
+                _insert_command(conn, run_id, "start", {}, now)
         return run_ids
 
     # Events
@@ -537,6 +571,21 @@ class Store:
             with self._pending_lock:
                 if self._pending.get(run_id) is values:
                     del self._pending[run_id]
+
+    def _as_read(self, record: RunRecord) -> RunRecord:
+        """The record as every reader sees it: with its final status if that is still
+        waiting to be written, and `interrupted` if it was training (or paused) in a
+        process that has died, before any engine marks it so in the file (a run without
+        an owner, written by the store's own API, is taken as it is)."""
+        record = self._with_pending(record)
+        training = record.status in ("running", "paused")
+        if training and record.owner and not owner.alive(record.owner):
+            return dataclasses.replace(
+                record,
+                status="interrupted",
+                error=record.error or f"the process running it ended while it was {record.status}",
+            )
+        return record
 
     def _with_pending(self, record: RunRecord) -> RunRecord:
         """The record, with its final status if that is still waiting to be written."""

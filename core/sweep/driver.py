@@ -17,9 +17,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, Literal
 
-from core.engine import owner
 from core.knobs import InvalidInput
-from core.store import UnknownRunError
+from core.store import UnknownRunError, owner
 from core.sweep.trial_run import (
     CUT_SHORT,
     DRIVER,

@@ -34,7 +34,7 @@ RUN_STATUS = "run_status"
 REASON = "reason"
 CUT_SHORT = "cut_short"
 RETRY_OF = "retry_of"
-#: The process whose driver started the trial's run (`core.engine.owner`), so that a
+#: The process whose driver started the trial's run (`core.store.owner`), so that a
 #: trial its driver abandoned (the process was killed) can be told how its run ended.
 DRIVER = "driver"
 

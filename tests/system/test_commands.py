@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from core.engine import Engine, RunConfig, owner
+from core.engine import Engine, RunConfig
 from core.engine.client import DASHBOARD, ENGINE, EngineClient, EngineUnavailable
 from core.engine.server import IDLE_GRACE_SECONDS, EngineService, lock_path, serve
 from core.knobs import InvalidHyperparameters
 from core.optimizers import catalog
-from core.store import SCHEMA_VERSION, Store, UnknownRunError
+from core.store import SCHEMA_VERSION, Store, UnknownRunError, owner
 from core.store.schema import _DDL
 from tests import app_server
 

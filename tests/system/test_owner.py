@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from core.engine import Engine, RunConfig, owner
+from core.engine import Engine, RunConfig
+from core.store import owner
 from core.store.paths import PROJECT_ROOT
 
 

@@ -4,6 +4,7 @@ import hashlib
 import math
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from core.store import (
     UnknownRunError,
     chunks,
     default_path,
+    owner,
 )
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -313,6 +315,44 @@ def test_mark_interrupted(store):
     }
     assert "running" in store.get_run("running").error
     assert store.mark_interrupted() == []
+
+
+DEAD = f"{socket.gethostname()}:{2**22 + 7}:1"  # this host, a pid no process has
+
+
+def test_a_run_of_a_dead_process_reads_as_interrupted(store):
+    store.create_run("orphan", "orphan", {}, status="running", owner=DEAD)
+    store.create_run("mine", "mine", {}, status="paused", owner=owner.current())
+    store.create_run("waiting", "waiting", {}, status="queued", owner=DEAD)
+    run = store.get_run("orphan")
+    assert run.status == "interrupted" and "ended while it was running" in run.error
+    statuses = {run.id: run.status for run in store.list_runs()}
+    assert statuses == {"orphan": "interrupted", "mine": "paused", "waiting": "queued"}
+    with sqlite3.connect(store.path) as conn:  # read so, before any engine writes it
+        assert conn.execute("SELECT status FROM runs WHERE id = 'orphan'").fetchone()[0] == (
+            "running"
+        )
+
+
+def test_the_queue_of_a_dead_engine_is_requeued_in_order(store):
+    for run_id in ("first", "second", "third"):
+        store.create_run(run_id, run_id, {}, status="queued", owner=DEAD, command="start")
+    store.create_run("own", "own", {}, status="queued", owner=DEAD)  # a CLI's: no hand-over
+    store.create_run("alive", "alive", {}, status="queued", owner=owner.current(), command="start")
+    assert store.mark_interrupted(owner.alive) == ["own"]
+    assert store.requeue("new", owner.alive) == ["first", "second", "third"]
+    assert [(c.run_id, c.kind) for c in store.pending_commands("new")] == [
+        ("first", "start"),
+        ("second", "start"),
+        ("third", "start"),
+    ]
+    assert {r.id: r.owner for r in store.list_runs() if r.status == "queued"} == {
+        "first": "new",
+        "second": "new",
+        "third": "new",
+        "alive": owner.current(),
+    }
+    assert store.requeue("new", owner.alive) == []
 
 
 @pytest.mark.parametrize("step", [0, 1, 37, 500, 1998, 1999, 2500])
