@@ -9,6 +9,7 @@ import streamlit as st
 from core import optimizers
 from core.charts import INSTRUMENT_HELP, instrument_figures, layer_figures, training_figures
 from core.engine import RunStatus
+from core.engine.client import EngineUnavailable
 from core.knobs import InvalidInput, Knob, live_change
 from core.store import Command, UnknownRunError
 from ui import state, texts, views
@@ -53,6 +54,16 @@ def send(action: Callable[[str], Command], run_id: str, done: str) -> None:
         st.toast(done, icon=":material/check:")
 
 
+def resume(run_id: str, step: int) -> None:
+    """Continues an ended run from its last checkpoint, in the engine process."""
+    try:
+        engine.resume(run_id)
+    except (InvalidInput, UnknownRunError, EngineUnavailable) as exc:
+        st.toast(f"Not resumed: {texts.literal(str(exc))}", icon=":material/warning:")
+    else:
+        st.toast(f"Resuming from step {step:,}", icon=":material/play_arrow:")
+
+
 def knob_form(run: RunStatus) -> None:
     """A slider per live knob that is on, set at its current value; nothing changes until
     Apply, and then only the knobs moved away from the value they showed."""
@@ -88,7 +99,8 @@ def knob_form(run: RunStatus) -> None:
 
 
 def controls(run: RunStatus) -> None:
-    """Pause or resume, and stop, for a run whose process takes commands; clone always."""
+    """Pause or resume, and stop, for a run whose process takes commands; resume from
+    its last checkpoint for a stopped or interrupted run; clone always."""
     pause, stop, clone = st.columns(3)
     buttons = (
         (
@@ -112,6 +124,18 @@ def controls(run: RunStatus) -> None:
                 args=(action, run.id, done),
                 width="stretch",
             )
+    saved = engine.checkpoints(run.id) if run.resumable else []
+    if saved:
+        pause.button(
+            "Resume",
+            icon=":material/play_arrow:",
+            key=f"continue:{run.id}",
+            on_click=resume,
+            args=(run.id, saved[-1].step),
+            width="stretch",
+            help=f"Continue from its last checkpoint, at step {saved[-1].step:,}, under the "
+            "same id: what it logged after that step is trained again.",
+        )
     if clone.button(
         "Clone",
         icon=":material/content_copy:",

@@ -11,6 +11,7 @@ import datetime as dt
 import streamlit as st
 
 from core.engine import RunStatus
+from core.engine.client import EngineUnavailable
 from core.knobs import InvalidInput
 from core.store import ACTIVE_STATUSES, FINAL_STATUSES
 from ui import state, texts
@@ -87,6 +88,20 @@ def tag_runs(chosen: list[RunStatus], text: str) -> None:
         st.toast(f"Not tagged: {texts.literal(str(exc))}", icon=":material/warning:")
 
 
+def resume_runs(chosen: list[RunStatus]) -> None:
+    """Continues each run from its last checkpoint, oldest first."""
+    for run in sorted(chosen, key=lambda run: run.created):
+        try:
+            engine.resume(run.id)
+        except (InvalidInput, EngineUnavailable) as exc:
+            st.toast(f"Not resumed: {texts.literal(str(exc))}", icon=":material/warning:")
+
+
+def resumable(runs: list[RunStatus]) -> list[RunStatus]:
+    """The runs that can continue: stopped or interrupted, with a checkpoint."""
+    return [run for run in runs if run.resumable and engine.checkpoints(run.id)]
+
+
 def delete_runs(chosen: list[RunStatus]) -> None:
     for run in chosen:
         try:
@@ -99,7 +114,7 @@ def delete_runs(chosen: list[RunStatus]) -> None:
 def actions(chosen: list[RunStatus]) -> None:
     """What can be done with the runs picked in the table."""
     ids = [run.id for run in chosen]
-    watch, compare, clone, tag, delete = st.columns(5)
+    watch, compare, clone, carry_on, tag, delete = st.columns(6)
     if watch.button("Watch live", icon=":material/monitoring:", disabled=not ids, width="stretch"):
         state.open_page("pages/2_Live.py", **{state.WATCH: ids})
     if compare.button("Compare", icon=":material/compare:", disabled=not ids, width="stretch"):
@@ -111,6 +126,16 @@ def actions(chosen: list[RunStatus]) -> None:
         width="stretch",
     ):
         state.open_page("pages/1_Train.py", **{state.PREFILL: chosen[0].config})
+    can_resume = resumable(chosen)
+    carry_on.button(
+        "Resume",
+        icon=":material/play_arrow:",
+        disabled=not can_resume,
+        width="stretch",
+        on_click=resume_runs,
+        args=(can_resume,),
+        help="Continue the stopped or interrupted runs picked from their last checkpoints.",
+    )
     with tag.popover("Tag", icon=":material/sell:", disabled=not ids, width="stretch"):
         text = st.text_input("Tags to add, separated by commas", key="new_tags")
         st.button("Add tags", on_click=tag_runs, args=(chosen, text), disabled=not text.strip())
@@ -146,6 +171,16 @@ def runs_table(was_active: bool) -> None:
         "Status", [*ACTIVE_STATUSES, *FINAL_STATUSES], key="runs_status_filter"
     )
     shown = [run for run in runs if matches(run, text, picked)]
+    interrupted = resumable([run for run in runs if run.status == "interrupted"])
+    if interrupted:
+        st.button(
+            f"Resume all interrupted ({len(interrupted)})",
+            icon=":material/restart_alt:",
+            on_click=resume_runs,
+            args=(interrupted,),
+            help="Continue every run a crash or a shutdown interrupted, from its last "
+            "checkpoint, oldest first.",
+        )
     selection = st.dataframe(
         [
             {
@@ -157,6 +192,7 @@ def runs_table(was_active: bool) -> None:
                 "tags": list(run.tags),
                 "progress": run.progress,
                 "best val acc": (run.final_metrics or {}).get("best_val_accuracy"),
+                "checkpoints MB": engine.disk_bytes(run.id) / 1e6,
                 "created": dt.datetime.fromtimestamp(run.created),
             }
             for run in shown
@@ -169,6 +205,7 @@ def runs_table(was_active: bool) -> None:
             "tags": st.column_config.ListColumn("tags"),
             "progress": st.column_config.ProgressColumn("progress", min_value=0, max_value=1),
             "best val acc": st.column_config.NumberColumn(format="%.3f"),
+            "checkpoints MB": st.column_config.NumberColumn(format="%.1f"),
             "created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss"),
         },
     )

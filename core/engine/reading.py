@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from core.engine.checkpoints import Checkpoint, RunCheckpoints
 from core.engine.status import Progress, RunStatus
 from core.store import Event, Metrics, RunRecord, Store, UnknownRunError, owner
 
@@ -34,6 +35,14 @@ class RunReader:
     def events(self, run_id: str) -> list[Event]:
         """Knob changes, pauses, divergence and the run's initial fingerprints, by step."""
         return self.store.events(run_id)
+
+    def checkpoints(self, run_id: str) -> list[Checkpoint]:
+        """The run's saved checkpoints, by step: what it can resume or fork from."""
+        return RunCheckpoints(self.store.checkpoint_folder(run_id)).list()
+
+    def disk_bytes(self, run_id: str) -> int:
+        """What the run's checkpoints take on disk."""
+        return RunCheckpoints(self.store.checkpoint_folder(run_id)).size()
 
     def _live(self) -> dict[str, Progress]:
         """Progress of runs training in this process, copied at once; read before the

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from core.store import ACTIVE_STATUSES, RunRecord
+from core.store import ACTIVE_STATUSES, RESUMABLE_STATUSES, RunRecord
 
 
 class Progress(NamedTuple):
@@ -83,6 +83,11 @@ class RunStatus:
     @property
     def active(self) -> bool:
         return self.status in ACTIVE_STATUSES
+
+    @property
+    def resumable(self) -> bool:
+        """Whether it ended in a way it can be resumed from (with a checkpoint)."""
+        return self.status in RESUMABLE_STATUSES
 
     @property
     def progress(self) -> float:

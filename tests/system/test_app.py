@@ -268,3 +268,46 @@ def test_the_live_selection_is_in_the_url(lab) -> None:
     assert at.query_params["runs"] == second
     at.multiselect(key="live_runs").select(first).run()
     assert at.query_params["runs"] == f"{second},{first}"
+
+
+def stopped_run(lab, **changes) -> str:
+    """A run stopped after step 20, with checkpoints every 5 steps."""
+    config = {**SHORT, "max_steps": 300, "checkpoint_every": 5, **changes}
+    run_id = lab.start(RunConfig.from_dict(config))
+    deadline = time.monotonic() + 60
+    while lab.status(run_id).step < 20:
+        assert time.monotonic() < deadline, "the run never reached step 20"
+        time.sleep(0.02)
+    lab.settle(lab.stop(run_id))
+    assert lab.wait(run_id, 30).status == "stopped"
+    return run_id
+
+
+def test_live_resumes_a_stopped_run_from_its_checkpoint(lab) -> None:
+    run_id = stopped_run(lab)
+    last = lab.checkpoints(run_id)[-1].step
+    at = page("pages/2_Live.py")
+    at.session_state["watch"] = [run_id]
+    at.run()
+    assert not at.exception
+    assert f"at step {last:,}" in at.button(key=f"continue:{run_id}").help
+    at.button(key=f"continue:{run_id}").click().run()
+    assert not at.exception
+    assert lab.wait(run_id, 60).status == "completed"
+    assert [e.step for e in lab.events(run_id) if e.kind == "restored"] == [last]
+    total = lab.status(run_id).total_steps
+    assert lab.metrics(run_id).steps.tolist() == list(range(2, total + 1, 2))  # each step once
+
+
+def test_home_resumes_every_interrupted_run(lab) -> None:
+    first, second = stopped_run(lab), stopped_run(lab, seed=1)
+    for run_id in (first, second):  # as a crash leaves them
+        lab.store.finish(run_id, "interrupted", lab.status(run_id).final_metrics)
+    at = page("app.py").run()
+    assert at.dataframe[0].value["checkpoints MB"].min() > 0
+    (button,) = [b for b in at.button if b.label.startswith("Resume all interrupted")]
+    assert button.label == "Resume all interrupted (2)"
+    button.click().run()
+    assert not at.exception
+    for run_id in (first, second):
+        assert lab.wait(run_id, 90).status == "completed"
