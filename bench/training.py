@@ -1,13 +1,14 @@
-"""Figures 1, 2 and 7: the engine's training speed against Keras, itself, and in parallel.
+"""Figures 1, 2, 7, 8 and 10: the engine's training speed against Keras, itself, in
+parallel, with its instruments and with its checkpoints.
 
-All three train LeNet on mnist-5k at batch 64 through `core.engine.Engine`, with its
+All of them train LeNet on mnist-5k at batch 64 through `core.engine.Engine`, with its
 store on a temporary file, and time steps with a `ClockedStore`. Figures 1 and 2 time the
 steady part of each run: from the end of the first epoch (tracing and warm-up done) to the
 end of the last whole epoch before the final step (whose validation is left out). Keras
 is timed over the same window of the same number of batches, by a callback.
 
-The engine's instruments (alpha, sharpness, noise scale, histograms) are off in all
-three: these figures are about training and telemetry, and figure 8 about instruments.
+The engine's instruments (alpha, sharpness, noise scale, histograms) are off but in
+figure 8, which is about them; the others are about training, telemetry and checkpoints.
 
 Every run leaves its model and traced graphs in reference cycles that only a full garbage
 collection frees, and in a process that has trained a few runs a full collection takes
@@ -26,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import keras
 
@@ -36,7 +38,7 @@ from bench.sampler import StackSampler
 from bench.step_clock import ClockedStore
 from bench.timing import Sampler, interleave
 from core import data, models
-from core.engine import Engine, RunConfig, RunStatus, execution
+from core.engine import Engine, RunConfig, RunStatus, checkpoints, execution
 from core.engine.config import instrument_intervals
 from core.engine.instruments import INSTRUMENTS
 
@@ -102,6 +104,32 @@ def instrument_cost(settings: Settings) -> Measured:
     longest = max(instrument_intervals(on_config, length).values())
     first, last = longest, 2 * longest
     return _step_times(settings, (on_config, off_config), first, last, "the instruments")
+
+
+def checkpoint_cost(settings: Settings) -> Measured:
+    """Figure 10: seconds per step with checkpoints on the default schedule, and off.
+
+    The default saves about every 30 s of training, or less often when saving would take
+    more than 2% of the time; a bench run is too short to see the clock rule, so it is
+    set aside here and the cost rule alone spaces the checkpoints: the default's worst
+    case, as often as its budget allows.
+    """
+    first, last = _window(settings)
+    on_config = _config(last + 1, telemetry=True)  # checkpoint_every empty: the default
+    off_config = on_config.replace(checkpoint_every=0)
+    with _patched(checkpoints, "AUTO_SECONDS", 0.0):
+        return _step_times(settings, (on_config, off_config), first, last, "checkpoints")
+
+
+@contextlib.contextmanager
+def _patched(module: Any, name: str, value: Any) -> Iterator[None]:
+    """`module.name` set to `value` for the block."""
+    saved = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        yield
+    finally:
+        setattr(module, name, saved)
 
 
 def _step_times(

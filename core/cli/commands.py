@@ -1,5 +1,5 @@
-"""The commands: `train`, `resume`, `runs`, `export`, `delete` and `serve`, each a function
-of the parsed arguments that returns the exit status."""
+"""The commands: `train`, `resume`, `fork`, `runs`, `export`, `delete` and `serve`, each a
+function of the parsed arguments that returns the exit status."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from core.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError, report
-from core.cli.parser import run_config
+from core.cli.parser import fork_changes, run_config
 from core.cli.progress import ProgressBar, RunWatch, failure, format_summary
 from core.engine import Engine
 from core.engine.checkpoints import RunCheckpoints
@@ -61,6 +61,19 @@ def resume(args: argparse.Namespace) -> int:
         engine.close()
 
 
+def fork(args: argparse.Namespace) -> int:
+    """Starts a fork of a run from one of its checkpoints in this process, drawing its
+    progress (Ctrl-C stops it)."""
+    changes = fork_changes(args)
+    engine = Engine(_open_store(args.store, must_exist=True), max_concurrent=1)
+    try:
+        fork_id = engine.fork(args.run_id, args.step, **changes)
+        print(fork_id, flush=True)
+        return _follow(engine, fork_id)
+    finally:
+        engine.close()
+
+
 def _follow(engine: Engine, run_id: str) -> int:
     """Draws the run's progress until it ends (Ctrl-C stops it), prints its summary,
     and returns the exit status."""
@@ -101,8 +114,10 @@ def runs(args: argparse.Namespace) -> int:
     """Lists the store's runs, as a table or as JSON."""
     with _open_store(args.store, must_exist=True) as store:
         records = store.list_runs()
+        saved = {r.id: RunCheckpoints(store.checkpoint_folder(r.id)) for r in records}
     if args.json:
-        print(json.dumps([run_json(record) for record in records], indent=2, allow_nan=False))
+        listed = [run_json(record, saved[record.id]) for record in records]
+        print(json.dumps(listed, indent=2, allow_nan=False))
     elif records:
         print(format_runs(records))
     else:
@@ -110,10 +125,13 @@ def runs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def run_json(record: RunRecord) -> dict[str, Any]:
+def run_json(record: RunRecord, saved: RunCheckpoints | None = None) -> dict[str, Any]:
     """A run for `runs --json`: `id`, `name`, `status`, `optimizer`, `model`, `dataset`,
     `created`, `started`, `finished` (ISO 8601, UTC, or null), `step`, `total_steps`,
-    `final_metrics`, `error` and `config`; NaN and infinities become null."""
+    `final_metrics`, `error`, `config`, `parent` and `forked_at` (a fork's origin, else
+    null), and with its checkpoints `saved`, their steps (`checkpoints`) and size on disk
+    (`checkpoint_bytes`); NaN and infinities become null."""
+    checkpoints = saved.list() if saved is not None else []
     return _strict_json(
         {
             "id": record.id,
@@ -130,6 +148,10 @@ def run_json(record: RunRecord) -> dict[str, Any]:
             "final_metrics": record.final_metrics,
             "error": record.error,
             "config": record.config,
+            "parent": record.parent,
+            "forked_at": record.forked_at,
+            "checkpoints": [checkpoint.step for checkpoint in checkpoints],
+            "checkpoint_bytes": sum(checkpoint.bytes for checkpoint in checkpoints),
         }
     )
 
@@ -246,6 +268,7 @@ def _strict_json(value: Any) -> Any:
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "train": train,
     "resume": resume,
+    "fork": fork,
     "runs": runs,
     "export": export,
     "delete": delete,

@@ -130,6 +130,29 @@ def build_parser(specs: Sequence[OptimizerSpec] | None = None) -> argparse.Argum
     )
     export.set_defaults(command="export")
 
+    fork = commands.add_parser(
+        "fork",
+        parents=[store],
+        help="Start a new run from a checkpoint of another, with knobs or run fields changed.",
+        description="Start a new run (a fork) from the checkpoint of step N of RUN_ID, with "
+        "the live knobs and run fields given changed (name, max-steps, epochs, log-every, "
+        "val-every, checkpoint-every; what the checkpoint holds cannot change: clone the "
+        "run for that), and train it here, showing its progress.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    fork.add_argument("run_id", metavar="RUN_ID", help="The run to fork, as `runs` lists it.")
+    fork.add_argument(
+        "--step",
+        type=int,
+        required=True,
+        metavar="N",
+        help="The checkpoint to start from (the run's checkpoints are listed by `runs "
+        "--json`, under `checkpoints`).",
+    )
+    _add_run_flags(fork, specs)
+    fork.set_defaults(command="fork")
+
     serve = commands.add_parser(
         "serve",
         parents=[store],
@@ -167,6 +190,11 @@ def _add_train_arguments(parser: argparse.ArgumentParser, specs: Sequence[Optimi
         help="Start from this run config, a JSON object with RunConfig's fields; flags "
         "given on the command line override its values.",
     )
+    _add_run_flags(parser, specs)
+
+
+def _add_run_flags(parser: argparse.ArgumentParser, specs: Sequence[OptimizerSpec]) -> None:
+    """A flag per run field and per knob of `specs`, each stored only when given."""
     run = parser.add_argument_group("run")
     for knob in fields(specs):
         _add_knob(run, knob, knob.name, _show(knob.default) + ".")
@@ -337,6 +365,17 @@ def run_config(args: argparse.Namespace) -> RunConfig:
     if hyperparameters:
         values["hyperparameters"] = _merged(values.get("hyperparameters"), hyperparameters)
     return RunConfig.from_dict(values)
+
+
+def fork_changes(args: argparse.Namespace) -> dict[str, Any]:
+    """`fork`'s changes: each run field and knob given as a flag, by name."""
+    changes: dict[str, Any] = {}
+    for dest, value in vars(args).items():
+        if dest.startswith(HYPERPARAMETER):
+            changes[dest.removeprefix(HYPERPARAMETER)] = value
+        elif dest in RUN_FIELDS or dest == "task_weights":
+            changes[dest] = value
+    return changes
 
 
 def _merged(base: Any, overrides: dict[str, Any]) -> Any:

@@ -15,7 +15,6 @@ checkpoint itself (`Trainer.save`, `Trainer.restore`).
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import shutil
@@ -29,7 +28,7 @@ KEEP = 3
 # With `checkpoint_every` empty: a checkpoint every this many seconds of training, or
 # less often when saving would take more than `BUDGET` of the training time.
 AUTO_SECONDS = 30.0
-BUDGET = 0.05
+BUDGET = 0.02
 
 _NAME = re.compile(r"step-(\d+)\.json")
 
@@ -103,6 +102,19 @@ class RunCheckpoints:
         os.replace(temporary, marker)
         return Checkpoint(step, info["seconds"], info["time"], prefix, self._size(step))
 
+    def copy(self, step: int, folder: Path) -> Checkpoint:
+        """Copies the checkpoint of `step` into `folder` (a fork's), its marker last;
+        returns the copy."""
+        target = RunCheckpoints(folder)
+        target.folder.mkdir(parents=True, exist_ok=True)
+        files = sorted(self._files(step), key=lambda path: path.suffix == ".json")
+        for path in files:
+            shutil.copy2(path, target.folder / path.name)
+        copied = target.find(step)
+        if copied is None:
+            raise FileNotFoundError(f"no checkpoint of step {step} in {self.folder}")
+        return copied
+
     def prune(self, keep: int = KEEP, protected: Collection[int] = ()) -> None:
         """Deletes all but the last `keep` checkpoints and the `protected` steps."""
         saved = [c.step for c in self.list()]
@@ -139,32 +151,25 @@ class RunCheckpoints:
 class CheckpointSchedule:
     """When a run saves its next checkpoint.
 
-    With an interval, every `every` steps. Without one (`every=None`), every
-    `AUTO_SECONDS` of training, stretched so that saving takes at most `BUDGET` of the
-    training time: after a save that took d seconds, at steps of τ seconds, the next one
-    comes no sooner than d / (BUDGET·τ) steps later.
+    With an interval, every `every` steps. Without one (`every=None`), after every
+    `AUTO_SECONDS` of training, and never sooner than `took / BUDGET` seconds of training
+    after a save that took `took` seconds: saving so takes at most `BUDGET` of the
+    training time, however slow the disk or large the model.
     """
 
-    def __init__(self, every: int | None, start: int = 0) -> None:
+    def __init__(self, every: int | None, seconds: float = 0.0) -> None:
+        """`seconds`: the run's training time when it starts (a resumed run's, so far)."""
         self.every = every
-        self._last = start
-        self._next = start + every if every else None
+        self._since = seconds  # training time at the end of the last save
+        self._wait = AUTO_SECONDS
 
     def due(self, step: int, training_seconds: float) -> bool:
-        """Whether step `step` (just taken) should be saved."""
+        """Whether step `step` (just taken, at `training_seconds` of training) is saved."""
         if self.every is not None:
             return self.every > 0 and step % self.every == 0
-        if self._next is not None:
-            return step >= self._next
-        seconds_per_step = training_seconds / max(step, 1)
-        return (step - self._last) * seconds_per_step >= AUTO_SECONDS
+        return training_seconds - self._since >= self._wait
 
-    def saved(self, step: int, took: float, training_seconds: float) -> None:
-        """Notes a save of `step` that took `took` seconds."""
-        self._last = step
-        if self.every is not None:
-            return
-        seconds_per_step = training_seconds / max(step, 1)
-        by_time = AUTO_SECONDS / max(seconds_per_step, 1e-9)
-        by_cost = took / (BUDGET * max(seconds_per_step, 1e-9))
-        self._next = step + max(1, math.ceil(max(by_time, by_cost)))
+    def saved(self, took: float, training_seconds: float) -> None:
+        """Notes a save that took `took` seconds and ended at `training_seconds`."""
+        self._since = training_seconds
+        self._wait = max(AUTO_SECONDS, took / BUDGET)

@@ -15,7 +15,8 @@ from typing import Any
 
 from core import optimizers
 from core.engine.config import RunConfig
-from core.engine.engine import last_checkpoint, new_run_id
+from core.engine.engine import last_checkpoint
+from core.engine.forks import create_fork
 from core.engine.reading import RunReader
 from core.engine.status import RunStatus
 from core.knobs import InvalidInput, live_change
@@ -101,7 +102,7 @@ class EngineClient(RunReader):
             config = RunConfig.from_dict(config)
         service = self.ensure_engine()
         assert service is not None
-        run_id = new_run_id(self.store)
+        run_id = self.store.new_run_id()
         self.store.create_run(
             run_id,
             config.label,
@@ -111,6 +112,18 @@ class EngineClient(RunReader):
             command="start",
         )
         return run_id
+
+    def fork(self, run_id: str, step: int, **changes: Any) -> str:
+        """Hands a fork of `run_id` from its checkpoint of `step` to the engine process,
+        with knobs or run fields changed (see `core.engine.forks`); returns its id."""
+        service = self.ensure_engine()
+        assert service is not None
+        fork_id, knob_changes = create_fork(
+            self.store, run_id, step, changes, owner=service.owner, command="start"
+        )
+        if knob_changes:  # made at its first step, after the start
+            self.store.add_command(fork_id, "set", {"knobs": knob_changes})
+        return fork_id
 
     def stop(self, run_id: str) -> Command:
         """Asks the run's process to stop it within one step."""

@@ -99,7 +99,7 @@ FIELDS: tuple[Knob, ...] = (
         "int",
         None,
         "Save a checkpoint every this many steps, to resume or fork from (0: never; "
-        "empty: about every 30 s of training, at most 5% of its time). A run also saves "
+        "empty: about every 30 s of training, at most 2% of its time). A run also saves "
         "one when it stops, pauses or ends.",
         low=0,
         high=100_000_000,

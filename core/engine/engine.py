@@ -11,7 +11,6 @@ dashboard steers any run, whichever process trains it.
 from __future__ import annotations
 
 import os
-import secrets
 import threading
 import time
 from collections import deque
@@ -22,6 +21,7 @@ from core.engine.checkpoints import RunCheckpoints
 from core.engine.commands import CommandListener
 from core.engine.config import RunConfig
 from core.engine.execution import RunControl, RunExecution
+from core.engine.forks import create_fork
 from core.engine.reading import RunReader
 from core.engine.status import Progress, RunStatus
 from core.knobs import InvalidInput, live_change
@@ -64,7 +64,7 @@ class Engine(RunReader):
         with self._lock:
             if self._closed:
                 raise RuntimeError("the engine is closed")
-            run_id = new_run_id(self.store)
+            run_id = self.store.new_run_id()
             self.store.create_run(
                 run_id, config.label, config.to_dict(), status="queued", owner=self.owner
             )
@@ -114,6 +114,19 @@ class Engine(RunReader):
         step = last_checkpoint(self.store, run_id)
         self.store.reopen(run_id, step, owner=self.owner)
         self._accept(run_id)
+
+    def fork(self, run_id: str, step: int, **changes: Any) -> str:
+        """Starts a fork of `run_id` from its checkpoint of `step`, in this engine, with
+        knobs or run fields changed (see `core.engine.forks`); returns its id. Raises
+        `InvalidInput` naming every change it cannot make, and then stores nothing."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the engine is closed")
+            fork_id, knob_changes = create_fork(self.store, run_id, step, changes, owner=self.owner)
+            self._accept(fork_id)
+            if knob_changes:
+                self.update(fork_id, **knob_changes)
+        return fork_id
 
     def update(self, run_id: str, **knobs: float) -> None:
         """Changes live optimizer knobs from the run's next step on; each change becomes an
@@ -261,11 +274,3 @@ def last_checkpoint(store: Store, run_id: str) -> int:
     if checkpoint is None:
         raise InvalidInput({"run_id": f"run {run_id} has no checkpoint to resume from"})
     return checkpoint.step
-
-
-def new_run_id(store: Store) -> str:
-    """A run id not in `store`, e.g. `1201-3fa2c1` (month, day, random)."""
-    while True:
-        run_id = time.strftime("%m%d-") + secrets.token_hex(3)
-        if store.get_run(run_id) is None:
-            return run_id

@@ -96,7 +96,7 @@ class RunExecution:
         self.best_val_accuracy: float | None = None
         self.diverged_at: int | None = None
         self.checkpoints = RunCheckpoints(store.checkpoint_folder(self.run_id))
-        self.schedule = CheckpointSchedule(self.config.checkpoint_every, control.step)
+        self.schedule = CheckpointSchedule(self.config.checkpoint_every)
         self.trainer: Any = None
 
     def __call__(self) -> str:
@@ -151,6 +151,7 @@ class RunExecution:
             raise RuntimeError(f"run {self.run_id} has no checkpoint of step {step} to resume")
         trainer.restore(checkpoint.prefix)
         self.control._trained_seconds = checkpoint.seconds
+        self.schedule = CheckpointSchedule(self.config.checkpoint_every, checkpoint.seconds)
         metrics = self.store.read_metrics(self.run_id)
         for key in metrics.keys:
             known = metrics[key][~np.isnan(metrics[key])]
@@ -166,8 +167,8 @@ class RunExecution:
             return
         began = time.perf_counter()
         self.checkpoints.save(step, self.control.training_seconds, self.trainer.save)
-        self.schedule.saved(step, time.perf_counter() - began, self.control.training_seconds)
-        self.checkpoints.prune()
+        self.schedule.saved(time.perf_counter() - began, self.control.training_seconds)
+        self.checkpoints.prune(protected=self.store.fork_points(self.run_id))
 
     def _unsaved(self) -> str:
         """What the store lacks of a run a store error stopped, said for its error."""

@@ -40,6 +40,8 @@ class RunStatus:
     tags: tuple[str, ...] = ()
     knobs: dict[str, Any] = field(default_factory=dict)
     steerable: bool = False
+    parent: str | None = None  # a fork's parent run
+    forked_at: int | None = None  # the parent's checkpoint step it started from
 
     @classmethod
     def of(
@@ -78,6 +80,8 @@ class RunStatus:
             tags=record.tags,
             knobs={**record.config.get("hyperparameters", {}), **(changed or {})},
             steerable=steerable and status in ACTIVE_STATUSES,
+            parent=record.parent,
+            forked_at=record.forked_at,
         )
 
     @property

@@ -100,6 +100,7 @@ class Trainer:
         self.telemetry = Telemetry(self.model, self.optimizer, self.task)
         self.layers = self.telemetry.layers
         self._first_nonfinite = tf.Variable(tf.constant(-1, tf.int64), trainable=False)
+        self._saver: tf.train.Checkpoint | None = None
         self.instruments: dict[str, Instrument] = {
             name: INSTRUMENTS[name](self)
             for name, every in self.instrument_intervals.items()
@@ -145,7 +146,7 @@ class Trainer:
         """
         for instrument in self.instruments.values():
             instrument.close()
-        self._train_step = self._eval_batch = None
+        self._train_step = self._eval_batch = self._saver = None
         self.model = self.optimizer = self.telemetry = None
         self.instruments = {}
         held, self._batches = [self._batches], None
@@ -170,11 +171,17 @@ class Trainer:
 
     def save(self, prefix: str) -> None:
         """Writes `state` to the TensorFlow checkpoint `prefix` (`.index` and `.data-*`)."""
-        tf.train.Checkpoint(state=self.state).write(prefix)
+        self._checkpoint().write(prefix)
 
     def restore(self, prefix: str) -> None:
         """Reads `state` back from `prefix`; raises if the checkpoint does not fit."""
-        tf.train.Checkpoint(state=self.state).read(prefix).assert_consumed()
+        self._checkpoint().read(prefix).assert_consumed()
+
+    def _checkpoint(self) -> tf.train.Checkpoint:
+        """One `tf.train.Checkpoint` of `state` for the run: made once, not per save."""
+        if self._saver is None:
+            self._saver = tf.train.Checkpoint(state=self.state)
+        return self._saver
 
     def measures(self, step: int) -> bool:
         """Whether an instrument measures at `step`."""

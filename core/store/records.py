@@ -58,6 +58,8 @@ class RunRecord:
     owner: str | None = None  # the process that runs (or ran) it
     tags: tuple[str, ...] = ()
     speed: float | None = None  # steps per second, while it trains
+    parent: str | None = None  # the run it was forked from
+    forked_at: int | None = None  # the parent's checkpoint step it started from
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "RunRecord":

@@ -20,7 +20,7 @@ from core.store.records import STATUSES
 APPLICATION_ID: Final = 0x4F504C41
 #: Stored in the header's user_version field; raise it with every change to the tables,
 #: and add the change to `_MIGRATIONS`.
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _STATUS_LIST = ", ".join(f"'{status}'" for status in STATUSES)
@@ -106,6 +106,12 @@ _MIGRATIONS: Final = {
         "ALTER TABLE runs ADD COLUMN tags TEXT NOT NULL DEFAULT '[]'",  # a JSON array
         "ALTER TABLE runs ADD COLUMN speed REAL",  # steps per second while it trains
         "PRAGMA user_version = 2",
+    ),
+    2: (
+        # A fork: the run it was forked from, and the checkpoint step it started from.
+        "ALTER TABLE runs ADD COLUMN parent TEXT",
+        "ALTER TABLE runs ADD COLUMN forked_at INTEGER",
+        "PRAGMA user_version = 3",
     ),
 }
 

@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import os
+import secrets
 import shutil
 import sqlite3
 import threading
@@ -120,11 +121,15 @@ class Store:
         total_steps: int | None = None,
         owner: str | None = None,
         command: str | None = None,
+        parent: str | None = None,
+        forked_at: int | None = None,
     ) -> RunRecord:
         """Add a run and return its record; `StoreError` if the id is taken.
 
         `owner` names the process that will run it, for `mark_interrupted`; `command`
-        (e.g. "start") is written for that owner in the same transaction.
+        (e.g. "start") is written for that owner in the same transaction. A fork names its
+        `parent` and the step it starts after, `forked_at`: its step is that step, and it
+        starts from its own copy of that checkpoint.
         """
         if not isinstance(run_id, str) or not run_id:
             raise ValueError(f"run_id must be a non-empty string; got {run_id!r}")
@@ -134,7 +139,8 @@ class Store:
             with self._write() as conn:
                 conn.execute(
                     "INSERT INTO runs (id, name, status, config, created, updated, started,"
-                    " total_steps, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " total_steps, owner, parent, forked_at, step)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         run_id,
                         name,
@@ -145,6 +151,9 @@ class Store:
                         now if status == "running" else None,
                         total_steps,
                         owner,
+                        parent,
+                        forked_at,
+                        forked_at or 0,
                     ),
                 )
                 if command is not None:
@@ -152,6 +161,13 @@ class Store:
         except sqlite3.IntegrityError as exc:
             raise StoreError(f"a run with id {run_id!r} already exists") from exc
         return self._require_run(run_id)
+
+    def new_run_id(self) -> str:
+        """A run id not taken in this store, e.g. `1201-3fa2c1` (month, day, random)."""
+        while True:
+            run_id = time.strftime("%m%d-") + secrets.token_hex(3)
+            if self.get_run(run_id) is None:
+                return run_id
 
     def set_status(self, run_id: str, status: str, error: str | None = None) -> None:
         """Change the status and replace the error message (cleared when None)."""
@@ -244,6 +260,14 @@ class Store:
             deleted = conn.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount > 0
         shutil.rmtree(self.checkpoint_folder(run_id), ignore_errors=True)
         return deleted
+
+    def fork_points(self, run_id: str) -> set[int]:
+        """The steps of the run's checkpoints that forks were taken from."""
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT forked_at FROM runs WHERE parent = ? AND forked_at IS NOT NULL", (run_id,)
+            ).fetchall()
+        return {step for (step,) in rows}
 
     def checkpoint_folder(self, run_id: str) -> Path:
         """Where the run's checkpoints live: `<store>.checkpoints/<run id>/` beside the

@@ -148,3 +148,44 @@ def test_what_cannot_be_resumed_is_refused(engine: Engine) -> None:
         engine.resume(never)
     assert not Path(engine.store.checkpoint_folder(never)).exists()
     assert engine.status(never).status == "stopped"
+
+
+def test_a_fork_branches_from_its_parents_checkpoint(engine: Engine) -> None:
+    config = RunConfig.from_dict({**BASE, "checkpoint_every": 10, **CASES["top_k_feedback"]})
+    parent = engine.start(config)
+    deadline = time.monotonic() + 120
+    while not any(c.step == 20 for c in checkpoints(engine, parent).list()):
+        assert time.monotonic() < deadline, "no checkpoint of step 20"
+        time.sleep(0.01)
+    same = engine.fork(parent, 20)  # while the parent trains on
+    halved = engine.fork(parent, 20, learning_rate=0.0005, max_steps=100, name="halved")
+    for run_id in (parent, same, halved):
+        assert engine.wait(run_id, 120).status == "completed"
+
+    expected, got = engine.metrics(parent), engine.metrics(same)
+    assert got.steps.tolist() == list(range(21, 81))
+    np.testing.assert_array_equal(got["loss"], expected["loss"][20:])  # the same future
+    record = engine.store.get_run(halved)
+    assert (record.parent, record.forked_at, record.name) == (parent, 20, "halved")
+    assert record.config["hyperparameters"]["learning_rate"] == 0.0005
+    (change,) = [e for e in engine.events(halved) if e.kind == "knob"]
+    assert change.step == 21 and change.payload == {
+        "name": "learning_rate",
+        "value": 0.0005,
+        "previous": 0.001,
+    }
+    assert engine.metrics(halved).steps[-1] == 100
+    # The parent keeps the checkpoint its forks came from, beside its last KEEP.
+    kept = [c.step for c in checkpoints(engine, parent).list()]
+    assert kept == [20, *range(80 - 10 * (KEEP - 1), 81, 10)]
+
+
+def test_a_fork_refuses_what_its_checkpoint_cannot_take(engine: Engine) -> None:
+    parent = engine.start(RunConfig.from_dict({**BASE, "max_steps": 20, "checkpoint_every": 10}))
+    engine.wait(parent, 60)
+    with pytest.raises(InvalidInput) as refused:
+        engine.fork(parent, 10, model="lenet", radius=2.0, max_steps=10, beta_1=0.5)
+    assert set(refused.value.errors) == {"model", "radius", "max_steps", "beta_1"}
+    with pytest.raises(InvalidInput, match="no checkpoint of step 15"):
+        engine.fork(parent, 15)
+    assert [run.parent for run in engine.list()].count(parent) == 0

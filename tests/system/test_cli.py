@@ -503,3 +503,51 @@ def test_numbers_with_separators_are_refused(tmp_path):
     assert (code, out) == (2, "")
     assert error_lines(err) == ["error: epochs: must be a number (got '1_0')"]
     assert not (tmp_path / "s.sqlite").exists()
+
+
+def test_resume_fork_and_delete(tmp_path):
+    store_path = tmp_path / "lab.sqlite"
+    engine = Engine(store_path)
+    config = {"model": "mlp", "dataset": "digits", "max_steps": 60, "checkpoint_every": 10}
+    run_id = engine.start(config)
+    while engine.status(run_id).step < 15:
+        time.sleep(0.01)
+    engine.stop(run_id)
+    stopped_at = engine.wait(run_id, 60).step
+    engine.close()
+
+    code, out, err = run_main("resume", "--store", store_path, run_id)
+    assert code == 0, err
+    assert out.startswith(f"{run_id}\nrun {run_id} completed: 60/60 steps")
+    code, _, err = run_main("resume", "--store", store_path, run_id)
+    assert code == 2 and error_lines(err) == [
+        f"error: run_id: run {run_id} is completed: nothing to resume"
+    ]
+
+    code, out, err = run_main(
+        "fork", "--store", store_path, run_id, "--step", 50, "--lr", 0.5, "--max-steps", 80
+    )
+    assert code == 0, err
+    fork_id = out.split("\n")[0]
+    assert RUN_ID.match(fork_id) and f"run {fork_id} completed: 80/80 steps" in out
+    code, out, _ = run_main("runs", "--store", store_path, "--json")
+    listed = {run["id"]: run for run in json.loads(out)}
+    assert (listed[fork_id]["parent"], listed[fork_id]["forked_at"]) == (run_id, 50)
+    assert listed[fork_id]["config"]["hyperparameters"]["learning_rate"] == 0.5
+    assert listed[run_id]["parent"] is None and 50 in listed[run_id]["checkpoints"]
+    assert listed[fork_id]["checkpoints"][-1] == 80 and listed[fork_id]["checkpoint_bytes"] > 0
+    with Store(store_path) as store:
+        assert store.read_metrics(fork_id).steps[0] == 51
+        assert store.read_metrics(run_id).steps.tolist() == list(range(1, 61))
+        assert [e.step for e in store.events(run_id) if e.kind == "restored"] == [stopped_at]
+
+    code, _, err = run_main("fork", "--store", store_path, run_id, "--step", 51, "--model", "lenet")
+    assert code == 2
+    (line,) = error_lines(err)
+    assert "step: run" in line and "no checkpoint of step 51" in line and "model: a fork" in line
+
+    code, out, _ = run_main("delete", "--store", store_path, fork_id)
+    assert code == 0 and out.startswith(f"deleted {fork_id}")
+    with Store(store_path) as store:
+        assert not store.checkpoint_folder(fork_id).exists()
+        assert [run.id for run in store.list_runs()] == [run_id]

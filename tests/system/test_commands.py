@@ -76,11 +76,12 @@ def test_a_version_1_store_is_upgraded_in_place_with_its_runs(tmp_path) -> None:
     with Store(path) as store:
         (record,) = store.list_runs()
         assert (record.id, record.tags, record.speed) == ("r1", (), None)
+        assert (record.parent, record.forked_at) == (None, None)
         store.set_tags("r1", ["kept"])
         store.add_command("r1", "stop")
         store.register_service("me:1:1", ENGINE, {})
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
     conn.close()
 
 

@@ -70,25 +70,23 @@ def test_an_interval_saves_on_its_multiples() -> None:
 
 def test_automatic_checkpoints_follow_training_time() -> None:
     schedule = CheckpointSchedule(every=None)
-    step_seconds = 0.01
-    steps = int(AUTO_SECONDS / step_seconds)
-    assert not schedule.due(steps - 1, (steps - 1) * step_seconds)
-    assert schedule.due(steps, steps * step_seconds)
-    schedule.saved(steps, took=0.01, training_seconds=steps * step_seconds)
-    assert not schedule.due(2 * steps - 1, (2 * steps - 1) * step_seconds)
-    assert schedule.due(2 * steps, 2 * steps * step_seconds)
+    assert not schedule.due(10, AUTO_SECONDS - 0.1)
+    assert schedule.due(10, AUTO_SECONDS)
+    schedule.saved(took=0.5, training_seconds=AUTO_SECONDS + 0.5)
+    assert not schedule.due(20, 2 * AUTO_SECONDS)
+    assert schedule.due(20, 2 * AUTO_SECONDS + 0.5)
 
 
 def test_automatic_checkpoints_cost_at_most_the_budget() -> None:
     schedule = CheckpointSchedule(every=None)
-    step_seconds, took = 0.01, 5.0  # a save as long as 500 steps
-    schedule.saved(100, took=took, training_seconds=100 * step_seconds)
-    gap = next(s for s in range(101, 10**6) if schedule.due(s, s * step_seconds)) - 100
-    assert took / (gap * step_seconds) <= BUDGET
-    assert gap * step_seconds > AUTO_SECONDS  # the cost, not the clock, set the gap
+    took = 5.0  # a save slower than the clock rule allows for
+    schedule.saved(took=took, training_seconds=100.0)
+    wait = next(t for t in range(100, 10**4) if schedule.due(1, float(t))) - 100
+    assert took / (wait + took) <= BUDGET
+    assert wait > AUTO_SECONDS  # the cost, not the clock, set the wait
 
 
 def test_a_resumed_schedule_counts_from_its_checkpoint() -> None:
-    schedule = CheckpointSchedule(every=None, start=1000)
-    assert not schedule.due(1001, 1001 * 0.01)
-    assert schedule.due(1000 + int(AUTO_SECONDS / 0.01), 0.01 * (1000 + AUTO_SECONDS / 0.01))
+    schedule = CheckpointSchedule(every=None, seconds=1000.0)
+    assert not schedule.due(1, 1000.0 + AUTO_SECONDS / 2)
+    assert schedule.due(1, 1000.0 + AUTO_SECONDS)
