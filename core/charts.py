@@ -58,6 +58,9 @@ class RunView:
     metrics: Metrics
     events: Sequence[Event] = ()
     batch_size: int | None = None  # drawn beside the gradient noise scale
+    # A fork's: what its parent (and theirs) logged up to where it branched off, drawn
+    # dotted in its colour before its own line.
+    history: Metrics | None = None
 
     @property
     def text(self) -> str:
@@ -529,14 +532,21 @@ def _line(
     lines: bool = True,
     legend: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The series `key` of `run`, downsampled, as a list of one trace (none if unlogged)."""
+    """The series `key` of `run`, downsampled, as a list of one trace (none if unlogged);
+    for a fork, after its parent's line up to the fork, dotted."""
     if key not in run.metrics:
         return []
     steps, values = downsample(run.metrics.steps, run.metrics[key])
     if len(steps) == 0:
         return []
     mode = "+".join(m for m, on in (("lines", lines), ("markers", markers)) if on)
-    return [_scatter(run, what, steps, values, colour, dash=dash, mode=mode, legend=legend)]
+    traces = [_scatter(run, what, steps, values, colour, dash=dash, mode=mode, legend=legend)]
+    if run.history is not None and key in run.history:
+        steps, values = downsample(run.history.steps, run.history[key])
+        before = _scatter(run, f"{what} before the fork", steps, values, colour, dash="dot")
+        before["showlegend"] = False
+        traces.insert(0, before)
+    return traces
 
 
 def _reference_line(run: RunView, key: str, what: str, colour: str) -> list[dict[str, Any]]:

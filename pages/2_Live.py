@@ -64,6 +64,46 @@ def resume(run_id: str, step: int) -> None:
         st.toast(f"Resuming from step {step:,}", icon=":material/play_arrow:")
 
 
+def fork_form(run: RunStatus, saved: list[int]) -> None:
+    """Pick a checkpoint, change live knobs, the length or the name, and start a fork;
+    then watch it beside its parent."""
+    spec = optimizers.get_spec(run.config["optimizer"])
+    live = [k for k in spec.knobs if k.live and run.knobs.get(k.name) is not None]
+    with st.form(key=f"fork:{run.id}", border=False):
+        step = st.select_slider(
+            "From its checkpoint of step", saved, value=saved[-1], key=f"fork-step:{run.id}"
+        )
+        chosen = {
+            knob.name: st.number_input(
+                knob.name,
+                value=float(run.knobs[knob.name]),
+                format="%g",
+                key=f"fork-knob:{run.id}:{knob.name}",
+                help=f"{knob.help} Left as it is: the value it had at that step.",
+            )
+            for knob in live
+        }
+        max_steps = st.number_input(
+            "max_steps", min_value=1, value=run.total_steps or 1, key=f"fork-steps:{run.id}"
+        )
+        name = st.text_input("name", placeholder=f"{run.name} · fork@…", key=f"fork-name:{run.id}")
+        if not st.form_submit_button("Start the fork", icon=":material/call_split:"):
+            return
+    changes: dict[str, object] = {
+        knob: value for knob, value in chosen.items() if value != float(run.knobs[knob])
+    }
+    if max_steps != run.total_steps:
+        changes["max_steps"] = int(max_steps)
+    if name.strip():
+        changes["name"] = name.strip()
+    try:
+        fork_id = engine.fork(run.id, step, **changes)
+    except (InvalidInput, UnknownRunError, EngineUnavailable) as exc:
+        st.error(f"Not forked: {texts.literal(str(exc))}", icon=":material/warning:")
+        return
+    state.open_page("pages/2_Live.py", **{state.WATCH: [run.id, fork_id]})
+
+
 def knob_form(run: RunStatus) -> None:
     """A slider per live knob that is on, set at its current value; nothing changes until
     Apply, and then only the knobs moved away from the value they showed."""
@@ -100,8 +140,9 @@ def knob_form(run: RunStatus) -> None:
 
 def controls(run: RunStatus) -> None:
     """Pause or resume, and stop, for a run whose process takes commands; resume from
-    its last checkpoint for a stopped or interrupted run; clone always."""
-    pause, stop, clone = st.columns(3)
+    its last checkpoint for a stopped or interrupted run; fork from any checkpoint;
+    clone always; and its family (parent and forks) when it has one."""
+    pause, stop, fork, clone = st.columns(4)
     buttons = (
         (
             pause,
@@ -124,8 +165,11 @@ def controls(run: RunStatus) -> None:
                 args=(action, run.id, done),
                 width="stretch",
             )
-    saved = engine.checkpoints(run.id) if run.resumable else []
+    saved = engine.checkpoints(run.id)
     if saved:
+        with fork.popover("Fork", icon=":material/call_split:", width="stretch"):
+            fork_form(run, [checkpoint.step for checkpoint in saved])
+    if saved and run.resumable:
         pause.button(
             "Resume",
             icon=":material/play_arrow:",
@@ -144,6 +188,15 @@ def controls(run: RunStatus) -> None:
         help="Open this run's config in Train, to tweak and rerun.",
     ):
         state.open_page("pages/1_Train.py", **{state.PREFILL: run.config})
+    relatives = views.family(runs, run.id)
+    if len(relatives) > 1 and stop.button(
+        "What if",
+        icon=":material/account_tree:",
+        key=f"family:{run.id}",
+        width="stretch",
+        help="Watch this run with its parent and every fork, overlaid.",
+    ):
+        state.open_page("pages/2_Live.py", **{state.WATCH: relatives})
 
 
 def run_panel(run: RunStatus) -> None:

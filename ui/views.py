@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -10,20 +10,50 @@ import streamlit as st
 from core.charts import RunView
 from core.engine import RunStatus
 from core.engine.client import EngineClient
+from core.store import Metrics, UnknownRunError
 from ui import texts
 
 RUNS_PARAM = "runs"  # the URL query parameter that holds a page's selected run ids
 
 
 def run_view(engine: EngineClient, run: RunStatus) -> RunView:
-    """A run's metrics and events, ready for `core.charts`."""
+    """A run's metrics and events, ready for `core.charts`; a fork's with its history."""
     return RunView(
         run.id,
         run.name,
         engine.metrics(run.id),
         engine.events(run.id),
         batch_size=run.config.get("batch_size"),
+        history=history(engine, run),
     )
+
+
+def history(engine: EngineClient, run: RunStatus) -> Metrics | None:
+    """What a fork's ancestors logged up to where it branched off, oldest first; None
+    for a run that is not a fork (or whose parent was deleted)."""
+    if run.parent is None or run.forked_at is None:
+        return None
+    try:
+        parent = engine.status(run.parent)
+    except UnknownRunError:
+        return None
+    mine = engine.metrics(parent.id).until(run.forked_at)
+    earlier = history(engine, parent)
+    return mine if earlier is None else earlier.concat(mine)
+
+
+def family(runs: Mapping[str, RunStatus], run_id: str) -> list[str]:
+    """The run's root ancestor and every run forked from it, at any depth, oldest first:
+    the "what-if" view of a run."""
+    root = run_id
+    while (parent := runs[root].parent) in runs:
+        root = parent
+    members, frontier = [root], [root]
+    while frontier:
+        children = [r.id for r in runs.values() if r.parent in frontier]
+        members += children
+        frontier = children
+    return sorted(members, key=lambda member: runs[member].created)
 
 
 def show_in_columns(figures: dict[str, go.Figure], captions: dict[str, str] | None = None) -> None:

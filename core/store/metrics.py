@@ -64,6 +64,11 @@ class Metrics:
             )
         return stack([self._as_block(), newer._as_block()])
 
+    def until(self, step: int) -> "Metrics":
+        """The rows up to `step`, included (a fork's parent up to the fork)."""
+        end = int(np.searchsorted(self.steps, step, side="right"))
+        return Metrics(self.steps[:end], {key: values[:end] for key, values in self.series.items()})
+
     def _as_block(self) -> Block:
         columns = np.array(list(self.series.values()), np.float64)
         return Block(self.keys, self.steps, columns.reshape(len(self.series), len(self)))

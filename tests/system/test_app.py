@@ -311,3 +311,30 @@ def test_home_resumes_every_interrupted_run(lab) -> None:
     assert not at.exception
     for run_id in (first, second):
         assert lab.wait(run_id, 90).status == "completed"
+
+
+def test_live_forks_a_run_and_draws_the_branch(lab) -> None:
+    parent = finished_run(lab, max_steps=40, checkpoint_every=10, log_every=1)
+    at = page("pages/2_Live.py")
+    at.session_state["watch"] = [parent]
+    at.run()
+    assert at.select_slider(key=f"fork-step:{parent}").value == 40
+    at.select_slider(key=f"fork-step:{parent}").set_value(20)
+    at.number_input(key=f"fork-knob:{parent}:learning_rate").set_value(0.05)
+    at.number_input(key=f"fork-steps:{parent}").set_value(60)
+    (submit,) = [b for b in at.button if b.label == "Start the fork"]
+    submit.click().run()
+    assert not at.exception
+    (fork,) = [run for run in lab.list() if run.parent == parent]
+    assert fork.forked_at == 20 and fork.config["hyperparameters"]["learning_rate"] == 0.05
+    assert lab.wait(fork.id, 60).status == "completed"
+    assert lab.metrics(fork.id).steps.tolist() == list(range(21, 61))
+
+    at = page("pages/2_Live.py")
+    at.session_state["watch"] = [fork.id]
+    at.run()
+    assert not at.exception
+    loss = at.get("plotly_chart")[0].proto.spec
+    assert '"dash":"dot"' in loss.replace(" ", "") and "train before the fork" in loss
+    at.button(key=f"family:{fork.id}").click().run()
+    assert at.multiselect(key="live_runs").value == [parent, fork.id]

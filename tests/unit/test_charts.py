@@ -20,6 +20,7 @@ from core.charts import (
     hyperparameter_figure,
     instrument_figures,
     live_figures,
+    training_figures,
 )
 from core.series import downsample, flags_to_steps, robust_range
 from core.store import Event, Metrics
@@ -420,3 +421,17 @@ def test_a_run_name_is_shown_as_typed_in_legends_titles_and_hover() -> None:
         typed = text.split("<br>")[0]  # a hover template's own part follows the name
         assert "<a " not in typed and "<b>" not in typed and "%{x}" not in typed, text
         assert "&lt;a href" in typed
+
+
+def test_a_fork_is_drawn_after_its_parents_line_dotted_in_its_colour() -> None:
+    parent = metrics(100)
+    fork = Metrics(steps=np.arange(51, 101), series={"loss": np.linspace(1, 0.5, 50)})
+    history = parent.until(50)
+    assert history.steps.tolist() == list(range(1, 51)) and len(history["loss"]) == 50
+    figure = training_figures([RunView("f", "fork", fork, history=history)])["loss"]
+    before, after = data_traces(figure)
+    assert before.line.dash == "dot" and after.line.dash == "solid"
+    assert before.line.color == after.line.color and before.showlegend is False
+    assert list(before.x) == list(range(1, 51)) and list(after.x) == list(range(51, 101))
+    alone = training_figures([RunView("f", "fork", fork)])["loss"]
+    assert len(data_traces(alone)) == 1
