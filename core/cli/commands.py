@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from core.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError, report
 from core.cli.parser import fork_changes, run_config
@@ -22,6 +22,8 @@ from core.engine.client import EngineClient
 from core.export import safe_path, write_csv, write_tensorboard
 from core.knobs import InvalidInput
 from core.store import RunRecord, Store, StoreError, default_path, owner
+
+T = TypeVar("T")
 
 
 def train(args: argparse.Namespace) -> int:
@@ -184,8 +186,8 @@ def format_runs(records: Sequence[RunRecord]) -> str:
 
 def export(args: argparse.Namespace) -> int:
     """Writes a run's metrics as CSV and/or TensorBoard event files."""
-    if args.csv is None and args.tensorboard is None:
-        raise UsageError("export: give --csv PATH, --tensorboard DIR, or both")
+    if args.csv is None and args.tensorboard is None and args.model is None:
+        raise UsageError("export: give --csv PATH, --tensorboard DIR or --model PATH.keras")
     with _open_store(args.store, must_exist=True) as store:
         record = store.get_run(args.run_id)
         if record is None:
@@ -206,6 +208,14 @@ def export(args: argparse.Namespace) -> int:
             lambda: write_tensorboard(metrics, tensorboard, events=events, config=record.config),
         )
         print(f"wrote {path}; view with: tensorboard --logdir {args.tensorboard}")
+    if args.model is not None:
+        from core.engine.model_file import save_model  # imports TensorFlow
+
+        with _open_store(args.store, must_exist=True) as store:
+            saved = _writing(
+                "model", lambda: save_model(store, record.id, args.model, args.checkpoint)
+            )
+        print(f"wrote {args.model} (the model at step {saved.step:,})")
     return EXIT_OK
 
 
@@ -220,7 +230,7 @@ def delete(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _writing(field: str, write: Callable[[], Path]) -> Path:
+def _writing(field: str, write: Callable[[], T]) -> T:
     """`write()`, with an output path that cannot be written reported as bad input."""
     try:
         return write()

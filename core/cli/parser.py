@@ -119,14 +119,29 @@ def build_parser(specs: Sequence[OptimizerSpec] | None = None) -> argparse.Argum
     export = commands.add_parser(
         "export",
         parents=[store],
-        help="Export a run's metrics as CSV and/or TensorBoard event files.",
+        help="Export a run's metrics as CSV and/or TensorBoard event files, or its model.",
         description="Export a run's metrics: a CSV table, and/or TensorBoard event files "
-        "in DIR/RUN_ID (so that `tensorboard --logdir DIR` lists every exported run).",
+        "in DIR/RUN_ID (so that `tensorboard --logdir DIR` lists every exported run); "
+        "and/or its trained model, from one of its checkpoints, as a .keras file.",
     )
     export.add_argument("run_id", metavar="RUN_ID", help="The run, as `runs` lists it.")
     export.add_argument("--csv", type=Path, metavar="PATH", help="Write the CSV table here.")
     export.add_argument(
         "--tensorboard", type=Path, metavar="DIR", help="Write event files in DIR/RUN_ID."
+    )
+    export.add_argument(
+        "--model",
+        type=Path,
+        metavar="PATH.keras",
+        help="Write the trained model, with its optimizer, as a Keras file; load it with "
+        "core.optimizers.load_model(PATH) and predict or train on.",
+    )
+    export.add_argument(
+        "--checkpoint",
+        default="last",
+        metavar="{last,best,STEP}",
+        help="The checkpoint --model takes: the last (default), the best validated, or the "
+        "one of a step.",
     )
     export.set_defaults(command="export")
 

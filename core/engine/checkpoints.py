@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 # A run keeps its last few checkpoints (and those a fork was taken from).
 KEEP = 3
@@ -43,6 +44,7 @@ class Checkpoint:
         time: When it was saved (Unix seconds).
         prefix: The TensorFlow checkpoint's path prefix.
         bytes: Its size on disk.
+        val_accuracy: The validation accuracy at its step, when the run validated there.
     """
 
     step: int
@@ -50,6 +52,7 @@ class Checkpoint:
     time: float
     prefix: str
     bytes: int
+    val_accuracy: float | None = None
 
 
 class RunCheckpoints:
@@ -71,11 +74,7 @@ class RunCheckpoints:
             except (OSError, ValueError):
                 continue  # being deleted, or not ours
             step = int(match.group(1))
-            found.append(
-                Checkpoint(
-                    step, info["seconds"], info["time"], self._prefix(step), self._size(step)
-                )
-            )
+            found.append(self._checkpoint(step, info))
         return sorted(found, key=lambda checkpoint: checkpoint.step)
 
     def last(self) -> Checkpoint | None:
@@ -87,7 +86,13 @@ class RunCheckpoints:
         """The checkpoint of `step`, if there is one."""
         return next((c for c in self.list() if c.step == step), None)
 
-    def save(self, step: int, seconds: float, write: Callable[[str], None]) -> Checkpoint:
+    def save(
+        self,
+        step: int,
+        seconds: float,
+        write: Callable[[str], None],
+        val_accuracy: float | None = None,
+    ) -> Checkpoint:
         """Saves the checkpoint of `step`: `write(prefix)` writes the TensorFlow files,
         then the `.json` marks it complete. A step saved already is kept as it is."""
         if (saved := self.find(step)) is not None:
@@ -95,12 +100,23 @@ class RunCheckpoints:
         self.folder.mkdir(parents=True, exist_ok=True)
         prefix = self._prefix(step)
         write(prefix)
-        info = {"step": step, "seconds": round(seconds, 3), "time": time.time()}
+        info = {
+            "step": step,
+            "seconds": round(seconds, 3),
+            "time": time.time(),
+            "val_accuracy": val_accuracy,
+        }
         marker = Path(f"{prefix}.json")
         temporary = marker.with_suffix(".json.tmp")
         temporary.write_text(json.dumps(info))
         os.replace(temporary, marker)
-        return Checkpoint(step, info["seconds"], info["time"], prefix, self._size(step))
+        return self._checkpoint(step, info)
+
+    def best(self) -> Checkpoint | None:
+        """Of the checkpoints saved where the run validated, the one with the highest
+        validation accuracy (the latest of equals)."""
+        validated = [c for c in self.list() if c.val_accuracy is not None]
+        return max(validated, key=lambda c: (c.val_accuracy, c.step), default=None)
 
     def copy(self, step: int, folder: Path) -> Checkpoint:
         """Copies the checkpoint of `step` into `folder` (a fork's), its marker last;
@@ -131,6 +147,16 @@ class RunCheckpoints:
     def delete(self) -> None:
         """Deletes every checkpoint, and the folder."""
         shutil.rmtree(self.folder, ignore_errors=True)
+
+    def _checkpoint(self, step: int, info: dict[str, Any]) -> Checkpoint:
+        return Checkpoint(
+            step,
+            info["seconds"],
+            info["time"],
+            self._prefix(step),
+            self._size(step),
+            info.get("val_accuracy"),
+        )
 
     def _prefix(self, step: int) -> str:
         return str(self.folder / f"step-{step}")

@@ -161,14 +161,20 @@ class RunExecution:
             self.best_val_accuracy = float(np.nanmax(metrics["val_accuracy"]))
         self.store.add_event(self.run_id, step, RESTORED_EVENT, {"seconds": checkpoint.seconds})
 
-    def _checkpoint(self, step: int) -> None:
-        """Saves the checkpoint of `step` (unless checkpoints are off), and prunes."""
+    def _checkpoint(self, step: int, val_accuracy: float | None = None) -> None:
+        """Saves the checkpoint of `step` (unless checkpoints are off), with the step's
+        validation accuracy if it validated, and prunes."""
         if self.config.checkpoint_every == 0 or self.trainer is None or step == 0:
             return
         began = time.perf_counter()
-        self.checkpoints.save(step, self.control.training_seconds, self.trainer.save)
+        seconds = self.control.training_seconds
+        self.checkpoints.save(step, seconds, self.trainer.save, val_accuracy)
         self.schedule.saved(time.perf_counter() - began, self.control.training_seconds)
-        self.checkpoints.prune(protected=self.store.fork_points(self.run_id))
+        # Kept beside the last few: those forks were taken from, and the best validated.
+        kept = self.store.fork_points(self.run_id)
+        if (best := self.checkpoints.best()) is not None:
+            kept.add(best.step)
+        self.checkpoints.prune(protected=kept)
 
     def _unsaved(self) -> str:
         """What the store lacks of a run a store error stopped, said for its error."""
@@ -224,7 +230,7 @@ class RunExecution:
                 )
                 return "diverged"  # no checkpoint: its weights are not finite
             if last_step or self.schedule.due(step, control.training_seconds):
-                self._checkpoint(step)
+                self._checkpoint(step, row.get("val_accuracy"))
         return "completed"
 
     def _wait_while_paused(self, step: int) -> None:

@@ -78,6 +78,13 @@ class SingleTask:
             loss = self._average(self.total(losses))
         return Gradients(tape.gradient(loss, variables), self.sums(outputs, y, losses))
 
+    def compile_arguments(self) -> dict[str, Any]:
+        """What `keras.Model.compile` takes to train the same loss (for a saved model)."""
+        return {
+            "loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            "metrics": ["accuracy"],
+        }
+
     def _average(self, per_example: tf.Tensor) -> tf.Tensor:
         # Divided by the global batch: summed over replicas, it is the batch mean.
         return tf.nn.compute_average_loss(per_example, global_batch_size=self.global_batch)
@@ -99,6 +106,15 @@ class MultiTask(SingleTask):
 
     def total(self, losses: Mapping[str, tf.Tensor]) -> tf.Tensor:
         return tf.add_n([self.weights[task] * losses[task] for task in TASKS])
+
+    def compile_arguments(self) -> dict[str, Any]:
+        return {
+            "loss": {
+                task: keras.losses.SparseCategoricalCrossentropy(from_logits=True) for task in TASKS
+            },
+            "loss_weights": dict(self.weights),
+            "metrics": {task: ["accuracy"] for task in TASKS},
+        }
 
     def accuracies(self, outputs: Any, y: Any) -> dict[str, tf.Tensor]:
         return {

@@ -40,6 +40,7 @@ _HOMES = {
     "plugins_folder": "core.optimizers.catalog",
     "specs": "core.optimizers.catalog",
     "build": "core.optimizers.registry",
+    "load_model": "core.optimizers.registry",
     "load_plugins": "core.optimizers.registry",
     "register": "core.optimizers.registry",
 }

@@ -37,6 +37,7 @@ __all__ = [
     "OptimizerSpec",
     "build",
     "get_spec",
+    "load_model",
     "load_plugins",
     "loaded_plugins",
     "plugin_errors",
@@ -170,6 +171,14 @@ def _import_file(path: Path) -> str | None:
         sys.modules.pop(module_name, None)
         return "".join(traceback.format_exception_only(type(exc), exc)).strip()
     return None
+
+
+def load_model(path: str | Path, **kwargs: Any) -> keras.Model:
+    """`keras.models.load_model(path, **kwargs)` for a model saved with one of the lab's
+    optimizers inside: the built-in classes are registered with Keras's serializer by
+    this module's imports, and the plugins' by loading the plugins folder first."""
+    load_plugins()
+    return keras.models.load_model(path, **kwargs)
 
 
 def build(name: str, **hyperparameters: Any) -> LabOptimizer:

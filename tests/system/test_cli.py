@@ -5,6 +5,7 @@ import contextlib
 import csv
 import io
 import json
+import math
 import os
 import re
 import signal
@@ -551,3 +552,64 @@ def test_resume_fork_and_delete(tmp_path):
     with Store(store_path) as store:
         assert not store.checkpoint_folder(fork_id).exists()
         assert [run.id for run in store.list_runs()] == [run_id]
+
+
+LOAD_AND_TRAIN = """
+import json, sys
+import numpy as np
+from core import data, optimizers
+
+model = optimizers.load_model(sys.argv[1])
+x, y = data.load("digits").split("test")
+_, accuracy = model.evaluate(x, y, verbose=0)
+optimizer = model.optimizer
+before = int(optimizer.iterations.numpy())
+history = model.fit(x[:128], y[:128], batch_size=64, epochs=1, verbose=0)
+print(json.dumps({
+    "optimizer": type(optimizer).__name__,
+    "radius": optimizer.get_knob("radius"),
+    "iterations": [before, int(optimizer.iterations.numpy())],
+    "accuracy": accuracy,
+    "loss": history.history["loss"][0],
+    "engine": "core.engine" in sys.modules,
+}))
+"""
+
+
+def test_export_writes_a_model_that_loads_and_trains_on(tmp_path):
+    store = tmp_path / "lab.sqlite"
+    code, out, err = run_main(
+        "train", "--store", store, "--model", "mlp", "--dataset", "digits", "--epochs", 2,
+        "--checkpoint-every", 22, "--radius", 30, "--optimizer", "adamw",
+    )  # fmt: skip
+    assert code == 0, err
+    run_id = out.split("\n")[0]
+    with Store(store) as opened:
+        final = opened.get_run(run_id).final_metrics
+        validated = opened.read_metrics(run_id)
+    assert final["steps"] == 44
+    last, best = tmp_path / "last.keras", tmp_path / "best.keras"
+    code, out, err = run_main("export", "--store", store, run_id, "--model", last)
+    assert code == 0 and out.strip() == f"wrote {last} (the model at step 44)", err
+    code, out, _ = run_main(
+        "export", "--store", store, run_id, "--model", best, "--checkpoint", "best"
+    )
+    accuracies = dict(zip(validated.steps, validated["val_accuracy"], strict=True))
+    best_step = max((22, 44), key=lambda step: (accuracies[step], step))
+    assert out.strip() == f"wrote {best} (the model at step {best_step})"
+    code, _, err = run_main("export", "--store", store, run_id, "--model", best, "--checkpoint", 7)
+    assert code == 2 and "checkpoint: run" in err and "no '7' checkpoint" in err
+
+    loaded = subprocess.run(
+        [sys.executable, "-c", LOAD_AND_TRAIN, str(last)],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert loaded.returncode == 0, loaded.stderr[-3000:]
+    result = json.loads(loaded.stdout.strip().splitlines()[-1])
+    assert result["optimizer"] == "Adam" and result["radius"] == 30.0
+    assert result["iterations"] == [44, 46]  # it trains on from the run's step count
+    assert result["accuracy"] == pytest.approx(final["val_accuracy"], abs=1e-6)
+    assert math.isfinite(result["loss"]) and not result["engine"]
