@@ -118,12 +118,7 @@ class EngineClient(RunReader):
         with knobs or run fields changed (see `core.engine.forks`); returns its id."""
         service = self.ensure_engine()
         assert service is not None
-        fork_id, knob_changes = create_fork(
-            self.store, run_id, step, changes, owner=service.owner, command="start"
-        )
-        if knob_changes:  # made at its first step, after the start
-            self.store.add_command(fork_id, "set", {"knobs": knob_changes})
-        return fork_id
+        return create_fork(self.store, run_id, step, changes, owner=service.owner, command="start")
 
     def stop(self, run_id: str) -> Command:
         """Asks the run's process to stop it within one step."""

@@ -122,10 +122,8 @@ class Engine(RunReader):
         with self._lock:
             if self._closed:
                 raise RuntimeError("the engine is closed")
-            fork_id, knob_changes = create_fork(self.store, run_id, step, changes, owner=self.owner)
+            fork_id = create_fork(self.store, run_id, step, changes, owner=self.owner)
             self._accept(fork_id)
-            if knob_changes:
-                self.update(fork_id, **knob_changes)
         return fork_id
 
     def update(self, run_id: str, **knobs: float) -> None:

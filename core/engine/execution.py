@@ -64,6 +64,10 @@ class RunControl:
         self.paused = paused
         self.wake.set()
 
+    def clock_continue(self, seconds: float) -> None:
+        """Counts `seconds` of earlier training (a resumed run's) in its training time."""
+        self._trained_seconds = seconds
+
     def clock_start(self) -> None:
         self._resumed_at = time.perf_counter()
 
@@ -150,7 +154,10 @@ class RunExecution:
         if checkpoint is None:
             raise RuntimeError(f"run {self.run_id} has no checkpoint of step {step} to resume")
         trainer.restore(checkpoint.prefix)
-        self.control._trained_seconds = checkpoint.seconds
+        record = self.store.get_run(self.run_id)
+        if record is not None and record.forked_at == step:
+            self._branch(trainer)
+        self.control.clock_continue(checkpoint.seconds)
         self.schedule = CheckpointSchedule(self.config.checkpoint_every, checkpoint.seconds)
         metrics = self.store.read_metrics(self.run_id)
         for key in metrics.keys:
@@ -160,6 +167,14 @@ class RunExecution:
         if "val_accuracy" in metrics:
             self.best_val_accuracy = float(np.nanmax(metrics["val_accuracy"]))
         self.store.add_event(self.run_id, step, RESTORED_EVENT, {"seconds": checkpoint.seconds})
+
+    def _branch(self, trainer: Any) -> None:
+        """A fork starting from its parent's state: the knobs its config changes become
+        live changes at its first step, marked on its charts where the branch begins."""
+        for knob in trainer.optimizer.knobs:
+            value = self.config.hyperparameters.get(knob.name)
+            if knob.live and value is not None and value != trainer.optimizer.get_knob(knob.name):
+                self.control.updates.put((knob.name, value))
 
     def _checkpoint(self, step: int, val_accuracy: float | None = None) -> None:
         """Saves the checkpoint of `step` (unless checkpoints are off), with the step's

@@ -4,8 +4,8 @@ changed. The counterfactual "the same run from step 300, with the learning rate 
 A fork starts from its own copy of the parent's checkpoint, so it resumes exactly as a
 stopped run does (see `core.engine.execution`) and outlives its parent. Its config is the
 parent's with the knob values the parent had at that step (live changes included) and
-the changes asked for; the knob changes are also made as live changes at its first step,
-so that its charts mark them where the branch begins. What a checkpoint holds cannot
+the changes asked for; the execution makes the knob changes as live changes at its first
+step, so that its charts mark them where the branch begins. What a checkpoint holds cannot
 change in a fork (the model, the optimizer, which knobs are on, the data, the
 instruments): clone the run for that.
 """
@@ -24,11 +24,9 @@ from core.store import KNOB_EVENT, Store, UnknownRunError
 FORK_FIELDS = ("name", "max_steps", "epochs", "log_every", "val_every", "checkpoint_every")
 
 
-def fork_config(
-    store: Store, run_id: str, step: int, changes: Mapping[str, Any]
-) -> tuple[RunConfig, dict[str, float]]:
+def fork_config(store: Store, run_id: str, step: int, changes: Mapping[str, Any]) -> RunConfig:
     """The config of a fork of `run_id` from its checkpoint of `step` with `changes`
-    (knobs and `FORK_FIELDS`), and the knob changes it makes at its first step.
+    (knobs and `FORK_FIELDS`).
 
     Raises `InvalidInput` naming every field it cannot take (`step` for a checkpoint
     that does not exist), and `UnknownRunError` for an unknown run.
@@ -72,7 +70,7 @@ def fork_config(
         errors["max_steps"] = f"must be more than the step the fork starts after ({step})"
     if errors:
         raise InvalidInput(errors)
-    config = RunConfig.from_dict(
+    return RunConfig.from_dict(
         {
             **values,
             **fields,
@@ -80,7 +78,6 @@ def fork_config(
             "hyperparameters": {**knobs, **knob_changes},
         }
     )
-    return config, knob_changes
 
 
 def create_fork(
@@ -91,11 +88,10 @@ def create_fork(
     *,
     owner: str,
     command: str | None = None,
-) -> tuple[str, dict[str, float]]:
+) -> str:
     """Stores a queued fork of `run_id` from step `step` (see `fork_config`) for the
-    engine `owner`, with a copy of the checkpoint; returns its id and the knob changes
-    to make at its first step."""
-    config, knob_changes = fork_config(store, run_id, step, changes)
+    engine `owner`, with a copy of the checkpoint; returns its id."""
+    config = fork_config(store, run_id, step, changes)
     fork_id = store.new_run_id()
     RunCheckpoints(store.checkpoint_folder(run_id)).copy(step, store.checkpoint_folder(fork_id))
     store.create_run(
@@ -107,4 +103,4 @@ def create_fork(
         parent=run_id,
         forked_at=step,
     )
-    return fork_id, knob_changes
+    return fork_id
