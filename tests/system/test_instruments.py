@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from types import SimpleNamespace
 
 import keras
@@ -15,7 +13,7 @@ from core import optimizers
 from core.charts import INSTRUMENT_HELP
 from core.engine import Engine, RunConfig, instruments, run_fields
 from core.engine.config import instrument_intervals
-from core.store.paths import PROJECT_ROOT as ROOT
+from tests.imports import heavy_modules_after
 
 
 def quadratic_alpha(curvature: float, learning_rate: float) -> float:
@@ -186,14 +184,7 @@ def test_alpha_tells_a_timid_step_from_an_overshoot(engine) -> None:
 
 
 def test_declaring_the_instruments_imports_neither_tensorflow_nor_keras() -> None:
-    code = (
-        "import sys, core.engine.config, core.charts; "
-        "print(sorted({'tensorflow', 'keras'} & set(sys.modules)))"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
-    )
-    assert result.stdout.strip() == "[]"
+    assert heavy_modules_after("import core.engine.config, core.charts") == []
 
 
 def test_every_instrument_has_its_field_and_captions() -> None:

@@ -1,18 +1,15 @@
 """Tests of `core.models`: the catalog, layer names, shapes, seeding, and training."""
 
 import random
-import subprocess
-import sys
 import threading
-from pathlib import Path
 
 import keras
 import numpy as np
 import pytest
 
 from core import data, models
+from tests.imports import heavy_modules_after
 
-ROOT = Path(__file__).resolve().parents[2]
 NAMES = ["mlp", "lenet", "cnn"]
 LAYERS = {
     "mlp": ["image", "flatten", "dense1", "dense2", "logits"],
@@ -44,14 +41,7 @@ def _same_weights(a, b):
 
 
 def test_importing_core_models_does_not_import_keras():
-    code = (
-        "import sys, core.models; core.models.catalog(); "
-        "print(sorted(m for m in ('tensorflow', 'keras') if m in sys.modules))"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
-    )
-    assert result.stdout.strip() == "[]"
+    assert heavy_modules_after("import core.models; core.models.catalog()") == []
 
 
 def test_catalog_names_every_architecture():
