@@ -272,6 +272,8 @@ def plugin_errors() -> dict[str, str]:
 def get_spec(name: str) -> OptimizerSpec:
     """The spec named `name`; raises `InvalidInput` naming `optimizer` if none.
     A built-in name never loads the plugins."""
+    if not isinstance(name, str):
+        raise InvalidInput({"optimizer": f"must be an optimizer's name (got {name!r})"})
     for spec in BUILTIN:
         if spec.name == name:
             return spec

@@ -35,6 +35,7 @@ from streamlit.testing.v1 import AppTest
 from core import optimizers
 from core.cli import main
 from core.engine import Engine
+from core.engine.server import EngineService
 from core.store import Store, StoreError
 from core.store.connections import ConnectionPool
 from tests import app_server
@@ -228,9 +229,10 @@ def test_sigkill_of_the_engine_while_two_runs_train_loses_at_most_a_second(
     tmp_path: Path,
 ) -> None:
     """Start the demo race in the browser (two runs train, one waits); SIGKILL the engine
-    process that trains them. A new engine lists all three `interrupted`, each trained
-    run's stored metrics are the rows it logged up to some step, with no gap, and every
-    row logged more than a second before the kill is among them; the file is intact.
+    process that trains them. The two that trained read `interrupted` at once; the one
+    that waited stays queued, and the next engine to serve the store takes it up. Each
+    trained run's stored metrics are the rows it logged up to some step, with no gap, and
+    every row logged more than a second before the kill is among them; the file is intact.
 
     A probe in the engine writes down each row as it is logged, so a training stall
     (instruments being traced) is not mistaken for a loss."""
@@ -257,14 +259,19 @@ def test_sigkill_of_the_engine_while_two_runs_train_loses_at_most_a_second(
     logged = probed_rows(probe)
     with Store(store_path) as store:  # before an engine marks them: `updated` is the
         last_commit = {r.id: r.updated for r in store.list_runs()}  # writers' last commit
+        read = {r.id: r.status for r in store.list_runs()}  # no engine has marked them
     engine = Engine(store_path)
     try:
         runs = engine.list()
-        assert len(runs) == 3
-        assert sorted(engine.interrupted_at_start) == sorted(run.id for run in runs)
-        assert {run.status for run in runs} == {"interrupted"}
         trained = [run for run in runs if len(engine.metrics(run.id))]
+        (waiting,) = [run for run in runs if run not in trained]
         assert len(trained) == 2 and set(logged) == {run.id for run in trained}
+        assert sorted(engine.interrupted_at_start) == sorted(run.id for run in trained)
+        assert {run.status for run in trained} == {"interrupted"} == {read[r.id] for r in trained}
+        assert waiting.status == read[waiting.id] == "queued"
+        service = EngineService(engine, warm_up=False)
+        service.close()
+        assert service.requeued == [waiting.id]
         report = []
         for run in trained:
             stored = engine.metrics(run.id)

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from core.engine import RunConfig, fields
+from core.knobs import InvalidInput
 from core.optimizers import InvalidHyperparameters
 
 
@@ -84,3 +85,10 @@ def test_a_batch_larger_than_the_training_split_is_refused_naming_its_size() -> 
         "batch_size": "must be at most the training split of digits, 1,438 examples (got 1,439)"
     }
     assert RunConfig(dataset="digits", batch_size=1438).batch_size == 1438
+
+
+@pytest.mark.parametrize("name", [[], {}, 3, None])
+def test_an_optimizer_name_that_is_not_text_is_refused_naming_the_field(name) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        RunConfig.from_dict({"optimizer": name})
+    assert "optimizer" in refused.value.errors
