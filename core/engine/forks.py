@@ -66,7 +66,8 @@ def fork_config(store: Store, run_id: str, step: int, changes: Mapping[str, Any]
                 f"a fork changes only the live knobs that are on and {', '.join(FORK_FIELDS)}: "
                 "clone the run to change it"
             )
-    if fields.get("max_steps") is not None and fields["max_steps"] <= step:
+    max_steps = fields.get("max_steps")
+    if isinstance(max_steps, int) and max_steps <= step:  # other values: RunConfig says
         errors["max_steps"] = f"must be more than the step the fork starts after ({step})"
     if errors:
         raise InvalidInput(errors)
