@@ -13,7 +13,7 @@ import streamlit as st
 from core.engine import RunStatus
 from core.engine.client import EngineUnavailable
 from core.knobs import InvalidInput
-from core.store import ACTIVE_STATUSES, FINAL_STATUSES
+from core.store import ACTIVE_STATUSES, FINAL_STATUSES, UnknownRunError
 from ui import state, texts
 
 DEMO_OPTIMIZERS = ("sgd", "adamw", "projected_gd")
@@ -93,7 +93,7 @@ def resume_runs(chosen: list[RunStatus]) -> None:
     for run in sorted(chosen, key=lambda run: run.created):
         try:
             engine.resume(run.id)
-        except (InvalidInput, EngineUnavailable) as exc:
+        except (InvalidInput, UnknownRunError, EngineUnavailable) as exc:
             st.toast(f"Not resumed: {texts.literal(str(exc))}", icon=":material/warning:")
 
 
