@@ -350,7 +350,7 @@ class Store:
                 " ORDER BY created, rowid"
             ).fetchall()
             run_ids = [
-                run_id for run_id, owner in rows if owner != new_owner and not is_alive(owner)
+                run_id for run_id, holder in rows if holder != new_owner and not is_alive(holder)
             ]
             now = time.time()
             for run_id in run_ids:
