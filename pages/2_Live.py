@@ -12,7 +12,7 @@ from core.engine import RunStatus
 from core.engine.client import EngineUnavailable
 from core.knobs import InvalidInput, Knob, live_change
 from core.store import Command, UnknownRunError
-from ui import state, texts, views
+from ui import downloads, state, texts, views
 
 st.title(":material/monitoring: Live")
 
@@ -140,9 +140,10 @@ def knob_form(run: RunStatus) -> None:
 
 def controls(run: RunStatus) -> None:
     """Pause or resume, and stop, for a run whose process takes commands; resume from
-    its last checkpoint for a stopped or interrupted run; fork from any checkpoint;
-    clone always; and its family (parent and forks) when it has one."""
-    pause, stop, fork, clone = st.columns(4)
+    its last checkpoint for a stopped or interrupted run; fork from any checkpoint, and
+    download the model of one; clone always; and its family (parent and forks) when it
+    has one."""
+    pause, stop, fork, keep, clone = st.columns(5)
     buttons = (
         (
             pause,
@@ -167,8 +168,15 @@ def controls(run: RunStatus) -> None:
             )
     saved = engine.checkpoints(run.id)
     if saved:
-        with fork.popover("Fork", icon=":material/call_split:", width="stretch"):
+        # Keyed by the forks taken: once one starts, a new popover, closed, takes its place.
+        forks = sum(other.parent == run.id for other in runs.values())
+        popover = fork.popover(
+            "Fork", icon=":material/call_split:", width="stretch", key=f"forks:{run.id}:{forks}"
+        )
+        with popover:
             fork_form(run, [checkpoint.step for checkpoint in saved])
+        with keep.popover("Model", icon=":material/download:", width="stretch"):
+            downloads.model_download(engine, run, saved)
     if saved and run.resumable:
         pause.button(
             "Resume",
@@ -203,12 +211,11 @@ def run_panel(run: RunStatus) -> None:
     """A run's status and progress (refreshed every second while it trains), its controls
     and knob sliders (drawn again only when something is clicked, or the run ends)."""
     with st.container(border=True):
-        title, buttons = st.columns([3, 2])
-        with title:
-            # Ticks while the run trains; an ended run's panel stays as it is.
-            st.fragment(progress, run_every=state.refresh_interval(run.active))(run.id, run.active)
-        with buttons:
-            controls(run)
+        # Ticks while the run trains; an ended run's panel stays as it is.
+        st.fragment(progress, run_every=state.refresh_interval(run.active))(run.id, run.active)
+        # A row of their own: beside the title, four buttons in two fifths of a page
+        # column were cut to "R…" and "F…" on a laptop screen.
+        controls(run)
         if run.status == "diverged" and run.final_metrics:
             st.error(
                 f"Diverged: the loss was not finite at step "

@@ -10,7 +10,7 @@ import streamlit as st
 from core.charts import INSTRUMENT_HELP, hyperparameter_figure, instrument_figures, live_figures
 from core.engine import RunStatus
 from core.sweep import numeric, parallel_rows, settings, varying
-from ui import state, texts, views
+from ui import downloads, state, texts, views
 
 st.title(":material/compare: Compare")
 
@@ -80,6 +80,12 @@ st.dataframe(
 )
 if same := alike(chosen[0], differ):
     st.caption(f"Alike in every run: {texts.literal(same)}")
+if kept := {run.id: saved for run in chosen if (saved := engine.checkpoints(run.id))}:
+    with st.popover("Download a model", icon=":material/download:"):
+        model_of = st.selectbox(
+            "run", list(kept), key="compare:model", format_func=lambda i: texts.label(runs[i])
+        )
+        downloads.model_download(engine, runs[model_of], kept[model_of])
 finals = [(run.final_metrics or {}).get(TARGET) for run in chosen]
 st.plotly_chart(
     hyperparameter_figure(parallel_rows(flat, TARGET, finals, keep=("optimizer",)), TARGET),

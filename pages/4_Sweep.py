@@ -171,6 +171,17 @@ def open_sweep(name: str) -> Sweep | None:
     return state.sweeps()[name]
 
 
+def resume(name: str) -> None:
+    """Drives the study again: a stopped `Sweep` cannot start twice, so a fresh one."""
+    try:
+        sweep = Sweep.load(engine, name)
+        sweep.start()
+    except InvalidInput as exc:
+        st.toast(f"Not resumed: {texts.literal(str(exc))}", icon=":material/warning:")
+    else:
+        state.sweeps()[name] = sweep
+
+
 def anything_active() -> bool:
     return any(sweep.active for sweep in state.sweeps().values())
 
@@ -265,14 +276,26 @@ def actions(
     sweep: Sweep, status: SweepStatus, rows: list[TrialRow], picked: TrialRow | None
 ) -> None:
     stop, clone, best, watch = st.columns(4)
-    stop.button(
-        "Stop the sweep",
-        icon=":material/stop_circle:",
-        key="sweep:stop",
-        on_click=sweep.stop,
-        disabled=not status.active,
-        width="stretch",
-    )
+    if status.resumable:
+        stop.button(
+            "Resume the sweep",
+            icon=":material/play_circle:",
+            key="sweep:resume",
+            on_click=resume,
+            args=(sweep.study_name,),
+            width="stretch",
+            help=f"Run its {status.to_run} trials left; those a stop or a crash cut short "
+            "run their values again.",
+        )
+    else:
+        stop.button(
+            "Stop the sweep",
+            icon=":material/stop_circle:",
+            key="sweep:stop",
+            on_click=sweep.stop,
+            disabled=not status.active,
+            width="stretch",
+        )
     if (
         clone.button(
             "Clone into Train",
@@ -331,8 +354,8 @@ def sweeps_view(was_active: bool) -> None:
         return
     if (sweep := open_sweep(studies_table(studies))) is not None:
         sweep_view(sweep)
-    if was_active and not anything_active():
-        st.rerun()  # every sweep ended: a full rerun turns the refresh timer off
+    if was_active != anything_active():
+        st.rerun()  # every sweep ended, or one resumed: a full rerun sets the timer
 
 
 new_sweep_form()

@@ -6,7 +6,8 @@ Each checkpoint of step S is three files in the run's folder beside the store (s
 (the step, the training time up to it, the wall time), written last, under a temporary
 name renamed into place: a checkpoint without its `.json` was cut short and does not
 count. Together with the run's config and seed they are the run's whole state, so a run
-resumed from one continues exactly as it would have.
+resumed from one continues exactly as it would have. Once asked for, the trained model of
+a checkpoint joins its files as `step-S.keras` (see `core.engine.model_file`).
 
 This module reads and writes files only; the trainer makes and reads the TensorFlow
 checkpoint itself (`Trainer.save`, `Trainer.restore`).
@@ -19,7 +20,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,13 @@ class Checkpoint:
     prefix: str
     bytes: int
     val_accuracy: float | None = None
+
+
+def best_of(saved: Iterable[Checkpoint]) -> Checkpoint | None:
+    """Of the checkpoints saved where the run validated, the one with the highest
+    validation accuracy (the latest of equals)."""
+    validated = [c for c in saved if c.val_accuracy is not None]
+    return max(validated, key=lambda c: (c.val_accuracy, c.step), default=None)
 
 
 class RunCheckpoints:
@@ -113,10 +121,13 @@ class RunCheckpoints:
         return self._checkpoint(step, info)
 
     def best(self) -> Checkpoint | None:
-        """Of the checkpoints saved where the run validated, the one with the highest
-        validation accuracy (the latest of equals)."""
-        validated = [c for c in self.list() if c.val_accuracy is not None]
-        return max(validated, key=lambda c: (c.val_accuracy, c.step), default=None)
+        """See `best_of`."""
+        return best_of(self.list())
+
+    def model_path(self, step: int) -> Path:
+        """Where the `.keras` model of the checkpoint of `step` is kept, once written
+        (see `core.engine.model_file.kept_model`): one of the checkpoint's files."""
+        return self.folder / f"step-{step}.keras"
 
     def copy(self, step: int, folder: Path) -> Checkpoint:
         """Copies the checkpoint of `step` into `folder` (a fork's), its marker last;

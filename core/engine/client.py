@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from core import optimizers
+from core.engine.checkpoints import RunCheckpoints
 from core.engine.config import RunConfig
 from core.engine.engine import last_checkpoint
 from core.engine.forks import create_fork
+from core.engine.model_file import choose_checkpoint
 from core.engine.reading import RunReader
 from core.engine.status import RunStatus
 from core.knobs import InvalidInput, live_change
@@ -166,11 +169,29 @@ class EngineClient(RunReader):
                 return current
             time.sleep(POLL_SECONDS / 2)
 
+    def model_file(self, run_id: str, checkpoint: str = "last", timeout: float = 120.0) -> Path:
+        """The run's trained model at `checkpoint` (`"last"`, `"best"` or a step as text)
+        as a `.keras` file, which the engine process writes the first time (this
+        process never imports TensorFlow). Raises `InvalidInput` naming `checkpoint`,
+        or `EngineUnavailable` when no engine writes it within `timeout` seconds."""
+        chosen = choose_checkpoint(self.store, run_id, checkpoint)
+        path = RunCheckpoints(self.store.checkpoint_folder(run_id)).model_path(chosen.step)
+        if path.exists():
+            return path
+        self.ensure_engine()
+        asked = self.store.add_command(run_id, "export", {"checkpoint": str(chosen.step)})
+        done = self.settle(asked, timeout)
+        if done.error is not None:
+            raise InvalidInput({"model": done.error})
+        if done.handled is None:
+            raise EngineUnavailable(f"the engine did not write the model within {timeout:g} s")
+        return path
+
     def delete(self, run_id: str) -> None:
         """Deletes an ended run with its metrics and events."""
         record = self.store.get_run(run_id)
         if record is None:
-            raise UnknownRunError(f"run_id: no run {run_id!r}")
+            raise UnknownRunError(run_id)
         if record.active and owner.alive(record.owner):
             raise InvalidInput({"run_id": f"run {run_id} is {record.status}: stop it"})
         self.store.delete_run(run_id)

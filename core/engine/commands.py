@@ -1,9 +1,10 @@
 """Commands through the store: how any process steers a run that another process trains.
 
 A dashboard, a CLI in another terminal, or a script writes a command (`Store.add_command`:
-start, stop, pause, resume, or set knobs) for a run. The process that owns the run polls
-the store for its runs' commands, carries each out with the same engine methods a local
-caller uses, and marks it handled, with the reason when it refuses one; knob changes then
+start, stop, pause, resume, set knobs, or export its model) for a run. The process that
+owns the run polls the store for its runs' commands, carries each out with the same engine
+methods a local caller uses, and marks it handled, with the reason when it refuses one
+(an export is the serving engine's, whoever owns the run); knob changes then
 become events at the step that first uses them, as any change does. The same loop
 publishes the progress (step, steps per second) of the runs the process trains, so that
 readers in other processes see it without asking.
@@ -31,6 +32,8 @@ class CommandListener:
     `UnknownRunError` or `ValueError` to refuse it (the message becomes the command's
     error). `progress()` returns `{run_id: (step, steps_per_second)}` of the runs training.
     A store error (a lock held too long, a full disk) skips one round; the next retries.
+    Commands of the kinds in `any_run` (settable while it listens) are taken for every
+    run of the store, whoever owns it: the serving engine's `export`.
     """
 
     def __init__(self, store: Store, owner: str, handle: Handler, progress: ProgressSource) -> None:
@@ -38,6 +41,7 @@ class CommandListener:
         self.owner = owner
         self._handle = handle
         self._progress = progress
+        self.any_run: tuple[str, ...] = ()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="optlab-commands", daemon=True)
         self._thread.start()
@@ -51,7 +55,7 @@ class CommandListener:
         rounds = 0
         while not self._stop.wait(POLL_SECONDS):
             try:
-                for command in self.store.pending_commands(self.owner):
+                for command in self.store.pending_commands(self.owner, any_run=self.any_run):
                     self.store.mark_handled(command.id, self._carry_out(command))
                 rounds += 1
                 if rounds % rounds_per_publish == 0:

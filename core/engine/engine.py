@@ -15,6 +15,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from core.engine.checkpoints import RunCheckpoints
@@ -84,6 +85,8 @@ class Engine(RunReader):
             self.resume(command.run_id)
         elif command.kind == "set":
             self.update(command.run_id, **command.payload.get("knobs", {}))
+        elif command.kind == "export":
+            self._export(command.run_id, command.payload.get("checkpoint", "last"))
         else:
             raise InvalidInput({"command": f"unknown command {command.kind!r}"})
 
@@ -125,6 +128,29 @@ class Engine(RunReader):
             fork_id = create_fork(self.store, run_id, step, changes, owner=self.owner)
             self._accept(fork_id)
         return fork_id
+
+    def model_file(self, run_id: str, checkpoint: str = "last") -> Path:
+        """The run's trained model at `checkpoint` (`"last"`, `"best"` or a step as
+        text) as a `.keras` file, written beside the checkpoint the first time (see
+        `core.engine.model_file`). Raises `InvalidInput` naming `checkpoint`."""
+        from core.engine.model_file import kept_model
+
+        return kept_model(self.store, run_id, checkpoint)
+
+    def _export(self, run_id: str, checkpoint: str) -> None:
+        """`model_file` for a command: any failure refuses the command, with its reason,
+        and leaves the command listener at work."""
+        try:
+            self.model_file(run_id, checkpoint)
+        except (InvalidInput, UnknownRunError):
+            raise
+        except Exception as exc:  # a full disk, a layer Keras cannot save
+            raise ValueError(f"model: not written ({type(exc).__name__}: {exc})") from exc
+
+    def serve_exports(self) -> None:
+        """Writes the models asked for of every run of the store (`export` commands),
+        whoever trained it: the serving engine's job, as it has TensorFlow at hand."""
+        self._listener.any_run = ("export",)
 
     def update(self, run_id: str, **knobs: float) -> None:
         """Changes live optimizer knobs from the run's next step on; each change becomes an
@@ -187,7 +213,7 @@ class Engine(RunReader):
         if control is None:
             record = self.store.get_run(run_id)
             if record is None:
-                raise UnknownRunError(f"run_id: no run {run_id!r}")
+                raise UnknownRunError(run_id)
             if record.status in ACTIVE_STATUSES:  # stored, its start command not read yet
                 raise InvalidInput(
                     {"run_id": f"run {run_id} is {record.status}, not yet in this engine"}
@@ -199,7 +225,7 @@ class Engine(RunReader):
         """Queues a run another process stored for this engine (a `start` command)."""
         record = self.store.get_run(run_id)
         if record is None:
-            raise UnknownRunError(f"run_id: no run {run_id!r}")
+            raise UnknownRunError(run_id)
         if record.status != "queued":
             raise InvalidInput({"run_id": f"run {run_id} is {record.status}"})
         config = RunConfig.from_dict(record.config)
@@ -267,7 +293,7 @@ def last_checkpoint(store: Store, run_id: str) -> int:
     it has none (`UnknownRunError` when there is no such run)."""
     record = store.get_run(run_id)
     if record is None:
-        raise UnknownRunError(f"run_id: no run {run_id!r}")
+        raise UnknownRunError(run_id)
     checkpoint = RunCheckpoints(store.checkpoint_folder(run_id)).last()
     if checkpoint is None:
         raise InvalidInput({"run_id": f"run {run_id} has no checkpoint to resume from"})

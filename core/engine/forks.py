@@ -35,7 +35,7 @@ def fork_config(store: Store, run_id: str, step: int, changes: Mapping[str, Any]
 
     record = store.get_run(run_id)
     if record is None:
-        raise UnknownRunError(f"run_id: no run {run_id!r}")
+        raise UnknownRunError(run_id)
     errors: dict[str, str] = {}
     saved = [c.step for c in RunCheckpoints(store.checkpoint_folder(run_id)).list()]
     if step not in saved:

@@ -17,7 +17,7 @@ class RunReader:
         live = self._live()
         record = self.store.get_run(run_id)
         if record is None:
-            raise UnknownRunError(f"run_id: no run {run_id!r}")
+            raise UnknownRunError(run_id)
         return self._status(record, live.get(run_id), self.store.latest_knobs(run_id))
 
     def list(self) -> list[RunStatus]:

@@ -49,9 +49,10 @@ def log_path(store_path: Path) -> Path:
 
 class EngineService:
     """Makes `engine` the one that serves its store: registers it, takes over the queued
-    runs of a serving engine that died, beats its heartbeat, and publishes the optimizer
-    plugins once TensorFlow is warm. Works in any process
-    (tests serve an in-process engine this way); `serve` adds the lock and the exit."""
+    runs of a serving engine that died, beats its heartbeat, publishes the optimizer
+    plugins once TensorFlow is warm, and writes the models asked for of any run. Works in
+    any process (tests serve an in-process engine this way); `serve` adds the lock and
+    the exit."""
 
     def __init__(self, engine: Engine, *, warm_up: bool = True) -> None:
         self.engine = engine
@@ -63,6 +64,7 @@ class EngineService:
             "ready": False,
         }
         self.store.register_service(self.owner, ENGINE, self.info)
+        engine.serve_exports()
         # The queue of an engine that died goes on here, in its order.
         self.requeued = self.store.requeue(self.owner, owner.alive)
         self._stop = threading.Event()

@@ -13,5 +13,5 @@ class UnknownRunError(StoreError, LookupError):
     """No run with the given id is stored."""
 
     def __init__(self, run_id: str) -> None:
-        super().__init__(f"no run with id {run_id!r} in the store")
+        super().__init__(f"run_id: no run {run_id!r} in the store")
         self.run_id = run_id

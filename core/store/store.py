@@ -8,7 +8,7 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -433,14 +433,17 @@ class Store:
             raise UnknownRunError(run_id) from exc
         return Command(command_id, run_id, kind, dict(payload or {}), now)
 
-    def pending_commands(self, owner: str) -> list[Command]:
-        """Commands not handled yet to runs that `owner` runs, oldest first."""
+    def pending_commands(self, owner: str, *, any_run: Sequence[str] = ()) -> list[Command]:
+        """Commands not handled yet to runs that `owner` runs, and those of the kinds in
+        `any_run` to every run, oldest first."""
+        kinds = ", ".join("?" * len(any_run))
         with self._read() as conn:
             rows = conn.execute(
                 f"SELECT {', '.join('c.' + c for c in _COMMAND_COLUMNS.split(', '))}"
                 " FROM commands AS c JOIN runs AS r ON r.id = c.run_id"
-                " WHERE c.handled IS NULL AND r.owner = ? ORDER BY c.id",
-                (owner,),
+                f" WHERE c.handled IS NULL AND (r.owner = ? OR c.kind IN ({kinds}))"
+                " ORDER BY c.id",
+                (owner, *any_run),
             ).fetchall()
         return [_command(row) for row in rows]
 

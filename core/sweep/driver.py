@@ -27,6 +27,7 @@ from core.sweep.trial_run import (
     RUN_ID,
     SWEEP_STOPPED,
     Outcome,
+    TrialCounts,
     TrialRun,
 )
 
@@ -139,8 +140,7 @@ class Driver:
     def _budget_left(self) -> bool:
         """Whether the study holds fewer counted trials than the budget, or queued ones."""
         trials = self.study.get_trials(deepcopy=False)
-        queued = any(t.state.name == "WAITING" for t in trials)
-        return queued or _counted(trials) < self.plan.n_trials
+        return TrialCounts.of(trials).to_run(self.plan.n_trials) > 0
 
     def _queue_retries(self) -> None:
         """Queues the values of trials cut short that have no retry yet, as many as the
@@ -148,7 +148,8 @@ class Driver:
         trials = self.study.get_trials(deepcopy=False)
         retried = {t.user_attrs.get(RETRY_OF) for t in trials}
         cut_short = [t for t in trials if t.user_attrs.get(CUT_SHORT) and t.number not in retried]
-        for trial in cut_short[: max(self.plan.n_trials - _counted(trials), 0)]:
+        room = self.plan.n_trials - TrialCounts.of(trials).counted
+        for trial in cut_short[: max(room, 0)]:
             self.study.enqueue_trial(trial.params, user_attrs={RETRY_OF: trial.number})
 
 
@@ -194,11 +195,6 @@ def abandoned(engine: Engine, frozen: optuna.trial.FrozenTrial, *, driven_here: 
         return not engine.status(run_id).active
     except UnknownRunError:
         return False
-
-
-def _counted(trials: list[optuna.trial.FrozenTrial]) -> int:
-    """How many of `trials` count toward the budget: all but those cut short."""
-    return sum(not t.user_attrs.get(CUT_SHORT) for t in trials)
 
 
 def _state(name: str) -> optuna.trial.TrialState:

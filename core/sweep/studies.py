@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from core.knobs import InvalidInput
 from core.sweep.driver import abandoned, settle_abandoned
-from core.sweep.trial_run import CUT_SHORT
+from core.sweep.trial_run import TrialCounts
 
 if TYPE_CHECKING:
     import optuna
@@ -32,34 +31,6 @@ PLAN_ATTR: Final = "optlab_plan"
 #: Seconds an SQLite write waits for the file's write lock, which runs' metric writers
 #: take too, before it fails.
 SQLITE_TIMEOUT: Final = 30.0
-
-
-@dataclass(frozen=True)
-class TrialCounts:
-    """A study's trials by state. A trial cut short (by a stopped sweep or a closed
-    engine) runs again on a resume: it neither finishes nor fails.
-
-    Attributes:
-        finished: Trials that have ended and count toward the budget.
-        running: Trials training now (in a shared storage, other machines' too).
-        pruned: Finished trials the pruner stopped.
-        failed: Finished trials whose run failed (diverged, say).
-    """
-
-    finished: int
-    running: int
-    pruned: int
-    failed: int
-
-    @classmethod
-    def of(cls, trials: Sequence[optuna.trial.FrozenTrial]) -> TrialCounts:
-        ended = Counter(t.state.name for t in trials if not t.user_attrs.get(CUT_SHORT))
-        return cls(
-            finished=ended["COMPLETE"] + ended["PRUNED"] + ended["FAIL"],
-            running=sum(t.state.name == "RUNNING" for t in trials),
-            pruned=ended["PRUNED"],
-            failed=ended["FAIL"],
-        )
 
 
 @dataclass(frozen=True)

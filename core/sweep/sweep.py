@@ -13,8 +13,8 @@ from core.knobs import InvalidInput
 from core.store import StoreError, UnknownRunError
 from core.sweep.driver import Driver, settle_abandoned
 from core.sweep.plan import MAX_SEED, SweepPlan
-from core.sweep.studies import DRIVERS, PLAN_ATTR, TrialCounts, open_storage, storage_url
-from core.sweep.trial_run import REASON, RUN_ID, RUN_STATUS
+from core.sweep.studies import DRIVERS, PLAN_ATTR, open_storage, storage_url
+from core.sweep.trial_run import REASON, RUN_ID, RUN_STATUS, TrialCounts
 
 if TYPE_CHECKING:
     import optuna
@@ -42,6 +42,8 @@ class SweepStatus:
         best_trial: That trial's number.
         best_run_id: That trial's run.
         error: Why the driver failed, in the `failed` state.
+        to_run: How many trials a driver would still run: the budget's room, and the
+            retries of trials cut short (by a stop, a closed engine, a crash) queued.
     """
 
     study_name: str
@@ -56,11 +58,18 @@ class SweepStatus:
     best_trial: int | None = None
     best_run_id: str | None = None
     error: str | None = None
+    to_run: int = 0
 
     @property
     def active(self) -> bool:
         """Whether the driver thread is still at work."""
         return self.state in ACTIVE_STATES
+
+    @property
+    def resumable(self) -> bool:
+        """Whether `Sweep.load(...).start()` would run more trials: no driver works on it
+        here, and its budget is not spent (trials cut short are not counted)."""
+        return not self.active and self.to_run > 0
 
     @property
     def progress(self) -> float:
@@ -332,6 +341,7 @@ class Sweep:
             best_trial=best.number if best else None,
             best_run_id=best.user_attrs.get(RUN_ID) if best else None,
             error=error,
+            to_run=counts.to_run(self.plan.n_trials),
         )
 
     def results(self) -> list[TrialRow]:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -41,6 +43,44 @@ DRIVER = "driver"
 #: Why the sweep itself asked a run to stop.
 PRUNED = "pruned"
 SWEEP_STOPPED = "the sweep was stopped"
+
+
+@dataclass(frozen=True)
+class TrialCounts:
+    """A study's trials by state. A trial cut short (by a stopped sweep or a closed
+    engine) runs again on a resume: it neither finishes nor fails.
+
+    Attributes:
+        finished: Trials that have ended and count toward the budget.
+        running: Trials training now (in a shared storage, other machines' too).
+        pruned: Finished trials the pruner stopped.
+        failed: Finished trials whose run failed (diverged, say).
+        counted: Trials that count toward the budget: every one not cut short.
+        queued: Trials waiting for a driver to run them (retries of those cut short).
+    """
+
+    finished: int
+    running: int
+    pruned: int
+    failed: int
+    counted: int
+    queued: int
+
+    @classmethod
+    def of(cls, trials: Sequence[optuna.trial.FrozenTrial]) -> TrialCounts:
+        kept = Counter(t.state.name for t in trials if not t.user_attrs.get(CUT_SHORT))
+        return cls(
+            finished=kept["COMPLETE"] + kept["PRUNED"] + kept["FAIL"],
+            running=sum(t.state.name == "RUNNING" for t in trials),
+            pruned=kept["PRUNED"],
+            failed=kept["FAIL"],
+            counted=kept.total(),
+            queued=sum(t.state.name == "WAITING" for t in trials),
+        )
+
+    def to_run(self, n_trials: int) -> int:
+        """How many trials a driver would still run for a budget of `n_trials`."""
+        return max(n_trials - self.counted, 0) + self.queued
 
 
 @dataclass(frozen=True)

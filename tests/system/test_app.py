@@ -8,7 +8,11 @@ import subprocess
 import sys
 import time
 
+import pytest
+
+from core import optimizers
 from core.engine import RunConfig
+from core.knobs import InvalidInput
 from tests.apptest import ROOT, SHORT, finished_run, page
 
 
@@ -311,6 +315,34 @@ def test_home_resumes_every_interrupted_run(lab) -> None:
     assert not at.exception
     for run_id in (first, second):
         assert lab.wait(run_id, 90).status == "completed"
+
+
+def test_live_offers_the_model_of_the_last_or_the_best_checkpoint(lab) -> None:
+    run_id = finished_run(lab, max_steps=40, checkpoint_every=10, val_every=10)
+    saved = lab.checkpoints(run_id)
+    best = max(saved, key=lambda c: (c.val_accuracy, c.step))
+    at = page("pages/2_Live.py")
+    at.session_state["watch"] = [run_id]
+    at.run()
+    assert not at.exception
+    choices = at.radio(key=f"model:checkpoint:{run_id}").options
+    assert choices[0] == "last · step 40"
+    assert len(choices) == (1 if best.step == 40 else 2)
+    (button,) = at.get("download_button")
+    assert button.proto.label == "Download .keras" and button.proto.ignore_rerun
+
+    # What the click calls: the engine writes the file once, this process reads it.
+    path = lab.model_file(run_id, "best")
+    assert path.name == f"step-{best.step}.keras" and path.stat().st_size > 10_000
+    model = optimizers.load_model(path)
+    assert int(model.optimizer.iterations.numpy()) == best.step
+    written = path.stat().st_mtime_ns
+    assert lab.model_file(run_id, str(best.step)) == path  # kept: not written again
+    assert path.stat().st_mtime_ns == written
+    with pytest.raises(InvalidInput, match=r"checkpoint: run .* has no '15' checkpoint"):
+        lab.model_file(run_id, "15")
+    lab.delete(run_id)
+    assert not path.exists()  # gone with the run
 
 
 def test_live_forks_a_run_and_draws_the_branch(lab) -> None:

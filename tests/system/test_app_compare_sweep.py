@@ -21,6 +21,7 @@ from core.engine import RunConfig
 from core.engine.client import EngineClient
 from core.sweep import Dimension, SearchSpace, Sweep
 from tests.apptest import ROOT, SHORT, finished_run, page
+from tests.waiting import wait_for
 
 # Trials of about a second: 8×8 digits, validated every 11 steps.
 TRIAL = RunConfig(
@@ -114,6 +115,11 @@ def test_compare_shows_the_optimizer_and_every_knob_that_differs(lab: EngineClie
     assert formats["val_accuracy"] == "%.3f" and formats["loss"] == "%.4g"
     assert formats["steps"] == "%d" and formats["learning_rate"] == "%.4g"
     assert "radius 20" in at.caption[0].value  # what they share is said once
+    # Each ran to its end and saved a checkpoint there: its model can be downloaded.
+    assert len(at.selectbox(key="compare:model").options) == 3
+    assert at.radio(key=f"model:checkpoint:{ids[0]}").options[0].startswith("last · step")
+    (button,) = at.get("download_button")
+    assert button.proto.HasField("deferred_file_id")  # written at the click, not per refresh
 
     (parcoords,) = json.loads(at.get("plotly_chart")[0].proto.spec)["data"]
     axes = {axis["label"]: axis for axis in parcoords["dimensions"]}
@@ -186,6 +192,40 @@ def test_a_picked_trial_clones_into_train(lab: EngineClient, sweeps: Callable[..
     assert at.text_input(key="run:name").value == run.name
     learning_rate = run.config["hyperparameters"]["learning_rate"]
     assert at.text_input(key="knob:sgd:learning_rate").value == f"{learning_rate:g}"
+
+
+def test_a_stopped_sweep_resumes_from_its_page(
+    lab: EngineClient, sweeps: Callable[..., Sweep]
+) -> None:
+    from ui import state
+
+    sweep = sweeps(TRIAL.replace(max_steps=20_000, epochs=1000), n_trials=2, parallel=1)
+    wait_for(lambda: [r for r in sweep.results() if r.step])  # its first run trains
+    sweep.stop()
+    status = sweep.wait(60)
+    assert status.state == "stopped" and status.to_run == 2 and status.resumable
+
+    at = page("pages/4_Sweep.py").run()
+    assert not at.exception
+    assert not [b for b in at.button if b.key == "sweep:stop"]  # Resume in its place
+    at.button(key="sweep:resume").click().run()
+    assert not at.exception
+    resumed = state.sweeps()[sweep.study_name]
+    assert resumed is not sweep and resumed.active
+    # The stopped trial's values run again first, as a new trial with a run of its own.
+    wait_for(lambda: len(resumed.results()) == 2 and resumed.results()[1].run_id)
+    first, retry = resumed.results()
+    assert retry.params == first.params and retry.run_id != first.run_id
+    resumed.stop()
+    assert resumed.wait(60).state == "stopped"
+
+
+def test_a_finished_sweep_offers_no_resume(lab: EngineClient, sweeps: Callable[..., Sweep]) -> None:
+    status = sweeps(n_trials=1).wait(120)
+    assert status.state == "done" and status.to_run == 0 and not status.resumable
+    at = page("pages/4_Sweep.py").run()
+    assert at.button(key="sweep:stop").disabled
+    assert not [b for b in at.button if b.key == "sweep:resume"]
 
 
 # Never TensorFlow ---------------------------------------------------------------------

@@ -8,6 +8,7 @@ screen. Without a browser it is skipped, saying how to install one (`.ci/run` do
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,9 +53,28 @@ def loss_points(page) -> tuple[int, float]:
     )
 
 
-def run_status(store_path) -> str:
-    """The status of the store's one run."""
+def finished_run(store_path: Path, **config: object) -> str:
+    """A run of mlp on digits trained to its end by the app's engine, once it has one."""
+    from core.engine.client import EngineClient
+
+    client = EngineClient(Store(store_path))
+    try:
+        deadline = time.monotonic() + 90
+        while client.engine() is None:
+            assert time.monotonic() < deadline, "the app launched no engine"
+            time.sleep(0.2)
+        run_id = client.start({"dataset": "digits", "model": "mlp", **config})
+        assert client.wait(run_id, 120).status == "completed"
+    finally:
+        client.close()
+    return run_id
+
+
+def run_status(store_path: Path, run_id: str | None = None) -> str:
+    """The status of run `run_id`, or of the store's one run."""
     with Store(store_path) as store:
+        if run_id is not None:
+            return store.get_run(run_id).status
         (run,) = store.list_runs()
     return run.status
 
@@ -141,7 +161,6 @@ HOSTILE_NAME = (
 def test_a_hostile_run_name_shows_as_typed_and_loads_nothing(server, browser) -> None:
     """A run name is shown literally on every page and in every chart legend: no image is
     fetched, no colour, maths, link or hover field is made of it."""
-    from core.engine.client import EngineClient
 
     url, store_path = server
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -149,16 +168,7 @@ def test_a_hostile_run_name_shows_as_typed_and_loads_nothing(server, browser) ->
     page.on("request", lambda request: fetched.append(request.url))
     page.goto(url)  # the app launches its engine, if the test before has not
     settle(page)
-    client = EngineClient(Store(store_path))
-    deadline = time.monotonic() + 90
-    while client.engine() is None:
-        assert time.monotonic() < deadline, "the app launched no engine"
-        time.sleep(0.2)
-    run_id = client.start(
-        {"dataset": "digits", "model": "mlp", "max_steps": 20, "name": HOSTILE_NAME}
-    )
-    assert client.wait(run_id, 120).status == "completed"
-    client.close()
+    run_id = finished_run(store_path, max_steps=20, name=HOSTILE_NAME)
 
     named_in_legends = 0
     for path in ("", f"/Live?runs={run_id}", f"/Compare?runs={run_id}"):
@@ -178,3 +188,58 @@ def test_a_hostile_run_name_shows_as_typed_and_loads_nothing(server, browser) ->
     screenshot(page, "compare-hostile-name")
     assert named_in_legends > 0
     assert not [u for u in fetched if "leak" in u], fetched
+
+
+def test_fork_a_run_on_live_see_the_branch_and_download_a_model(server, browser, tmp_path):
+    """Issue 13's path in the browser: a finished run, forked from its checkpoint of step
+    20 with the learning rate changed, opens beside its parent with the parent's history
+    drawn dotted; then the fork's model downloads as a `.keras` file."""
+    url, store_path = server
+    page = browser.new_page(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    page.goto(url)
+    settle(page)
+    parent = finished_run(store_path, max_steps=40, checkpoint_every=10, log_every=1)
+    page.goto(f"{url}/Live?runs={parent}")
+    settle(page)
+
+    page.get_by_role("button", name="Fork").click()
+    slider = page.get_by_role("slider")
+    slider.focus()
+    for _ in range(2):  # checkpoints 10, 20, 30, 40: from 40 back to 20
+        slider.press("ArrowLeft")
+    for label, value in (("learning_rate", "0.05"), ("max_steps", "60")):
+        field = page.get_by_role("spinbutton", name=label, exact=True)
+        field.fill(value)
+        field.press("Tab")  # committed, as a user leaving the field
+    screenshot(page, "live-fork-form")
+    page.get_by_role("button", name="Start the fork").click()
+
+    page.wait_for_url(re.compile(rf"/Live\?runs={parent}(,|%2C)"), timeout=30_000)
+    with Store(store_path) as store:
+        (fork,) = [run for run in store.list_runs() if run.parent == parent]
+    assert fork.forked_at == 20 and fork.config["hyperparameters"]["learning_rate"] == 0.05
+    # The fork's chart shows the parent's steps up to 20 dotted, then its own.
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('.js-plotly-plot')].some(p =>
+            p.layout && p.layout.uirevision === 'loss' && (p._fullData || []).some(
+                t => t.line && t.line.dash === 'dot' && String(t.name).includes('before')
+                     && t.x.length > 0))""",
+        timeout=60_000,
+    )
+    settle(page)
+    screenshot(page, "live-fork", height=2400)
+
+    deadline = time.monotonic() + 120
+    while (status := run_status(store_path, fork.id)) != "completed":
+        assert time.monotonic() < deadline, f"the fork is {status}"
+        time.sleep(0.2)
+    page.reload()
+    settle(page)
+    page.get_by_role("button", name="Model").last.click()  # the fork's panel is second
+    with page.expect_download(timeout=120_000) as download:
+        page.get_by_role("button", name="Download .keras").click()
+    saved = tmp_path / download.value.suggested_filename
+    download.value.save_as(saved)
+    assert saved.name == f"{fork.id}-step-60.keras"
+    assert saved.read_bytes()[:2] == b"PK" and saved.stat().st_size > 10_000  # a Keras zip
+    assert page.locator("[data-testid='stException']").count() == 0

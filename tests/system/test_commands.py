@@ -28,6 +28,7 @@ from core.optimizers import catalog
 from core.store import SCHEMA_VERSION, Store, UnknownRunError, owner
 from core.store.schema import _DDL
 from tests import app_server
+from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 LONG = {
@@ -38,13 +39,6 @@ LONG = {
     "log_every": 1,
     "hyperparameters": {"learning_rate": 0.05, "radius": 20.0},
 }
-
-
-def wait_for(condition, timeout: float = 30.0, what: str = "the condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} within {timeout} s"
-        time.sleep(0.05)
 
 
 @pytest.fixture

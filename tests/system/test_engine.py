@@ -12,6 +12,7 @@ import pytest
 from core.engine import Engine, RunConfig
 from core.optimizers import InvalidHyperparameters
 from tests.threads import new_threads
+from tests.waiting import wait_for
 
 # Small and fast: 8×8 digits, 22 steps per epoch at batch 64.
 FAST = {
@@ -31,14 +32,6 @@ def engine(tmp_path):
     engine = Engine(tmp_path / "lab.sqlite", max_concurrent=2)
     yield engine
     engine.close()
-
-
-def wait_for(predicate, timeout: float = 60.0, interval: float = 0.02) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError("condition not met in time")
-        time.sleep(interval)
 
 
 def test_a_run_completes_with_its_telemetry(engine) -> None:

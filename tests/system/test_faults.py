@@ -41,6 +41,7 @@ from core.store.connections import ConnectionPool
 from tests import app_server
 from tests.browser import NEEDS_CHROMIUM, chromium, settle
 from tests.threads import new_threads
+from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = {
@@ -49,14 +50,6 @@ FAST = {
     "optimizer": "sgd",
     "hyperparameters": {"learning_rate": 0.1},
 }
-
-
-def wait_for(predicate: Callable[[], object], timeout: float = 60.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(what or "condition not met in time")
-        time.sleep(0.02)
 
 
 def sha256(path: Path) -> str:

@@ -12,7 +12,6 @@ import gc
 import os
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import pytest
 from core.engine import Engine
 from core.store import MetricsWriter
 from tests.threads import settle_releases
+from tests.waiting import wait_for
 
 FAST = {
     "dataset": "digits",
@@ -30,14 +30,6 @@ FAST = {
 }
 WARM_UP = 10
 CYCLES = 50
-
-
-def wait_for(predicate: Callable[[], object], timeout: float = 60.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(what or "condition not met in time")
-        time.sleep(0.01)
 
 
 def _trim() -> None:

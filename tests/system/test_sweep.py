@@ -28,6 +28,7 @@ from core.sweep import (
     studies,
     varying,
 )
+from tests.waiting import wait_for
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,14 +56,6 @@ def engine(tmp_path):
 
 def space(*dimensions: Dimension) -> SearchSpace:
     return SearchSpace(dimensions)
-
-
-def wait_for(predicate, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError("condition not met in time")
-        time.sleep(0.02)
 
 
 def load_study(engine: Engine, name: str) -> optuna.Study:

@@ -27,6 +27,7 @@ from core.store import (
     default_path,
     owner,
 )
+from tests.waiting import wait_for
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,15 +45,6 @@ def store(db_path):
 
 def sha256(path):
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def wait_for(condition, timeout=5.0):
-    """Poll `condition` until it is true; fail the test after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"condition not met within {timeout} s")
-        time.sleep(0.01)
 
 
 def raised_by(check, timeout=5.0):
@@ -332,6 +324,20 @@ def test_a_run_of_a_dead_process_reads_as_interrupted(store):
         assert conn.execute("SELECT status FROM runs WHERE id = 'orphan'").fetchone()[0] == (
             "running"
         )
+
+
+def test_the_serving_engine_takes_every_runs_exports_and_only_those(store):
+    store.create_run("cli", "cli", {}, status="completed", owner=DEAD)  # trained elsewhere
+    store.create_run("own", "own", {}, status="running", owner="engine")
+    export = store.add_command("cli", "export", {"checkpoint": "best"})
+    store.add_command("cli", "stop")  # its owner's, never the engine's
+    stop = store.add_command("own", "stop")
+    assert [c.id for c in store.pending_commands("engine")] == [stop.id]
+    served = store.pending_commands("engine", any_run=("export",))
+    assert [(c.id, c.payload) for c in served] == [
+        (export.id, {"checkpoint": "best"}),
+        (stop.id, {}),
+    ]
 
 
 def test_the_queue_of_a_dead_engine_is_requeued_in_order(store):
