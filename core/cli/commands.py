@@ -1,5 +1,6 @@
-"""The commands: `train`, `resume`, `fork`, `runs`, `export`, `delete` and `serve`, each a
-function of the parsed arguments that returns the exit status."""
+"""The commands: `train`, `resume`, `fork`, `runs`, `export`, `delete`, `serve`, and
+`stop`, `pause` and `set` to steer a run; each a function of the parsed arguments that
+returns the exit status."""
 
 from __future__ import annotations
 
@@ -14,16 +15,20 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from core.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError, report
-from core.cli.parser import fork_changes, run_config
+from core.cli.parser import given_changes, run_config
 from core.cli.progress import ProgressBar, RunWatch, failure, format_summary
 from core.engine import Engine
 from core.engine.checkpoints import RunCheckpoints
 from core.engine.client import EngineClient
 from core.export import safe_path, write_csv, write_tensorboard
 from core.knobs import InvalidInput
-from core.store import RunRecord, Store, StoreError, default_path, owner
+from core.store import RunRecord, Store, StoreError, UnknownRunError, default_path, owner
 
 T = TypeVar("T")
+
+#: How long `stop`, `pause` and `set` wait for the run's process to carry them out: it
+#: takes commands between two steps, so a step longer than this one times out.
+STEER_SECONDS = 60.0
 
 
 def train(args: argparse.Namespace) -> int:
@@ -66,7 +71,7 @@ def resume(args: argparse.Namespace) -> int:
 def fork(args: argparse.Namespace) -> int:
     """Starts a fork of a run from one of its checkpoints in this process, drawing its
     progress (Ctrl-C stops it)."""
-    changes = fork_changes(args)
+    changes = given_changes(args)
     engine = Engine(_open_store(args.store, must_exist=True), max_concurrent=1)
     try:
         fork_id = engine.fork(args.run_id, args.step, **changes)
@@ -74,6 +79,34 @@ def fork(args: argparse.Namespace) -> int:
         return _follow(engine, fork_id)
     finally:
         engine.close()
+
+
+def steer(args: argparse.Namespace) -> int:
+    """`stop`, `pause` or `set`: writes the command for the process that trains the run
+    and waits until that process has carried it out (or refused it, saying why)."""
+    with _open_store(args.store, must_exist=True) as store:
+        client = EngineClient(store)
+        try:
+            if args.command == "set":
+                changes = given_changes(args)
+                if not changes:
+                    raise UsageError("set: give at least one knob, e.g. --lr 0.01")
+                command = client.update(args.run_id, **changes)
+            else:
+                command = getattr(client, args.command)(args.run_id)
+        except UnknownRunError:
+            raise UsageError(f"run_id: no run {args.run_id!r} in {store.path}") from None
+        done = client.settle(command, STEER_SECONDS)
+        step = client.status(args.run_id).step
+    if done.handled is None:
+        report(f"the process that trains run {args.run_id} did not answer in {STEER_SECONDS:g} s")
+        return EXIT_FAILED
+    if done.error is not None:
+        report(f"refused: {done.error}")
+        return EXIT_FAILED
+    what = ", ".join(f"{k} → {v}" for k, v in command.payload.get("knobs", {}).items())
+    print(f"run {args.run_id}: {what or args.command} (taken at step {step})")
+    return EXIT_OK
 
 
 def _follow(engine: Engine, run_id: str) -> int:
@@ -283,4 +316,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "export": export,
     "delete": delete,
     "serve": serve,
+    "stop": steer,
+    "pause": steer,
+    "set": steer,
 }

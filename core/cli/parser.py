@@ -168,6 +168,31 @@ def build_parser(specs: Sequence[OptimizerSpec] | None = None) -> argparse.Argum
     _add_run_flags(fork, specs)
     fork.set_defaults(command="fork")
 
+    # Steering, through the store: whichever process trains the run carries it out.
+    trainer = "the dashboard's engine, another terminal's `train`, or a script's LabCallback"
+    for name, verb in (("stop", "Stop"), ("pause", "Pause")):
+        steer = commands.add_parser(
+            name,
+            parents=[store],
+            help=f"{verb} a run that trains, in any process.",
+            description=f"{verb} a run that trains in any process ({trainer}), after its "
+            "current step; returns once that process has done it. `resume RUN_ID` "
+            "unpauses a paused run.",
+        )
+        steer.add_argument("run_id", metavar="RUN_ID", help="The run, as `runs` lists it.")
+        steer.set_defaults(command=name)
+    knobs = commands.add_parser(
+        "set",
+        parents=[store],
+        help="Change live knobs of a run that trains, in any process, from its next step.",
+        description=f"Change live knobs of a run that trains in any process ({trainer}) "
+        "from its next step, each recorded as an event at that step; returns once that "
+        "process has taken the change.",
+    )
+    knobs.add_argument("run_id", metavar="RUN_ID", help="The run, as `runs` lists it.")
+    _add_knob_flags(knobs, specs, live_only=True)
+    knobs.set_defaults(command="set")
+
     serve = commands.add_parser(
         "serve",
         parents=[store],
@@ -223,7 +248,14 @@ def _add_run_flags(parser: argparse.ArgumentParser, specs: Sequence[OptimizerSpe
         help="Loss weight of a task of the multi-task model (digit, parity), in [0, 1000]; "
         "repeatable. Default: 1 each.",
     )
+    _add_knob_flags(parser, specs)
 
+
+def _add_knob_flags(
+    parser: argparse.ArgumentParser, specs: Sequence[OptimizerSpec], *, live_only: bool = False
+) -> None:
+    """A flag per optimizer knob of `specs` (per live knob, if `live_only`), stored only
+    when given."""
     common = parser.add_argument_group("optimizer knobs", "Every optimizer has these.")
     specific = parser.add_argument_group(
         "knobs of some optimizers",
@@ -232,6 +264,8 @@ def _add_run_flags(parser: argparse.ArgumentParser, specs: Sequence[OptimizerSpe
         else "A plugin optimizer's own knobs are listed with `--optimizer NAME --help`.",
     )
     for knob, owners in _optimizer_knobs(specs):
+        if live_only and not knob.live:
+            continue
         everyone = len(owners) == len(specs)
         extra = "" if everyone else f" For {', '.join(spec.name for spec in owners)}."
         # A plugin's knob whose flag is taken (say, one named `seed`) gets no flag;
@@ -382,8 +416,8 @@ def run_config(args: argparse.Namespace) -> RunConfig:
     return RunConfig.from_dict(values)
 
 
-def fork_changes(args: argparse.Namespace) -> dict[str, Any]:
-    """`fork`'s changes: each run field and knob given as a flag, by name."""
+def given_changes(args: argparse.Namespace) -> dict[str, Any]:
+    """Each run field and knob given as a flag, by name: what `fork` and `set` change."""
     changes: dict[str, Any] = {}
     for dest, value in vars(args).items():
         if dest.startswith(HYPERPARAMETER):

@@ -24,6 +24,7 @@ from core.cli import build_parser, main, render_progress, run_config
 from core.engine import Engine, RunStatus
 from core.export import LEADING_COLUMNS
 from core.store import Store
+from tests.waiting import wait_for
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 RUN_ID = re.compile(r"^\d{4}-[0-9a-f]{6}$")
@@ -399,6 +400,50 @@ def test_ctrl_c_stops_the_run_and_exits_130(tmp_path):
         record = store.get_run(run_id)
     assert record.status == "stopped"
     assert record.step < 100_000
+
+
+def test_set_pause_resume_and_stop_steer_a_run_of_another_process(tmp_path):
+    store_path = tmp_path / "lab.sqlite"
+    child = spawn(
+        tmp_path, "train", "--store", store_path, "--model", "mlp", "--optimizer", "adamw",
+        "--epochs", "10000", "--max-steps", "100000", "--log-every", "1",
+    )  # fmt: skip
+    try:
+        run_id = child.stdout.readline().strip()
+        with Store(store_path) as store:
+            wait_for(lambda: stored_last_step(store, run_id) >= 5, 60, "no steps stored")
+        assert run_main("set", "--store", store_path, run_id)[0] == 2  # no knob given
+        code, _, err = run_main("set", "--store", store_path, run_id, "--lr", "-1")
+        assert code == 2 and "learning_rate" in err
+        code, out, err = run_main(
+            "set", "--store", store_path, run_id, "--lr", "0.05", "--weight-decay", "0.01"
+        )
+        assert code == 0, err
+        assert re.fullmatch(
+            rf"run {run_id}: learning_rate → 0.05, weight_decay → 0.01 \(taken at step \d+\)\n",
+            out,
+        )
+        code, out, err = run_main("pause", "--store", store_path, run_id)
+        assert code == 0, err
+        with Store(store_path) as store:
+            wait_for(lambda: store.get_run(run_id).status == "paused", 30, "not paused")
+            changes = [e.payload for e in store.events(run_id, "knob")]
+        assert {(c["name"], c["value"]) for c in changes} == {
+            ("learning_rate", 0.05),
+            ("weight_decay", 0.01),
+        }
+        assert run_main("resume", "--store", store_path, run_id)[0] == 0
+        code, out, err = run_main("stop", "--store", store_path, run_id)
+        assert code == 0, err
+        child.communicate(timeout=60)
+    finally:
+        child.kill()
+    with Store(store_path) as store:
+        assert store.get_run(run_id).status == "stopped"
+    code, _, err = run_main("stop", "--store", store_path, run_id)
+    assert code == 2 and f"run {run_id} has ended" in err
+    code, _, err = run_main("pause", "--store", store_path, "0000-nope")
+    assert code == 2 and "run_id: no run '0000-nope'" in err
 
 
 @pytest.mark.slow
