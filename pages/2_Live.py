@@ -64,11 +64,20 @@ def resume(run_id: str, step: int) -> None:
         st.toast(f"Resuming from step {step:,}", icon=":material/play_arrow:")
 
 
+def live_knobs(run: RunStatus) -> list[Knob]:
+    """The run's live knobs that are on; none for a script's Keras optimizer (`LabCallback`),
+    which is not one of the lab's."""
+    try:
+        spec = optimizers.get_spec(run.config["optimizer"])
+    except InvalidInput:
+        return []
+    return [k for k in spec.knobs if k.live and run.knobs.get(k.name) is not None]
+
+
 def fork_form(run: RunStatus, saved: list[int]) -> None:
     """Pick a checkpoint, change live knobs, the length or the name, and start a fork;
     then watch it beside its parent."""
-    spec = optimizers.get_spec(run.config["optimizer"])
-    live = [k for k in spec.knobs if k.live and run.knobs.get(k.name) is not None]
+    live = live_knobs(run)
     with st.form(key=f"fork:{run.id}", border=False):
         step = st.select_slider(
             "From its checkpoint of step", saved, value=saved[-1], key=f"fork-step:{run.id}"
@@ -107,8 +116,10 @@ def fork_form(run: RunStatus, saved: list[int]) -> None:
 def knob_form(run: RunStatus) -> None:
     """A slider per live knob that is on, set at its current value; nothing changes until
     Apply, and then only the knobs moved away from the value they showed."""
-    spec = optimizers.get_spec(run.config["optimizer"])
-    live = [k for k in spec.knobs if k.live and run.knobs.get(k.name) is not None]
+    live = live_knobs(run)
+    if not live:
+        st.caption("Its optimizer has no live knob the lab can change.")
+        return
     with st.form(key=f"knobs:{run.id}", border=False):
         shown: dict[str, tuple[float, float]] = {}
         for column, knob in zip(st.columns(len(live)), live, strict=True):

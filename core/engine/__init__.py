@@ -6,8 +6,12 @@
     >>> engine.update(run_id, radius=5.0)                # from the next step on
     >>> engine.metrics(run_id, since_step=100)["loss"]
 
-Importing `core.engine` does not import TensorFlow; starting a run does.
+Importing `core.engine` does not import TensorFlow; starting a run does, and so does
+reading `core.engine.LabCallback`, the Keras callback that records any script's `fit` as
+a lab run.
 """
+
+from typing import Any
 
 from core.engine.config import FIELDS, STRATEGIES, TASKS, RunConfig, fields, run_fields
 from core.engine.engine import Engine
@@ -18,8 +22,17 @@ __all__ = [
     "STRATEGIES",
     "TASKS",
     "Engine",
+    "LabCallback",
     "RunConfig",
     "RunStatus",
     "fields",
     "run_fields",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "LabCallback":  # a Keras class: Keras is imported only when it is asked for
+        from core.engine.callback import LabCallback
+
+        return LabCallback
+    raise AttributeError(f"module 'core.engine' has no attribute {name!r}")

@@ -26,6 +26,75 @@ def layer_of(path: str) -> str:
     return path.rsplit("/", 1)[0] if "/" in path else path
 
 
+class LayerStatistics:
+    """Per-layer statistics of a model's trainable variables, from what the optimizer's
+    telemetry measured of its last step (`optimizer.stats`): step and parameter norms,
+    update ratio, sparsity and distance from the weights it was made with. Works traced
+    (the lab's step) or eagerly (`LabCallback`, after a step of `fit`).
+
+    Attributes:
+        layers: The layer names the statistics are keyed by, in the model's order.
+    """
+
+    def __init__(self, model: keras.Model, optimizer: Any) -> None:
+        self.model = model
+        self.optimizer = optimizer
+        variables = model.trainable_variables
+        self.layers = list(dict.fromkeys(layer_of(v.path) for v in variables))
+        self._segments = tf.constant([self.layers.index(layer_of(v.path)) for v in variables])
+        self._sizes = tf.constant([float(v.shape.num_elements()) for v in variables])
+        self.initial = [tf.Variable(tf.convert_to_tensor(v), trainable=False) for v in variables]
+
+    def __call__(self) -> dict[str, tf.Tensor]:
+        """Each statistic as a vector over `layers`; empty without telemetry."""
+        stats = self.optimizer.stats
+        if not stats:
+            return {}
+
+        def per_layer(per_variable: tf.Tensor) -> tf.Tensor:
+            return tf.math.unsorted_segment_sum(per_variable, self._segments, len(self.layers))
+
+        variables = self.model.trainable_variables
+        step_norm = tf.sqrt(per_layer(tf.convert_to_tensor(stats["step_sq"])))
+        param_norm = tf.sqrt(per_layer(tf.convert_to_tensor(stats["param_sq"])))
+        threshold = self.optimizer.live_variables.get("prune_threshold")
+        zero = tf.constant(ZERO) if threshold is None else tf.cast(threshold, tf.float32)
+        zeros = tf.stack([tf.reduce_sum(tf.cast(tf.abs(v) < zero, tf.float32)) for v in variables])
+        moved = tf.stack(
+            [
+                2.0 * tf.nn.l2_loss(tf.convert_to_tensor(v) - start)
+                for v, start in zip(variables, self.initial, strict=True)
+            ]
+        )
+        return {
+            "step_norm": step_norm,
+            "param_norm": param_norm,
+            "update_ratio": step_norm / tf.maximum(param_norm, 1e-12),
+            "sparsity": per_layer(zeros) / per_layer(self._sizes),
+            "distance_from_init": tf.sqrt(per_layer(moved)),
+        }
+
+    def row(self, per_layer: dict[str, tf.Tensor]) -> dict[str, float]:
+        """The statistics as metric values (on the host), keyed `kind/layer`."""
+        row = {}
+        for key, values in per_layer.items():
+            for layer, value in zip(self.layers, values.numpy(), strict=True):
+                row[f"{key}/{layer}"] = float(value)
+        return row
+
+
+def optimizer_readings(optimizer: Any, per_layer: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    """The optimizer's live knob values and scalar statistics of its last step, and the
+    distance from the initial weights over all layers."""
+    live = optimizer.live_variables
+    out = {name: tf.cast(variable, tf.float32) for name, variable in live.items()}
+    if per_layer:
+        out["distance_from_init"] = tf.norm(per_layer["distance_from_init"])
+    stats = optimizer.stats
+    scalars = [name for name in stats if name in optimizers.SCALAR_STATS]
+    return out | {name: tf.convert_to_tensor(stats[name]) for name in scalars}
+
+
 class Telemetry:
     """The running sums of one run, and the logged row made from them.
 
@@ -34,22 +103,18 @@ class Telemetry:
     """
 
     def __init__(self, model: keras.Model, optimizer: Any, task: SingleTask) -> None:
-        self.model = model
         self.optimizer = optimizer
         self.task = task
-        variables = model.trainable_variables
-        self.layers = list(dict.fromkeys(layer_of(v.path) for v in variables))
-        self._segments = tf.constant([self.layers.index(layer_of(v.path)) for v in variables])
-        self._sizes = tf.constant([float(v.shape.num_elements()) for v in variables])
+        self.per_layer = LayerStatistics(model, optimizer)
+        self.layers = self.per_layer.layers
         # Created outside the strategy, written in cross-replica context only.
         names = ["loss", "count", *task.means, *task.last_values]
         self._sums = {n: tf.Variable(0.0, trainable=False, name=n.replace("/", "_")) for n in names}
-        self._initial = [tf.Variable(tf.convert_to_tensor(v), trainable=False) for v in variables]
 
     @property
     def variables(self) -> list[tf.Variable]:
         """The running sums and the initial weights: what a checkpoint keeps."""
-        return [*self._sums.values(), *self._initial]
+        return [*self._sums.values(), *self.per_layer.initial]
 
     def accumulate(self, per_replica: dict[str, Any], strategy: tf.distribute.Strategy) -> None:
         """Adds a step's sums over replicas to the running ones (in the traced step);
@@ -71,17 +136,8 @@ class Telemetry:
         count = tf.maximum(sums["count"], 1.0)
         out = {name: sums[name] / count for name in ("loss", *self.task.means)}
         out |= {name: sums[name] for name in self.task.last_values}
-        for name, variable in self.optimizer.live_variables.items():
-            out[name] = tf.cast(variable, tf.float32)
-        stats = self.optimizer.stats
-        per_layer = self._layer_statistics(stats) if stats else {}
-        if stats:
-            out["distance_from_init"] = tf.norm(per_layer["distance_from_init"])
-        out |= {
-            name: tf.convert_to_tensor(stats[name])
-            for name in stats
-            if name in optimizers.SCALAR_STATS
-        }
+        per_layer = self.per_layer()
+        out |= optimizer_readings(self.optimizer, per_layer)
         for name, variable in self._sums.items():
             if name not in self.task.last_values:
                 variable.assign(0.0)
@@ -92,32 +148,4 @@ class Telemetry:
     ) -> dict[str, float]:
         """The logged tensors as metric values (on the host); per-layer ones keyed
         `kind/layer`."""
-        row = {key: float(value) for key, value in logged.items()}
-        for key, values in per_layer.items():
-            for layer, value in zip(self.layers, values.numpy(), strict=True):
-                row[f"{key}/{layer}"] = float(value)
-        return row
-
-    def _layer_statistics(self, stats: dict[str, keras.Variable]) -> dict[str, tf.Tensor]:
-        def per_layer(per_variable: tf.Tensor) -> tf.Tensor:
-            return tf.math.unsorted_segment_sum(per_variable, self._segments, len(self.layers))
-
-        variables = self.model.trainable_variables
-        step_norm = tf.sqrt(per_layer(tf.convert_to_tensor(stats["step_sq"])))
-        param_norm = tf.sqrt(per_layer(tf.convert_to_tensor(stats["param_sq"])))
-        threshold = self.optimizer.live_variables.get("prune_threshold")
-        zero = tf.constant(ZERO) if threshold is None else tf.cast(threshold, tf.float32)
-        zeros = tf.stack([tf.reduce_sum(tf.cast(tf.abs(v) < zero, tf.float32)) for v in variables])
-        moved = tf.stack(
-            [
-                2.0 * tf.nn.l2_loss(tf.convert_to_tensor(v) - start)
-                for v, start in zip(variables, self._initial, strict=True)
-            ]
-        )
-        return {
-            "step_norm": step_norm,
-            "param_norm": param_norm,
-            "update_ratio": step_norm / tf.maximum(param_norm, 1e-12),
-            "sparsity": per_layer(zeros) / per_layer(self._sizes),
-            "distance_from_init": tf.sqrt(per_layer(moved)),
-        }
+        return {key: float(value) for key, value in logged.items()} | self.per_layer.row(per_layer)

@@ -22,6 +22,7 @@ import keras
 from core.optimizers import algorithms, probe
 from core.optimizers.base import LabOptimizer, documented
 from core.optimizers.catalog import (
+    BUILTIN,
     BUILTIN_NAMES,
     PROJECT_ROOT,
     OptimizerSpec,
@@ -44,6 +45,7 @@ __all__ = [
     "plugins_folder",
     "register",
     "registered",
+    "spec_of",
     "specs",
 ]
 
@@ -179,6 +181,34 @@ def load_model(path: str | Path, **kwargs: Any) -> keras.Model:
     this module's imports, and the plugins' by loading the plugins folder first."""
     load_plugins()
     return keras.models.load_model(path, **kwargs)
+
+
+def spec_of(optimizer: Any) -> OptimizerSpec | None:
+    """The lab optimizer `optimizer` is an instance of, by its class and knob values: of
+    the specs of its class, the one whose own defaults (besides the learning rate) it has
+    most of, e.g. adamw for an Adam with weight decay 0.004. None for any other optimizer.
+    Plugins count once loaded (this looks through no folder)."""
+    if not isinstance(optimizer, LabOptimizer):
+        return None
+    with _lock:
+        loaded = list(_plugins.values())
+    candidates = [s for s in (*BUILTIN, *loaded) if _implements(s, type(optimizer))]
+
+    def matched(spec: OptimizerSpec) -> int:
+        own = {k: v for k, v in spec.defaults.items() if k != "learning_rate"}
+        if any(optimizer.get_knob(k) != v for k, v in own.items()):
+            return -1
+        return len(own)
+
+    best = max(candidates, key=matched, default=None)
+    return best if best is not None and matched(best) >= 0 else None
+
+
+def _implements(spec: OptimizerSpec, cls: type) -> bool:
+    try:
+        return implementation(spec) is cls
+    except LookupError:
+        return False
 
 
 def build(name: str, **hyperparameters: Any) -> LabOptimizer:

@@ -3,7 +3,6 @@ real subprocesses for exit statuses, Ctrl-C and a SIGKILL in the middle of a run
 
 import contextlib
 import csv
-import io
 import json
 import math
 import os
@@ -24,6 +23,7 @@ from core.cli import build_parser, main, render_progress, run_config
 from core.engine import Engine, RunStatus
 from core.export import LEADING_COLUMNS
 from core.store import Store
+from tests.cli import run_main
 from tests.waiting import wait_for
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -39,14 +39,6 @@ TRAIN_FLAGS = [
 ]  # fmt: skip
 # A small real run: 30 MLP steps take about a second.
 SHORT_RUN = ["--max-steps", "30", "--log-every", "5", "--model", "mlp", "--batch-size", "32"]
-
-
-def run_main(*argv):
-    """`main(argv)` with its stdout and stderr captured: (exit status, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(arg) for arg in argv])
-    return code, out.getvalue(), err.getvalue()
 
 
 def error_lines(stderr):

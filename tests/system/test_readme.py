@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SNIPPETS = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.DOTALL)
-KERAS_USE, PLUGIN = SNIPPETS  # the README has these two; a new one needs a test here
+KERAS_USE, CALLBACK, PLUGIN = SNIPPETS  # the README has these; a new one needs a test here
 
 # What the first snippet leaves to the reader: a model. Afterwards it must train.
 A_MODEL = """
@@ -70,3 +70,19 @@ def test_the_plugin_snippet_is_a_plugin_the_lab_loads(tmp_path: Path) -> None:
     (folder / "scaled_sign_gd.py").write_text(PLUGIN)
     last = run(PLUGIN_STEPS, OPTLAB_PLUGINS=str(folder)).splitlines()[-1]
     assert last.startswith("ok") and last.endswith("{}"), last
+
+
+@pytest.mark.slow
+def test_the_callback_snippet_records_its_fit_as_a_run(tmp_path: Path) -> None:
+    from core.store import Store
+
+    store_path = tmp_path / "lab.sqlite"
+    run(CALLBACK, OPTLAB_STORE=str(store_path))
+    with Store(store_path) as store:
+        (record,) = store.list_runs()
+        metrics = store.read_metrics(record.id)
+    assert record.name == "my script" and record.status == "completed"
+    assert record.config["optimizer"] == "adamw" and record.final_metrics["steps"] == 36
+    assert {"loss", "accuracy", "val_accuracy", "grad_norm", "step_norm/sequential/dense"} <= set(
+        metrics.keys
+    )
