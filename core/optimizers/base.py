@@ -126,7 +126,7 @@ class LabOptimizer(keras.optimizers.Optimizer):
         **hyperparameters: Any,
     ) -> None:
         schedule = None
-        if isinstance(learning_rate, keras.optimizers.schedules.LearningRateSchedule):
+        if callable(learning_rate):  # a `LearningRateSchedule`, or a function of nothing
             schedule, learning_rate = learning_rate, None
         if learning_rate is not None:
             hyperparameters["learning_rate"] = learning_rate
@@ -241,7 +241,7 @@ class LabOptimizer(keras.optimizers.Optimizer):
         """The stages after the all-reduce, as new values for variables."""
         params = [tf.convert_to_tensor(v) for v in variables]
         step = stages.Step(
-            grads=[tf.cast(g, p.dtype) for g, p in zip(grads, params, strict=True)],
+            grads=[tf.cast(dense(g, p), p.dtype) for g, p in zip(grads, params, strict=True)],
             params=params,
             indices=indices,
             lr=tf.cast(learning_rate, tf.float32),
@@ -298,3 +298,12 @@ class LabOptimizer(keras.optimizers.Optimizer):
                 value = [rule.to_dict() for rule in value]
             config[knob.name] = value
         return config
+
+
+def dense(gradient: Any, param: tf.Tensor) -> tf.Tensor:
+    """A sparse gradient (an embedding's `tf.IndexedSlices`, whatever its `dense_shape`)
+    as the dense tensor it stands for: clipping, noise, top-k and projection act on whole
+    tensors. Rows given twice add up, as `tf.IndexedSlices` means."""
+    if isinstance(gradient, tf.IndexedSlices):
+        return tf.math.unsorted_segment_sum(gradient.values, gradient.indices, tf.shape(param)[0])
+    return gradient

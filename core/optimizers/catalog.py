@@ -127,9 +127,18 @@ class OptimizerSpec:
             raise InvalidInput(missing)
         return values
 
-    def build(self, **hyperparameters: Any) -> Any:
-        """A new optimizer with these hyperparameters (the rest take their defaults)."""
-        return self.cls(**self.validate(hyperparameters))
+    def build(self, name: str | None = None, **hyperparameters: Any) -> Any:
+        """A new optimizer with these hyperparameters (the rest take their defaults),
+        named `name`; by default after this optimizer, as Keras names its objects
+        (`adamw`, then `adamw_1`, ...). The learning rate may be a number, or what Keras
+        also takes: a `LearningRateSchedule` or a function of nothing."""
+        learning_rate = hyperparameters.get("learning_rate")
+        if callable(learning_rate):
+            rest = {k: v for k, v in hyperparameters.items() if k != "learning_rate"}
+            values = self.validate(rest) | {"learning_rate": learning_rate}
+        else:
+            values = self.validate(hyperparameters)
+        return self.cls(name=name or _auto_name(self.name), **values)
 
     def describe(self) -> dict[str, Any]:
         """A JSON-ready description, for forms, documentation and the store;
@@ -207,6 +216,7 @@ BUILTIN: tuple[OptimizerSpec, ...] = (
         "θ ← θ − η·λ·θ;  then the Adam step",
         ADAM_KNOBS,
         defaults={"learning_rate": 0.001, "weight_decay": 0.004},
+        required=("weight_decay",),  # as Keras's AdamW: without it, this is adam
     ),
     OptimizerSpec(
         "clipped_adam",
@@ -292,3 +302,12 @@ def get_spec(name: str) -> OptimizerSpec:
             return spec
     names = ", ".join(spec.name for spec in known)
     raise InvalidInput({"optimizer": f"unknown optimizer {name!r} (known: {names})"})
+
+
+def _auto_name(prefix: str) -> str:
+    """`prefix`, then `prefix_1`, `prefix_2`...: Keras's own object names, counted by
+    Keras (so that `keras.backend.get_uid` and Keras's names never clash with ours)."""
+    import keras
+
+    uid = keras.backend.get_uid(prefix)
+    return prefix if uid == 1 else f"{prefix}_{uid - 1}"

@@ -211,6 +211,7 @@ def _implements(spec: OptimizerSpec, cls: type) -> bool:
         return False
 
 
-def build(name: str, **hyperparameters: Any) -> LabOptimizer:
-    """A new optimizer by registry name, e.g. `build("adamw", learning_rate=1e-3)`."""
+def build(name: str, /, **hyperparameters: Any) -> LabOptimizer:
+    """A new optimizer by registry name, e.g. `build("adamw", learning_rate=1e-3)`; a
+    `name=` among the hyperparameters names the Keras object (see `OptimizerSpec.build`)."""
     return get_spec(name).build(**hyperparameters)

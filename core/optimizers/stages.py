@@ -295,13 +295,18 @@ class WeightDecay(Stage):
 
     def build(self, var_list: Sequence[keras.Variable]) -> None:
         """Each variable's decay: its layer rule's, else the optimizer-wide one (a
-        variable, or None when off)."""
-        rules = [matching_rule(self.values["layer_rules"], v) for v in var_list]
+        variable, or None when off, or for the variables Keras's
+        `exclude_from_weight_decay` named)."""
         everywhere = self.live("weight_decay")
-        self.decays = [
-            rule.weight_decay if rule and rule.weight_decay is not None else everywhere
-            for rule in rules
-        ]
+        self.decays = []
+        for variable in var_list:
+            rule = matching_rule(self.values["layer_rules"], variable)
+            if rule and rule.weight_decay is not None:
+                self.decays.append(rule.weight_decay)
+            else:
+                # Keras's own test for it, as its AdamW uses.
+                used = self.optimizer._use_weight_decay(variable)
+                self.decays.append(everywhere if used else None)
 
     def apply(self, step: Step) -> None:
         import tensorflow as tf
