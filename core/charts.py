@@ -76,20 +76,25 @@ def literal(text: str) -> str:
 
 def training_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
     """The training charts, every run overlaid: `loss`, `accuracy`, `grad_norm`,
-    `param_norm`."""
-    return _draw(
-        {
-            "loss": Chart("Loss", _loss, "log"),
-            "accuracy": Chart("Accuracy", _accuracy, "percent"),
-            "grad_norm": Chart(
-                "Gradient global norm, before and after clipping", _grad_norm, "log"
+    `param_norm`; and when a run is multi-task, `task_loss` and `task_grad_norm`, each
+    task's (its accuracy joins the accuracy chart)."""
+    charts = {
+        "loss": Chart("Loss", _loss, "log"),
+        "accuracy": Chart("Accuracy", _accuracy, "percent"),
+        "grad_norm": Chart("Gradient global norm, before and after clipping", _grad_norm, "log"),
+        "param_norm": Chart("Parameter norm ‖θ'‖ before projection, and the radius", _param_norm),
+    }
+    if any(key.startswith(TASK_LOSS) for run in runs for key in run.metrics.keys):
+        charts |= {
+            "task_loss": Chart("Loss per task", _per_layer("loss"), "log", split=True),
+            "task_grad_norm": Chart(
+                "Gradient norm per task, before weighting",
+                _per_layer("grad_norm"),
+                "log",
+                split=True,
             ),
-            "param_norm": Chart(
-                "Parameter norm ‖θ'‖ before projection, and the radius", _param_norm
-            ),
-        },
-        runs,
-    )
+        }
+    return _draw(charts, runs)
 
 
 def layer_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
@@ -377,7 +382,14 @@ def _loss(run: RunView, i: int) -> list[dict[str, Any]]:
 
 
 def _accuracy(run: RunView, i: int) -> list[dict[str, Any]]:
-    return _train_and_validation(run, i, "accuracy")
+    """The accuracy, and a multi-task run's other tasks' (dotted, after their name)."""
+    traces = _train_and_validation(run, i, "accuracy")
+    others = sorted(key for key in run.metrics.keys if key.startswith("accuracy/"))
+    for key in others:
+        task = key.removeprefix("accuracy/")
+        traces += _line(run, key, task, _run_colour(i), dash="dot")
+        traces += _line(run, f"val_{key}", f"{task} validation", _run_colour(i), dash="dashdot")
+    return traces
 
 
 def _train_and_validation(run: RunView, i: int, key: str) -> list[dict[str, Any]]:
@@ -412,9 +424,13 @@ def _param_norm(run: RunView, i: int) -> list[dict[str, Any]]:
     ]
 
 
+#: A multi-task run logs each task's loss as `loss/<task>`.
+TASK_LOSS = "loss/"
+
+
 def _per_layer(kind: str) -> Traces:
-    """Traces of `kind/<layer>` for every layer of a run, named by the layer alone, each
-    with its own colour (and, past the palette, its own dash)."""
+    """Traces of `kind/<layer>` for every layer (or task) of a run, named by the layer
+    alone, each with its own colour (and, past the palette, its own dash)."""
     prefix = f"{kind}/"
 
     def traces(run: RunView, i: int) -> list[dict[str, Any]]:

@@ -435,3 +435,23 @@ def test_a_fork_is_drawn_after_its_parents_line_dotted_in_its_colour() -> None:
     assert list(before.x) == list(range(1, 51)) and list(after.x) == list(range(51, 101))
     alone = training_figures([RunView("f", "fork", fork)])["loss"]
     assert len(data_traces(alone)) == 1
+
+
+def test_a_multi_task_run_draws_each_tasks_loss_accuracy_and_gradient_norm() -> None:
+    n = 40
+    tasks = {
+        "loss/digit": np.linspace(2, 0.5, n),
+        "loss/parity": np.linspace(0.7, 0.2, n),
+        "accuracy/parity": np.linspace(0.5, 0.9, n),
+        "val_accuracy/parity": np.where(np.arange(1, n + 1) % 20 == 0, 0.85, np.nan),
+        "grad_norm/digit": np.full(n, 2.0),
+        "grad_norm/parity": np.full(n, 0.5),
+    }
+    figures = training_figures([RunView("a", "run a", metrics(n, **tasks), [])])
+    assert {"task_loss", "task_grad_norm"} <= set(figures)
+    for key in ("task_loss", "task_grad_norm"):
+        assert [t.name for t in data_traces(figures[key])] == ["digit", "parity"], key
+    accuracy = [t.name for t in data_traces(figures["accuracy"])]
+    assert {"run a · parity", "run a · parity validation"} <= set(accuracy)
+    single = training_figures([RunView("b", "run b", metrics(n), [])])
+    assert not {"task_loss", "task_grad_norm"} & set(single)  # no empty task charts
