@@ -22,10 +22,11 @@ class Dataset:
 
     Attributes:
         name: The catalog name it was loaded by.
-        x_train, x_test: float32 images in [0, 1], shape `(N, height, width, channels)`.
+        x_train, x_test: float32 images in [0, 1], shape `(N, height, width, channels)`;
+            a file's features may be rows, `(N, features)` (see `core.data.files`).
         y_train, y_test: int64 labels in `0 .. num_classes - 1`, shape `(N,)`.
         num_classes: How many labels there are.
-        input_shape: The shape of one image, `(height, width, channels)`.
+        input_shape: The shape of one example, `(height, width, channels)` for images.
     """
 
     name: str
@@ -34,7 +35,7 @@ class Dataset:
     x_test: np.ndarray
     y_test: np.ndarray
     num_classes: int
-    input_shape: tuple[int, int, int]
+    input_shape: tuple[int, ...]
 
     def split(self, split: str) -> tuple[np.ndarray, np.ndarray]:
         """The `(x, y)` arrays of `split`, `"train"` or `"test"`."""
@@ -62,8 +63,8 @@ def make_dataset(
         num_classes: How many labels there are.
         scale: The largest raw pixel value; images are divided by it into [0, 1].
     """
-    x_train, x_test = (_frozen(np.asarray(x, np.float32) / np.float32(scale)) for x in images)
-    y_train, y_test = (_frozen(np.asarray(y, np.int64)) for y in labels)
+    x_train, x_test = (frozen(np.asarray(x, np.float32) / np.float32(scale)) for x in images)
+    y_train, y_test = (frozen(np.asarray(y, np.int64)) for y in labels)
     height, width, channels = x_train.shape[1:]
     return Dataset(
         name=name,
@@ -93,6 +94,7 @@ def stratified_split(labels: np.ndarray, *, test_fraction: float) -> tuple[np.nd
     return np.flatnonzero(~is_test), np.flatnonzero(is_test)
 
 
-def _frozen(array: np.ndarray) -> np.ndarray:
+def frozen(array: np.ndarray) -> np.ndarray:
+    """`array`, read-only: loads are cached and shared between runs."""
     array.flags.writeable = False
     return array

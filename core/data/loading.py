@@ -6,7 +6,7 @@ import os
 import threading
 from collections.abc import Callable
 
-from core.data import bundled, registry, tfds_source
+from core.data import bundled, files, registry, tfds_source
 from core.data.dataset import Dataset
 
 _BUNDLED: dict[str, Callable[[], Dataset]] = {
@@ -36,6 +36,8 @@ def load(name: str = registry.DEFAULT_DATASET, *, data_dir: str | None = None) -
         ValueError: `name` is not in the catalog; the message names the field `dataset`.
         DatasetUnavailable: A TFDS dataset is not prepared and cannot be downloaded now.
     """
+    if files.is_file(name):
+        return files.load(name)  # cached by the file's identity, not its name
     info = registry.info(name)
     root = None if info.offline else tfds_source.data_root(data_dir)
     key = (name, None if root is None else os.fspath(root))

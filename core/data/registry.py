@@ -18,7 +18,7 @@ class DatasetInfo:
     Attributes:
         name: The name `load` takes, e.g. `"mnist-5k"`.
         description: One line for a picker or a `--help` text.
-        input_shape: The shape of one image, `(height, width, channels)`.
+        input_shape: The shape of one example, `(height, width, channels)` for images.
         num_classes: How many labels there are; labels are `0 .. num_classes - 1`.
         train_size: Examples in the training split (a batch may not be larger).
         offline: The data ships inside an installed package, so it loads without a
@@ -27,7 +27,7 @@ class DatasetInfo:
 
     name: str
     description: str
-    input_shape: tuple[int, int, int]
+    input_shape: tuple[int, ...]
     num_classes: int
     train_size: int
     offline: bool
@@ -86,13 +86,21 @@ def catalog() -> list[DatasetInfo]:
 def info(name: str) -> DatasetInfo:
     """The `DatasetInfo` called `name`.
 
+    `npz:PATH` and `csv:PATH` name a file of the user's (see `core.data.files`), read
+    here.
+
     Raises:
-        ValueError: `name` is not in the catalog; the message names the field `dataset`
-            and lists the valid names.
+        ValueError: `name` is not in the catalog, or its file is not a dataset; the
+            message names the field `dataset` and says why.
     """
+    from core.data import files
+
+    if files.is_file(name):
+        return files.info(name)
     try:
         return _BY_NAME[name]
     except (KeyError, TypeError):
         raise ValueError(
-            f"dataset: unknown dataset {name!r} (known: {', '.join(_BY_NAME)})"
+            f"dataset: unknown dataset {name!r} (known: {', '.join(_BY_NAME)}, or "
+            "npz:PATH or csv:PATH for a file of yours)"
         ) from None

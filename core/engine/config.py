@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core import data, models
+from core.data import files
 from core.engine.instruments import INSTRUMENTS
 from core.knobs import InvalidInput, Knob
 
@@ -34,7 +35,7 @@ FIELDS: tuple[Knob, ...] = (
         "dataset",
         "choice",
         data.DEFAULT_DATASET,
-        "What to train on.",
+        "What to train on: a name, or npz:PATH or csv:PATH for a file of yours.",
         choices=tuple(d.name for d in data.catalog()),
     ),
     Knob(
@@ -262,14 +263,23 @@ def _check(values: Mapping[str, Any]) -> dict[str, Any]:
         try:
             if knob.name == "optimizer":  # a built-in name does not load the plugins
                 checked[knob.name] = optimizers.get_spec(value).name
+            elif knob.name == "dataset" and files.is_file(value):
+                checked[knob.name] = data.registry.info(value).name  # reads and checks it
             else:
                 checked[knob.name] = knob.validate(value)
         except InvalidInput:
             names = ", ".join(spec.name for spec in optimizers.specs())
             errors[knob.name] = f"must be one of {names} (got {value!r})"
         except ValueError as exc:
-            errors[knob.name] = str(exc)
+            errors[knob.name] = str(exc).removeprefix(f"{knob.name}: ")
 
+    if "dataset" in checked and "model" in checked:
+        shape = data.registry.info(checked["dataset"]).input_shape
+        if models.registry.info(checked["model"]).images and len(shape) != 3:
+            errors["model"] = (
+                f"{checked['model']} needs images; {checked['dataset']} has examples of shape "
+                f"{shape}: take mlp"
+            )
     if "dataset" in checked and "batch_size" in checked:
         size = data.registry.info(checked["dataset"]).train_size
         if checked["batch_size"] > size:

@@ -82,7 +82,7 @@ def _checked_shape(name: str, input_shape: tuple[int, ...]) -> tuple[int, ...]:
         shape = ()
     if not shape or min(shape) < 1:
         raise ValueError(f"input_shape: must be positive integers (got {input_shape!r})")
-    if name != "mlp" and len(shape) != 3:
+    if registry.info(name).images and len(shape) != 3:
         raise ValueError(
             f"input_shape: {name} needs (height, width, channels) (got {input_shape!r})"
         )

@@ -17,14 +17,18 @@ class ModelInfo:
     Attributes:
         name: The name `build` takes, e.g. `"lenet"`.
         description: One line for a picker or a `--help` text.
+        images: Whether it needs images, `(height, width, channels)`; else any shape.
     """
 
     name: str
     description: str
+    images: bool = True
 
 
 _CATALOG = (
-    ModelInfo("mlp", "Multilayer perceptron: Flatten → Dense 128 → Dense 64 → logits."),
+    ModelInfo(
+        "mlp", "Multilayer perceptron: Flatten → Dense 128 → Dense 64 → logits.", images=False
+    ),
     ModelInfo(
         "lenet",
         "LeNet-5 (LeCun et al., 1998) with ReLU and max pooling: "

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -392,6 +393,26 @@ def test_ctrl_c_stops_the_run_and_exits_130(tmp_path):
         record = store.get_run(run_id)
     assert record.status == "stopped"
     assert record.step < 100_000
+
+
+def test_train_on_a_file_of_ones_own(tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 4)).astype("float32")
+    y = (x[:, 0] > x[:, 1]).astype("int64")
+    rows = "\n".join(",".join(map(str, [*row, label])) for row, label in zip(x, y, strict=True))
+    (tmp_path / "mine.csv").write_text("a,b,c,d,label\n" + rows)
+    store = tmp_path / "lab.sqlite"
+    code, _, err = run_main(
+        "train", "--store", store, "--dataset", f"csv:{tmp_path / 'mine.csv'}",
+        "--model", "mlp", "--batch-size", "32", "--max-steps", "40", "--val-every", "20",
+    )  # fmt: skip
+    assert code == 0, err
+    with Store(store) as opened:
+        (record,) = opened.list_runs()
+    assert record.config["dataset"] == f"csv:{tmp_path / 'mine.csv'}"
+    assert record.final_metrics["val_accuracy"] > 0.8  # it learnt the file's rule
+    code, _, err = run_main("train", "--store", store, "--dataset", f"npz:{tmp_path / 'no.npz'}")
+    assert code == 2 and "dataset: cannot read" in err
 
 
 def test_set_pause_resume_and_stop_steer_a_run_of_another_process(tmp_path):
