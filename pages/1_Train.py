@@ -5,17 +5,21 @@ from __future__ import annotations
 import streamlit as st
 
 from core import optimizers
+from core.data import files
 from core.engine import TASKS, run_fields
 from core.knobs import Knob
 from ui import forms, state
 from ui.train_form import (
     ERRORS,
     STARTED,
+    UPLOAD,
+    dataset_options,
     knob_key,
     run_key,
     seed_knobs,
     seed_widgets,
     submit,
+    upload,
     weight_key,
 )
 
@@ -35,7 +39,23 @@ model_col, data_col, optimizer_col = st.columns(3)
 with model_col:
     field(FIELDS["model"], run_key("model"), errors)
 with data_col:
-    field(FIELDS["dataset"], run_key("dataset"), errors)
+    st.selectbox(
+        "dataset",
+        dataset_options(),
+        key=run_key("dataset"),
+        format_func=files.label,
+        help=FIELDS["dataset"].help,
+    )
+    forms.show_error(errors, "dataset")
+    with st.popover("Your own data", icon=":material/upload_file:"):
+        st.file_uploader(
+            "A .npz (x_train, y_train, x_test, y_test) or a .csv (features, then the label)",
+            type=list(files.FORMATS),
+            key=UPLOAD,
+            on_change=upload,
+            help=f"Checked, then kept beside the lab's store; up to "
+            f"{files.MAX_BYTES // 2**20} MB. Labels are classes 0, 1, 2, ...",
+        )
 with optimizer_col:
     field(FIELDS["optimizer"], run_key("optimizer"), errors)
 

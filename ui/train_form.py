@@ -12,12 +12,14 @@ from typing import Any
 import streamlit as st
 
 from core import optimizers
+from core.data import files
 from core.engine import TASKS, RunConfig, run_fields
 from core.knobs import InvalidInput
 from ui import forms, state
 
 ERRORS = "train_errors"
 STARTED = "train_started"
+UPLOAD = "train_upload"
 
 
 def run_key(name: str) -> str:
@@ -66,6 +68,31 @@ def seed_knobs(spec: optimizers.OptimizerSpec) -> None:
             st.session_state.setdefault(f"{key}:data", forms.initial(knob, knob.default))
         else:
             st.session_state.setdefault(key, forms.initial(knob, knob.default))
+
+
+def dataset_options() -> list[str]:
+    """The datasets to pick from: the lab's, the files uploaded to this store, and a
+    cloned run's file."""
+    names = [*run_fields()["dataset"].choices, *files.kept(state.engine().store.datasets_folder)]
+    current = st.session_state.get(run_key("dataset"))
+    return names if current in names or not files.is_file(current) else [*names, current]
+
+
+def upload() -> None:
+    """The uploader's callback: keeps a file that is a dataset, and picks it; else says
+    why, under the dataset field."""
+    uploaded = st.session_state.get(UPLOAD)
+    if uploaded is None:
+        return
+    errors = {k: v for k, v in st.session_state.get(ERRORS, {}).items() if k != "dataset"}
+    folder = state.engine().store.datasets_folder
+    try:
+        st.session_state[run_key("dataset")] = files.keep(
+            folder, uploaded.name, uploaded.getvalue()
+        )
+    except files.BadDataFile as exc:
+        errors["dataset"] = str(exc).removeprefix("dataset: ")
+    st.session_state[ERRORS] = errors
 
 
 def submit() -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import io
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -86,6 +87,33 @@ def check_bytes(kind: str, content: bytes) -> Dataset:
         )
     parse = _from_npz if kind == "npz" else _from_csv
     return parse("upload", io.BytesIO(content))
+
+
+def keep(folder: Path, filename: str, content: bytes) -> str:
+    """Checks an uploaded file and keeps it in `folder` under its name (made safe; a file
+    of that name is replaced); returns its dataset name. Raises `BadDataFile`."""
+    kind = Path(filename).suffix.removeprefix(".").lower()
+    check_bytes(kind, content)
+    stem = re.sub(r"[^A-Za-z0-9_-]+", "_", Path(filename).stem).strip("_")[:60] or "data"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{stem}.{kind}"
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_bytes(content)
+    os.replace(partial, path)  # whole, or not there: a run reading it never sees half
+    return f"{kind}:{path.resolve()}"
+
+
+def kept(folder: Path) -> list[str]:
+    """The dataset names of the files kept in `folder`, by file name."""
+    if not folder.is_dir():
+        return []
+    paths = sorted(p for p in folder.iterdir() if p.suffix.removeprefix(".") in FORMATS)
+    return [f"{p.suffix.removeprefix('.')}:{p.resolve()}" for p in paths]
+
+
+def label(name: str) -> str:
+    """A dataset name as a picker shows it: a file's by its file name."""
+    return f"your file {Path(name.partition(':')[2]).name}" if is_file(name) else name
 
 
 @functools.lru_cache(maxsize=8)

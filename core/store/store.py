@@ -274,6 +274,12 @@ class Store:
         store's file (see `core.engine.checkpoints`)."""
         return self.path.with_name(f"{self.path.stem}.checkpoints") / run_id
 
+    @property
+    def datasets_folder(self) -> Path:
+        """Where datasets uploaded from the dashboard are kept: `<store>.datasets/` beside
+        the store's file (see `core.data.files.keep`)."""
+        return self.path.with_name(f"{self.path.stem}.datasets")
+
     def reopen(
         self, run_id: str, step: int, *, owner: str, command: str | None = None
     ) -> RunRecord:

@@ -8,9 +8,11 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from core import optimizers
+from core.data import files
 from core.engine import RunConfig
 from core.knobs import InvalidInput
 from tests.apptest import ROOT, SHORT, finished_run, page
@@ -84,6 +86,33 @@ def test_train_page_starts_a_run_in_the_engine(lab) -> None:
     assert run.config["hyperparameters"]["clip_norm"] == 1.5
     assert run.config["max_steps"] == 5
     lab.wait(run.id, 60)
+
+
+def test_train_page_offers_the_datasets_uploaded_and_a_cloned_runs_file(lab, tmp_path) -> None:
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(60, 3)).astype("float32"), np.arange(60) % 2
+    content = tmp_path / "mine.npz"
+    np.savez(content, x_train=x[:50], y_train=y[:50], x_test=x[50:], y_test=y[50:])
+    kept = files.keep(lab.store.datasets_folder, "my data!.npz", content.read_bytes())
+    assert kept == f"npz:{lab.store.datasets_folder.resolve() / 'my_data.npz'}"
+    elsewhere = f"npz:{content}"  # a CLI run's file, cloned
+
+    at = page("pages/1_Train.py")
+    at.session_state["prefill"] = RunConfig(dataset=elsewhere, model="mlp").to_dict()
+    at.run()
+    assert not at.exception
+    picker = at.selectbox(key="run:dataset")
+    assert picker.value == elsewhere and picker.options[-2:] == [
+        "your file my_data.npz",
+        "your file mine.npz",
+    ]
+    picker.select(kept).run()
+    at.text_input(key="run:max_steps").input("3").run()
+    at.text_input(key="run:batch_size").input("10").run()
+    at.button(key="start").click().run()
+    assert not at.exception
+    (run,) = lab.list()
+    assert run.config["dataset"] == kept and lab.wait(run.id, 60).status == "completed"
 
 
 def test_clone_prefills_the_train_form(lab) -> None:

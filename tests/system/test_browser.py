@@ -243,3 +243,52 @@ def test_fork_a_run_on_live_see_the_branch_and_download_a_model(server, browser,
     assert saved.name == f"{fork.id}-step-60.keras"
     assert saved.read_bytes()[:2] == b"PK" and saved.stat().st_size > 10_000  # a Keras zip
     assert page.locator("[data-testid='stException']").count() == 0
+
+
+def test_upload_an_npz_on_train_and_train_on_it(server, browser, tmp_path):
+    """A file of one's own, from the browser: checked, kept beside the store, picked in
+    the form, and trained on (28×28 byte images: the default model, LeNet, takes them)."""
+    import numpy as np
+
+    url, store_path = server
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, size=(120, 28, 28), dtype=np.uint8)
+    labels = (images.mean(axis=(1, 2)) > 127.5).astype("int64")
+    upload = tmp_path / "bright or dark.npz"
+    train, test = {"x_train": images[:100], "y_train": labels[:100]}, {"x_test": images[100:]}
+    np.savez(upload, **train, **test, y_test=labels[100:])
+    bad = tmp_path / "broken.npz"
+    np.savez(bad, x_train=images)
+
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{url}/Train")
+    settle(page)
+    page.get_by_role("button", name="Your own data").click()
+    chooser = page.locator("[data-testid='stFileUploaderDropzoneInput']")
+    chooser.set_input_files(str(bad))
+    page.wait_for_function(
+        "() => document.body.innerText.includes('lacks y_train, x_test, y_test')", timeout=30_000
+    )
+    chooser.set_input_files(str(upload))
+    page.wait_for_function(
+        "() => document.body.innerText.includes('your file bright_or_dark.npz')", timeout=30_000
+    )
+    settle(page)
+    assert "lacks y_train" not in page.inner_text("body")  # the error went with the bad file
+    screenshot(page, "train-upload")
+    for label, value in (("max_steps", "12"), ("batch_size", "20")):
+        field = page.get_by_role("textbox", name=label, exact=True)
+        field.fill(value)
+        field.press("Enter")
+        settle(page)
+    page.get_by_role("button", name="Start training").click()
+    page.wait_for_url(f"{url}/Live**", timeout=60_000)
+
+    kept = (store_path.parent / f"{store_path.stem}.datasets" / "bright_or_dark.npz").resolve()
+    with Store(store_path) as store:
+        (run,) = [r for r in store.list_runs() if r.config["dataset"] == f"npz:{kept}"]
+    deadline = time.monotonic() + 120
+    while (status := run_status(store_path, run.id)) != "completed":
+        assert status in ("queued", "running") and time.monotonic() < deadline, status
+        time.sleep(0.2)
+    assert page.locator("[data-testid='stException']").count() == 0
