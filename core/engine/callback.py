@@ -84,6 +84,9 @@ class LabCallback(keras.callbacks.Callback):
     # Keras's hooks ------------------------------------------------------------------------
 
     def on_train_begin(self, logs: Mapping[str, Any] | None = None) -> None:
+        # Each `fit` is a run of its own, from step 1.
+        self.step, self._last, self._row = 0, {}, {}
+        self._paused = self._stop = False
         store = self._store = Store(self.store_path)
         optimizer = self.model.optimizer
         spec = spec_of(optimizer)

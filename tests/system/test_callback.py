@@ -99,6 +99,10 @@ def test_a_fit_with_a_keras_optimizer_is_recorded_and_shown(tmp_path: Path, lab)
     assert run.status == "completed" and run.config["optimizer"] == "keras:SGD"
     assert run.config["hyperparameters"] == {"learning_rate": pytest.approx(0.05)}
     assert lab.metrics(callback.run_id).steps.tolist() == [1, 2, 3, 4]
+    first = callback.run_id
+    model.fit(*data(), batch_size=64, epochs=1, verbose=0, callbacks=[callback])
+    assert callback.run_id != first  # each fit a run of its own, from step 1
+    assert lab.metrics(callback.run_id).steps.tolist() == [1, 2, 3, 4]
     for name, key in (("pages/2_Live.py", "watch"), ("pages/3_Compare.py", "compare")):
         at = page(name)
         at.session_state[key] = [callback.run_id]
