@@ -6,10 +6,10 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from core import optimizers
 from core.charts import INSTRUMENT_HELP, instrument_figures, layer_figures, training_figures
 from core.engine import RunStatus
 from core.engine.client import EngineUnavailable
+from core.engine.live import TASK_WEIGHT, live_knobs
 from core.knobs import InvalidInput, Knob, live_change
 from core.store import Command, UnknownRunError
 from ui import downloads, state, texts, views
@@ -64,20 +64,21 @@ def resume(run_id: str, step: int) -> None:
         st.toast(f"Resuming from step {step:,}", icon=":material/play_arrow:")
 
 
-def live_knobs(run: RunStatus) -> list[Knob]:
-    """The run's live knobs that are on; none for a script's Keras optimizer (`LabCallback`),
-    which is not one of the lab's."""
+def on_knobs(run: RunStatus) -> list[Knob]:
+    """The run's live knobs that are on (a multi-task run's task weights too); none for a
+    script's Keras optimizer (`LabCallback`), which is not one of the lab's."""
     try:
-        spec = optimizers.get_spec(run.config["optimizer"])
+        knobs = live_knobs(run.config["optimizer"], bool(run.config.get("multitask")))
     except InvalidInput:
         return []
-    return [k for k in spec.knobs if k.live and run.knobs.get(k.name) is not None]
+    return [knob for knob in knobs if run.knobs.get(knob.name) is not None]
 
 
 def fork_form(run: RunStatus, saved: list[int]) -> None:
     """Pick a checkpoint, change live knobs, the length or the name, and start a fork;
     then watch it beside its parent."""
-    live = live_knobs(run)
+    # A fork changes its optimizer's knobs; its task weights are its parent's.
+    live = [knob for knob in on_knobs(run) if not knob.name.startswith(TASK_WEIGHT)]
     with st.form(key=f"fork:{run.id}", border=False):
         step = st.select_slider(
             "From its checkpoint of step", saved, value=saved[-1], key=f"fork-step:{run.id}"
@@ -116,7 +117,7 @@ def fork_form(run: RunStatus, saved: list[int]) -> None:
 def knob_form(run: RunStatus) -> None:
     """A slider per live knob that is on, set at its current value; nothing changes until
     Apply, and then only the knobs moved away from the value they showed."""
-    live = live_knobs(run)
+    live = on_knobs(run)
     if not live:
         st.caption("Its optimizer has no live knob the lab can change.")
         return

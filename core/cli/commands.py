@@ -20,6 +20,7 @@ from core.cli.progress import ProgressBar, RunWatch, failure, format_summary
 from core.engine import Engine
 from core.engine.checkpoints import RunCheckpoints
 from core.engine.client import EngineClient
+from core.engine.live import TASK_WEIGHT
 from core.export import safe_path, write_csv, write_tensorboard
 from core.knobs import InvalidInput
 from core.store import RunRecord, Store, StoreError, UnknownRunError, default_path, owner
@@ -89,6 +90,8 @@ def steer(args: argparse.Namespace) -> int:
         try:
             if args.command == "set":
                 changes = given_changes(args)
+                weights = changes.pop("task_weights", [])
+                changes |= {f"{TASK_WEIGHT}{task}": weight for task, weight in weights}
                 if not changes:
                     raise UsageError("set: give at least one knob, e.g. --lr 0.01")
                 command = client.update(args.run_id, **changes)

@@ -190,6 +190,7 @@ def build_parser(specs: Sequence[OptimizerSpec] | None = None) -> argparse.Argum
         "process has taken the change.",
     )
     knobs.add_argument("run_id", metavar="RUN_ID", help="The run, as `runs` lists it.")
+    _add_task_weight_flag(knobs.add_argument_group("multi-task runs"), "Live.")
     _add_knob_flags(knobs, specs, live_only=True)
     knobs.set_defaults(command="set")
 
@@ -238,7 +239,12 @@ def _add_run_flags(parser: argparse.ArgumentParser, specs: Sequence[OptimizerSpe
     run = parser.add_argument_group("run")
     for knob in fields(specs):
         _add_knob(run, knob, knob.name, _show(knob.default) + ".")
-    run.add_argument(
+    _add_task_weight_flag(run, "Default: 1 each.")
+    _add_knob_flags(parser, specs)
+
+
+def _add_task_weight_flag(group: argparse._ArgumentGroup, default_text: str) -> None:
+    group.add_argument(
         "--task-weight",
         dest="task_weights",
         action="append",
@@ -246,9 +252,8 @@ def _add_run_flags(parser: argparse.ArgumentParser, specs: Sequence[OptimizerSpe
         default=argparse.SUPPRESS,
         metavar="TASK=W",
         help="Loss weight of a task of the multi-task model (digit, parity), in [0, 1000]; "
-        "repeatable. Default: 1 each.",
+        f"repeatable. {default_text}",
     )
-    _add_knob_flags(parser, specs)
 
 
 def _add_knob_flags(
@@ -417,7 +422,8 @@ def run_config(args: argparse.Namespace) -> RunConfig:
 
 
 def given_changes(args: argparse.Namespace) -> dict[str, Any]:
-    """Each run field and knob given as a flag, by name: what `fork` and `set` change."""
+    """Each run field and knob given as a flag, by name: what `fork` and `set` change
+    (`task_weights` as a list of (task, weight) pairs)."""
     changes: dict[str, Any] = {}
     for dest, value in vars(args).items():
         if dest.startswith(HYPERPARAMETER):

@@ -14,15 +14,15 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from core import optimizers
 from core.engine.checkpoints import RunCheckpoints
 from core.engine.config import RunConfig
 from core.engine.engine import last_checkpoint
 from core.engine.forks import create_fork
+from core.engine.live import checked_changes
 from core.engine.model_file import choose_checkpoint
 from core.engine.reading import RunReader
 from core.engine.status import RunStatus
-from core.knobs import InvalidInput, live_change
+from core.knobs import InvalidInput
 from core.optimizers.catalog import OptimizerSpec, Plugins
 from core.store import Command, Service, Store, UnknownRunError, owner
 
@@ -144,19 +144,10 @@ class EngineClient(RunReader):
         return None
 
     def update(self, run_id: str, **knobs: float) -> Command:
-        """Asks for live knob changes from the run's next step on. Raises
-        `InvalidInput` naming each bad knob, and then asks nothing."""
-        config = self._steerable(run_id).config
-        spec = optimizers.get_spec(config["optimizer"])
-        errors, values = {}, {}
-        for name, value in knobs.items():
-            was_on = config["hyperparameters"].get(name) is not None
-            try:
-                values[name] = live_change(spec.knobs, name, value, was_on=was_on)
-            except ValueError as exc:
-                errors[name] = str(exc)
-        if errors or not values:
-            raise InvalidInput(errors or {"knobs": "name at least one knob"})
+        """Asks for live knob changes (see `core.engine.live`) from the run's next step
+        on. Raises `InvalidInput` naming each bad knob, and then asks nothing."""
+        status = self._steerable(run_id)
+        values = checked_changes(status.config, status.knobs, knobs)
         return self.store.add_command(run_id, "set", {"knobs": values})
 
     def settle(self, command: Command, timeout: float = 2.0) -> Command:

@@ -23,9 +23,10 @@ from core.engine.commands import CommandListener
 from core.engine.config import RunConfig
 from core.engine.execution import RunControl, RunExecution
 from core.engine.forks import create_fork
+from core.engine.live import checked_changes
 from core.engine.reading import RunReader
 from core.engine.status import Progress, RunStatus
-from core.knobs import InvalidInput, live_change
+from core.knobs import InvalidInput
 from core.store import ACTIVE_STATUSES, Command, Store, UnknownRunError, owner
 
 
@@ -153,24 +154,11 @@ class Engine(RunReader):
         self._listener.any_run = ("export",)
 
     def update(self, run_id: str, **knobs: float) -> None:
-        """Changes live optimizer knobs from the run's next step on; each change becomes an
-        event at the first step that uses it. Raises `InvalidInput` naming each
-        bad knob, and then changes nothing."""
-        from core import optimizers
-
-        if not knobs:
-            raise InvalidInput({"knobs": "name at least one knob to change"})
+        """Changes live knobs (see `core.engine.live`) from the run's next step on; each
+        change becomes an event at the first step that uses it. Raises `InvalidInput`
+        naming each bad knob, and then changes nothing."""
         control = self._active(run_id)
-        spec = optimizers.get_spec(control.config.optimizer)
-        errors, values = {}, {}
-        for name, value in knobs.items():
-            was_on = control.config.hyperparameters.get(name) is not None
-            try:
-                values[name] = live_change(spec.knobs, name, value, was_on=was_on)
-            except ValueError as exc:
-                errors[name] = str(exc)
-        if errors:
-            raise InvalidInput(errors)
+        values = checked_changes(control.config.to_dict(), self.status(run_id).knobs, knobs)
         for name, value in values.items():
             control.updates.put((name, value))
 

@@ -266,7 +266,7 @@ class RunExecution:
                 name, value = self.control.updates.get_nowait()
             except queue.Empty:
                 return
-            previous = trainer.optimizer.get_knob(name)
+            previous = trainer.get_knob(name)
             value = trainer.set_knob(name, value)
             writer.add_event(step, KNOB_EVENT, {"name": name, "value": value, "previous": previous})
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from core.engine.live import run_knobs
 from core.store import ACTIVE_STATUSES, RESUMABLE_STATUSES, RunRecord
 
 
@@ -78,7 +79,7 @@ class RunStatus:
             final_metrics=record.final_metrics,
             steps_per_second=speed,
             tags=record.tags,
-            knobs={**record.config.get("hyperparameters", {}), **(changed or {})},
+            knobs={**run_knobs(record.config), **(changed or {})},
             steerable=steerable and status in ACTIVE_STATUSES,
             parent=record.parent,
             forked_at=record.forked_at,

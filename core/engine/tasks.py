@@ -15,6 +15,8 @@ import keras
 import tensorflow as tf
 
 from core.engine.config import TASKS, RunConfig
+from core.engine.live import TASK_WEIGHT
+from core.knobs import InvalidInput
 
 
 @dataclass
@@ -51,6 +53,20 @@ class SingleTask:
 
     def __init__(self, global_batch: int) -> None:
         self.global_batch = global_batch
+        self.weights: dict[str, tf.Variable] = {}  # a multi-task run's loss weights
+
+    @property
+    def variables(self) -> list[tf.Variable]:
+        """What a checkpoint keeps of the task: a multi-task run's loss weights."""
+        return list(self.weights.values())
+
+    def weight(self, knob: str) -> tf.Variable:
+        """The variable of the knob `task_weight/<task>`; raises `InvalidInput` naming the
+        knob when the run has no such task weight."""
+        weight = self.weights.get(knob.removeprefix(TASK_WEIGHT))
+        if weight is None:
+            raise InvalidInput({knob: "is not a task weight of this run"})
+        return weight
 
     def losses(self, outputs: Any, y: Any) -> dict[str, tf.Tensor]:
         """Per-example losses, by task."""
@@ -99,7 +115,11 @@ class MultiTask(SingleTask):
 
     def __init__(self, global_batch: int, weights: Mapping[str, float]) -> None:
         super().__init__(global_batch)
-        self.weights = dict(weights)
+        # Variables the traced step reads: a live change of a weight needs no retrace.
+        self.weights = {
+            task: tf.Variable(float(weights[task]), trainable=False, name=f"task_weight_{task}")
+            for task in TASKS
+        }
 
     def losses(self, outputs: Any, y: Any) -> dict[str, tf.Tensor]:
         return {task: _cross_entropy(y[task], outputs[task]) for task in TASKS}
@@ -112,7 +132,7 @@ class MultiTask(SingleTask):
             "loss": {
                 task: keras.losses.SparseCategoricalCrossentropy(from_logits=True) for task in TASKS
             },
-            "loss_weights": dict(self.weights),
+            "loss_weights": {task: float(weight) for task, weight in self.weights.items()},
             "metrics": {task: ["accuracy"] for task in TASKS},
         }
 

@@ -24,6 +24,7 @@ import tensorflow as tf
 from core import data, models, optimizers
 from core.engine.config import RunConfig, instrument_intervals
 from core.engine.instruments import INSTRUMENTS, Instrument, Measurements, ReplicaStep
+from core.engine.live import TASK_WEIGHT
 from core.engine.tasks import task_of
 from core.engine.telemetry import Telemetry
 
@@ -158,7 +159,8 @@ class Trainer:
     def state(self) -> list[tf.Variable]:
         """Every variable that the steps after this one depend on: the model's, the
         optimizer's (slots, iterations, live knobs, error feedback), the running sums and
-        initial weights of the telemetry, and the instruments' running state. With the
+        initial weights of the telemetry, the instruments' running state, and a multi-task
+        run's loss weights. With the
         batch position (`start`), the whole state of a run: the batch order and the
         gradient noise are functions of the seed and the step."""
         return [
@@ -166,6 +168,7 @@ class Trainer:
             *self.optimizer.variables,
             *self.telemetry.variables,
             *(v for instrument in self.instruments.values() for v in instrument.variables),
+            *self.task.variables,
             self._first_nonfinite,
         ]
 
@@ -195,8 +198,18 @@ class Trainer:
             if every > 0 and step % every == 0
         ]
 
+    def get_knob(self, name: str) -> Any:
+        """The current value of a knob: the optimizer's, or a task weight."""
+        if name.startswith(TASK_WEIGHT):
+            return float(self.task.weight(name).numpy())
+        return self.optimizer.get_knob(name)
+
     def set_knob(self, name: str, value: float) -> float:
-        """Changes a live optimizer knob from the next step on; returns the value set."""
+        """Changes a live knob (see `core.engine.live`, which checks the value) from the
+        next step on; returns the value set."""
+        if name.startswith(TASK_WEIGHT):
+            self.task.weight(name).assign(float(value))
+            return float(value)
         return self.optimizer.set_knob(name, value)
 
     def _train_step_fn(self, batches: Any, *, log: bool, due: tuple[str, ...]) -> dict[str, Any]:

@@ -98,7 +98,7 @@ def test_train_page_offers_the_datasets_uploaded_and_a_cloned_runs_file(lab, tmp
     elsewhere = f"npz:{content}"  # a CLI run's file, cloned
 
     at = page("pages/1_Train.py")
-    at.session_state["prefill"] = RunConfig(dataset=elsewhere, model="mlp").to_dict()
+    at.session_state["prefill"] = RunConfig(dataset=elsewhere, model="mlp", batch_size=10).to_dict()
     at.run()
     assert not at.exception
     picker = at.selectbox(key="run:dataset")
@@ -108,7 +108,6 @@ def test_train_page_offers_the_datasets_uploaded_and_a_cloned_runs_file(lab, tmp
     ]
     picker.select(kept).run()
     at.text_input(key="run:max_steps").input("3").run()
-    at.text_input(key="run:batch_size").input("10").run()
     at.button(key="start").click().run()
     assert not at.exception
     (run,) = lab.list()

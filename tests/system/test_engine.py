@@ -296,6 +296,34 @@ def test_multitask_model_logs_each_task(engine) -> None:
     )
 
 
+def test_a_task_weight_changes_while_a_multitask_run_trains(engine) -> None:
+    run_id = engine.start(config(epochs=10_000, multitask=True, log_every=1))
+    wait_for(lambda: engine.status(run_id).step >= 5)
+    with pytest.raises(InvalidHyperparameters) as caught:
+        engine.update(run_id, **{"task_weight/digit": 0.0, "task_weight/parity": 0.0})
+    assert caught.value.errors == {"task_weights": "at least one weight must stay above 0"}
+    engine.update(run_id, **{"task_weight/parity": 0.25})
+    wait_for(lambda: any(e.kind == "knob" for e in engine.events(run_id)))
+    (change,) = [e for e in engine.events(run_id) if e.kind == "knob"]
+    assert change.payload == {"name": "task_weight/parity", "value": 0.25, "previous": 1.0}
+    wait_for(lambda: (engine.metrics(run_id).last_step or 0) >= change.step + 3)
+    assert engine.status(run_id).knobs["task_weight/parity"] == 0.25
+    engine.stop(run_id)
+    metrics = engine.metrics(run_id)
+    for weight, steps in ((1.0, metrics.steps < change.step), (0.25, metrics.steps >= change.step)):
+        expected = metrics["loss/digit"][steps] + weight * metrics["loss/parity"][steps]
+        np.testing.assert_allclose(metrics["loss"][steps], expected, rtol=1e-5)
+
+
+def test_a_single_task_run_has_no_task_weights_to_change(engine) -> None:
+    run_id = engine.start(config(epochs=10_000))
+    try:
+        with pytest.raises(InvalidHyperparameters, match="task_weight/parity: is not a live knob"):
+            engine.update(run_id, **{"task_weight/parity": 0.5})
+    finally:
+        engine.stop(run_id)
+
+
 def test_mirrored_strategy_trains_like_one_device(engine) -> None:
     ids = [engine.start(config(max_steps=20, strategy=s)) for s in ("default", "mirrored")]
     one, two = (engine.wait(r, 120) for r in ids)
