@@ -46,8 +46,7 @@ with data_col:
         format_func=files.label,
         help=FIELDS["dataset"].help,
     )
-    forms.show_error(errors, "dataset")
-    with st.popover("Your own data", icon=":material/upload_file:"):
+    with st.popover("Your own data", icon=":material/upload_file:", key="train:own-data"):
         st.file_uploader(
             "A .npz (x_train, y_train, x_test, y_test) or a .csv (features, then the label)",
             type=list(files.FORMATS),
@@ -56,6 +55,8 @@ with data_col:
             help=f"Checked, then kept beside the lab's store; up to "
             f"{files.MAX_BYTES // 2**20} MB. Labels are classes 0, 1, 2, ...",
         )
+    # After the popover: an error above it would move it, and close it.
+    forms.show_error(errors, "dataset")
 with optimizer_col:
     field(FIELDS["optimizer"], run_key("optimizer"), errors)
 

@@ -261,17 +261,21 @@ def test_upload_an_npz_on_train_and_train_on_it(server, browser, tmp_path):
     np.savez(bad, x_train=images)
 
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(url)  # a fresh server's first page runs outside the frame if it is not home
+    settle(page)
     page.goto(f"{url}/Train")
     settle(page)
     page.get_by_role("button", name="Your own data").click()
-    chooser = page.locator("[data-testid='stFileUploaderDropzoneInput']")
+    chooser = page.locator("input[type='file']")
     chooser.set_input_files(str(bad))
     page.wait_for_function(
         "() => document.body.innerText.includes('lacks y_train, x_test, y_test')", timeout=30_000
     )
     chooser.set_input_files(str(upload))
-    page.wait_for_function(
-        "() => document.body.innerText.includes('your file bright_or_dark.npz')", timeout=30_000
+    page.wait_for_function(  # picked: the select box shows it
+        "() => [...document.querySelectorAll('input')]"
+        ".some(i => i.value === 'your file bright_or_dark.npz')",
+        timeout=30_000,
     )
     settle(page)
     assert "lacks y_train" not in page.inner_text("body")  # the error went with the bad file
