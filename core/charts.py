@@ -61,6 +61,7 @@ class RunView:
     # A fork's: what its parent (and theirs) logged up to where it branched off, drawn
     # dotted in its colour before its own line.
     history: Metrics | None = None
+    checkpoints: Sequence[int] = ()  # the steps it can be forked or resumed from
 
     @property
     def text(self) -> str:
@@ -378,7 +379,33 @@ def _figure(
 
 
 def _loss(run: RunView, i: int) -> list[dict[str, Any]]:
-    return _train_and_validation(run, i, "loss")
+    return _train_and_validation(run, i, "loss") + _checkpoint_markers(run, _run_colour(i))
+
+
+#: The `meta` of a run's checkpoint markers, then its id.
+CHECKPOINTS = "checkpoints:"
+
+
+def _checkpoint_markers(run: RunView, colour: str) -> list[dict[str, Any]]:
+    """A diamond on the loss line at each of the run's checkpoints (at the loss last
+    logged by then): where a fork can start."""
+    if not run.checkpoints or "loss" not in run.metrics:
+        return []
+    logged = ~np.isnan(run.metrics["loss"])
+    steps, loss = run.metrics.steps[logged], run.metrics["loss"][logged]
+    at = np.asarray(run.checkpoints)
+    last = np.searchsorted(steps, at, side="right") - 1  # the last logged step ≤ each
+    drawn = last >= 0
+    trace = _scatter(
+        run, "checkpoint", at[drawn], loss[last[drawn]], colour, mode="markers",
+        meta=CHECKPOINTS + run.run_id,
+    )  # fmt: skip
+    trace["marker"] = {"color": colour, "size": 10, "symbol": "diamond-open"}
+    trace["showlegend"] = False
+    trace["hovertemplate"] = (
+        f"{run.text} · checkpoint of step %{{x}}<br>Fork or Resume starts here<extra></extra>"
+    )
+    return [trace]
 
 
 def _accuracy(run: RunView, i: int) -> list[dict[str, Any]]:

@@ -25,6 +25,7 @@ def run_view(engine: EngineClient, run: RunStatus) -> RunView:
         engine.events(run.id),
         batch_size=run.config.get("batch_size"),
         history=history(engine, run),
+        checkpoints=[checkpoint.step for checkpoint in engine.checkpoints(run.id)],
     )
 
 

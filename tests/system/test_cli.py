@@ -23,6 +23,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from core.cli import build_parser, main, render_progress, run_config
 from core.engine import Engine, RunStatus
 from core.export import LEADING_COLUMNS
+from core.knobs import InvalidInput
 from core.store import Store
 from tests.cli import run_main
 from tests.waiting import wait_for
@@ -210,7 +211,10 @@ def test_only_the_knobs_given_are_set():
     assert parse_train("--optimizer", "adam").hyperparameters["learning_rate"] == 0.001
     assert parse_train("--optimizer", "sgd").hyperparameters["learning_rate"] == 0.01
     assert parse_train("--learning-rate", "0.2").hyperparameters["learning_rate"] == 0.2
-    assert parse_train("--weight-decay", "none").hyperparameters["weight_decay"] is None
+    off = parse_train("--optimizer", "adam", "--weight-decay", "none")
+    assert off.hyperparameters["weight_decay"] is None
+    with pytest.raises(InvalidInput, match="weight_decay: is required by adamw"):
+        parse_train("--weight-decay", "none")  # adamw's is its own, as Keras's AdamW's
     assert parse_train("--no-telemetry").telemetry is False
     assert parse_train("--multitask").multitask is True
     assert parse_train("--optimizer", "momentum", "--nesterov").hyperparameters["nesterov"]

@@ -455,3 +455,14 @@ def test_a_multi_task_run_draws_each_tasks_loss_accuracy_and_gradient_norm() -> 
     assert {"run a · parity", "run a · parity validation"} <= set(accuracy)
     single = training_figures([RunView("b", "run b", metrics(n), [])])
     assert not {"task_loss", "task_grad_norm"} & set(single)  # no empty task charts
+
+
+def test_a_runs_checkpoints_are_marked_on_its_loss_line_to_fork_from() -> None:
+    run = RunView("a", "run a", metrics(100), [], checkpoints=[25, 50, 100])
+    (marks,) = [t for t in training_figures([run])["loss"].data if t.meta == "checkpoints:a"]
+    assert list(marks.x) == [25, 50, 100] and marks.mode == "markers"
+    loss = metrics(100)["loss"]
+    np.testing.assert_allclose(marks.y, loss[[24, 49, 99]], rtol=1e-6)  # on the line
+    assert "Fork or Resume starts here" in marks.hovertemplate and marks.showlegend is False
+    plain = training_figures([RunView("b", "run b", metrics(100), [])])["loss"]
+    assert not [t for t in plain.data if t.meta]  # no checkpoints, no marks
