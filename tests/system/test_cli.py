@@ -444,6 +444,8 @@ def test_set_pause_resume_and_stop_steer_a_run_of_another_process(tmp_path):
         assert code == 0, err
         with Store(store_path) as store:
             wait_for(lambda: store.get_run(run_id).status == "paused", 30, "not paused")
+            # Knob events are buffered with the metrics: written within a flush.
+            wait_for(lambda: len(store.events(run_id, "knob")) == 2, 30, "no knob events")
             changes = [e.payload for e in store.events(run_id, "knob")]
         assert {(c["name"], c["value"]) for c in changes} == {
             ("learning_rate", 0.05),
