@@ -97,8 +97,8 @@ class LabCallback(keras.callbacks.Callback):
         )
         store.set_progress(self.run_id, 0, total_steps=self.total_steps)
         self._writer = store.metrics_writer(self.run_id)
-        if spec is not None and optimizer.telemetry:
-            self._statistics = LayerStatistics(self.model, optimizer)
+        telemetry = spec is not None and optimizer.telemetry
+        self._statistics = LayerStatistics(self.model, optimizer) if telemetry else None
         shape = {"layers": self._layers(), "steps_per_epoch": self.params.get("steps")}
         self._writer.add_event(0, "init", shape)
         self._started = time.monotonic()

@@ -99,10 +99,15 @@ def test_a_fit_with_a_keras_optimizer_is_recorded_and_shown(tmp_path: Path, lab)
     assert run.status == "completed" and run.config["optimizer"] == "keras:SGD"
     assert run.config["hyperparameters"] == {"learning_rate": pytest.approx(0.05)}
     assert lab.metrics(callback.run_id).steps.tolist() == [1, 2, 3, 4]
+    # Each fit a run of its own, from step 1, with what its own optimizer records.
     first = callback.run_id
+    lab_model = functional_model(build("sgd", learning_rate=0.05, telemetry=True))
+    lab_model.fit(*data(), batch_size=64, epochs=1, verbose=0, callbacks=[callback])
+    assert "grad_norm" in lab.metrics(callback.run_id)
     model.fit(*data(), batch_size=64, epochs=1, verbose=0, callbacks=[callback])
-    assert callback.run_id != first  # each fit a run of its own, from step 1
-    assert lab.metrics(callback.run_id).steps.tolist() == [1, 2, 3, 4]
+    assert callback.run_id != first and lab.status(callback.run_id).status == "completed"
+    metrics = lab.metrics(callback.run_id)
+    assert metrics.steps.tolist() == [1, 2, 3, 4] and "grad_norm" not in metrics
     for name, key in (("pages/2_Live.py", "watch"), ("pages/3_Compare.py", "compare")):
         at = page(name)
         at.session_state[key] = [callback.run_id]
