@@ -444,13 +444,6 @@ def test_set_pause_resume_and_stop_steer_a_run_of_another_process(tmp_path):
         assert code == 0, err
         with Store(store_path) as store:
             wait_for(lambda: store.get_run(run_id).status == "paused", 30, "not paused")
-            # Knob events are buffered with the metrics: written within a flush.
-            wait_for(lambda: len(store.events(run_id, "knob")) == 2, 30, "no knob events")
-            changes = [e.payload for e in store.events(run_id, "knob")]
-        assert {(c["name"], c["value"]) for c in changes} == {
-            ("learning_rate", 0.05),
-            ("weight_decay", 0.01),
-        }
         assert run_main("resume", "--store", store_path, run_id)[0] == 0
         code, out, err = run_main("stop", "--store", store_path, run_id)
         assert code == 0, err
@@ -459,6 +452,12 @@ def test_set_pause_resume_and_stop_steer_a_run_of_another_process(tmp_path):
         child.kill()
     with Store(store_path) as store:
         assert store.get_run(run_id).status == "stopped"
+        # Taken at the first step after the command: after the pause, if it came first.
+        changes = [e.payload for e in store.events(run_id, "knob")]
+    assert {(c["name"], c["value"]) for c in changes} == {
+        ("learning_rate", 0.05),
+        ("weight_decay", 0.01),
+    }
     code, _, err = run_main("stop", "--store", store_path, run_id)
     assert code == 2 and f"run {run_id} has ended" in err
     code, _, err = run_main("pause", "--store", store_path, "0000-nope")
