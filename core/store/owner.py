@@ -31,10 +31,16 @@ def _start_ticks(pid: int) -> str | None:
 
 
 @functools.cache
-def current() -> str:
-    """This process's identity, `host:pid:start`."""
+def _process() -> str:
     pid = os.getpid()
     return f"{socket.gethostname()}:{pid}:{_start_ticks(pid) or '?'}"
+
+
+def current(part: str | None = None) -> str:
+    """This process's identity, `host:pid:start`; with `part`, `host:pid:start:part`
+    names a part of the process that takes its runs' commands itself (a script's fit
+    beside an engine in the same process), alive as long as the process is."""
+    return _process() if part is None else f"{_process()}:{part}"
 
 
 def alive(owner: str | None) -> bool:
@@ -45,6 +51,7 @@ def alive(owner: str | None) -> bool:
         return False
     host, _, rest = owner.partition(":")
     pid_text, _, start = rest.partition(":")
+    start = start.partition(":")[0]  # without the part's name
     if host != socket.gethostname():
         return True
     try:

@@ -326,6 +326,20 @@ def test_a_run_of_a_dead_process_reads_as_interrupted(store):
         )
 
 
+def test_a_part_of_a_process_lives_and_takes_commands_as_its_own(store):
+    """A script's fit beside an engine in one process: each takes only its own runs'
+    commands (the engine once took the fit's stop and refused it), both alive."""
+    fit = owner.current("fit-r1")
+    assert fit.startswith(owner.current() + ":") and owner.alive(fit)
+    assert not owner.alive(DEAD + ":fit-r1")
+    store.create_run("script", "script", {}, status="running", owner=fit)
+    store.create_run("engine's", "engine's", {}, status="running", owner=owner.current())
+    stop = store.add_command("script", "stop")
+    assert [c.id for c in store.pending_commands(fit)] == [stop.id]
+    assert [c.run_id for c in store.pending_commands(owner.current())] == []
+    assert store.get_run("script").status == "running"  # its owner lives
+
+
 def test_the_serving_engine_takes_every_runs_exports_and_only_those(store):
     store.create_run("cli", "cli", {}, status="completed", owner=DEAD)  # trained elsewhere
     store.create_run("own", "own", {}, status="running", owner="engine")
