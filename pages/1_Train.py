@@ -12,14 +12,17 @@ from ui import forms, state
 from ui.train_form import (
     ERRORS,
     STARTED,
+    TRANSFORMER_RULES,
     UPLOAD,
     dataset_options,
+    described,
     knob_key,
     run_key,
     seed_knobs,
     seed_widgets,
     submit,
     upload,
+    use_rules,
     weight_key,
 )
 
@@ -38,6 +41,7 @@ errors: dict[str, str] = st.session_state.get(ERRORS, {})
 model_col, data_col, optimizer_col = st.columns(3)
 with model_col:
     field(FIELDS["model"], run_key("model"), errors)
+    st.caption(described("model", st.session_state[run_key("model")]))
 with data_col:
     st.selectbox(
         "dataset",
@@ -57,6 +61,7 @@ with data_col:
         )
     # After the popover: an error above it would move it, and close it.
     forms.show_error(errors, "dataset")
+    st.caption(described("dataset", st.session_state[run_key("dataset")]))
 with optimizer_col:
     field(FIELDS["optimizer"], run_key("optimizer"), errors)
 
@@ -75,6 +80,14 @@ with st.expander("Per-layer rules (step multiplier and weight decay by regex)"):
     st.caption(
         "Variable paths look like `conv1/kernel` or `logits/bias`; the first match "
         "wins. The article's example: heavier decay on the classifier, `logits`."
+    )
+    st.button(
+        "The seeds' transformer rules",
+        on_click=use_rules,
+        args=(spec.name, TRANSFORMER_RULES),
+        key="train:transformer-rules",
+        help="No decay for norms and biases, a tenth of the step for the embeddings: "
+        "for a transformer such as the tiny_vit plugin.",
     )
     field(rules, knob_key(spec.name, rules.name), errors)
 

@@ -78,13 +78,13 @@ def new_sweep_form() -> None:
             optimizer = st.selectbox(
                 "optimizer", [spec.name for spec in optimizers.specs()], key="sweep:optimizer"
             )
+            model_names = [m.name for m in models.catalog(plugins=True)]
             model = st.selectbox(
-                "model",
-                [m.name for m in models.catalog()],
-                index=[m.name for m in models.catalog()].index("lenet"),
-                key="sweep:model",
+                "model", model_names, index=model_names.index("lenet"), key="sweep:model"
             )
-            dataset = st.selectbox("dataset", [d.name for d in data.catalog()], key="sweep:dataset")
+            dataset = st.selectbox(
+                "dataset", [d.name for d in data.catalog(plugins=True)], key="sweep:dataset"
+            )
             epochs = st.number_input("epochs", 1, 1000, 3, key="sweep:epochs")
             val_every = st.number_input(
                 "validate every (steps, 0: each epoch)", 0, 10**6, 0, key="sweep:val_every"

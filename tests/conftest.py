@@ -30,8 +30,8 @@ def served(path: Path) -> Iterator:
     serves it in its own; yields the `Engine`. The dashboard's client finds it and hands
     it its runs, and nothing is launched."""
     from core.engine import Engine
+    from core.engine.client import use_engine_plugins
     from core.engine.server import EngineService
-    from core.optimizers import catalog
 
     engine = Engine(path, max_concurrent=3)
     service = EngineService(engine, warm_up=False)
@@ -40,7 +40,7 @@ def served(path: Path) -> Iterator:
     finally:
         service.close()
         engine.close()
-        catalog.use_plugin_source(None)  # the dashboard's client set it
+        use_engine_plugins(None)  # the dashboard's client set them
 
 
 @pytest.fixture

@@ -13,9 +13,8 @@ import os
 
 import streamlit as st
 
-from core.engine.client import EngineClient
+from core.engine.client import EngineClient, use_engine_plugins
 from core.engine.server import launch
-from core.optimizers import catalog
 from core.store import Store, StoreError, default_path
 from core.sweep import Sweep
 from ui import texts
@@ -51,8 +50,7 @@ def shared_engine() -> EngineClient:
     store = Store(path, timeout=PAGE_LOCK_SECONDS)
     client = EngineClient(store, launch=lambda: launch(path, max_concurrent=max_concurrent))
     client.register_dashboard()
-    # Plugin optimizers as the engine loaded them: this process never imports TensorFlow.
-    catalog.use_plugin_source(client.plugins)
+    use_engine_plugins(client)  # this process never imports TensorFlow
     client.ensure_engine(wait=False)  # TensorFlow warms up there while the page paints
     return client
 

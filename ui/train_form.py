@@ -7,11 +7,12 @@ field for the page to show.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
-from core import optimizers
+from core import data, models, optimizers
 from core.data import files
 from core.engine import TASKS, RunConfig, run_fields
 from core.knobs import InvalidInput
@@ -70,12 +71,41 @@ def seed_knobs(spec: optimizers.OptimizerSpec) -> None:
             st.session_state.setdefault(key, forms.initial(knob, knob.default))
 
 
+#: The seeds' per-layer decay example, for a transformer (the ViT plugin): no decay on
+#: norms and biases, a tenth of the step for the embeddings.
+TRANSFORMER_RULES = (
+    {"pattern": "norm|bias", "lr_mult": 1.0, "weight_decay": 0.0},
+    {"pattern": "embedding", "lr_mult": 0.1},
+)
+
+
+def use_rules(optimizer: str, rules: tuple[dict[str, Any], ...]) -> None:
+    """A button's callback: the per-layer rules editor of `optimizer` holds `rules`."""
+    key = knob_key(optimizer, "layer_rules")
+    st.session_state[f"{key}:data"] = [dict(rule) for rule in rules]
+    st.session_state.pop(key, None)  # the editor's edits of the old rows
+
+
 def dataset_options() -> list[str]:
     """The datasets to pick from: the lab's, the files uploaded to this store, and a
     cloned run's file."""
     names = [*run_fields()["dataset"].choices, *files.kept(state.engine().store.datasets_folder)]
     current = st.session_state.get(run_key("dataset"))
     return names if current in names or not files.is_file(current) else [*names, current]
+
+
+def described(field: str, name: str) -> str:
+    """A line on the model or dataset `name` (`field`): its description, and the plugin
+    file it comes from; a file's is told by its name, not read again here."""
+    if field == "dataset" and files.is_file(name):
+        return ""
+    registry = models.registry if field == "model" else data.registry
+    try:
+        info = registry.info(name)
+    except ValueError as exc:
+        return str(exc).removeprefix(f"{field}: ")
+    plugin = "" if info.source == "core" else f" *(plugin: {Path(info.source).name})*"
+    return f"{info.description}{plugin}"
 
 
 def upload() -> None:

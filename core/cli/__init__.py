@@ -70,9 +70,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         _import_tensorflow_quietly()
     specs = optimizers.specs() if plugins else list(catalog.BUILTIN)
     if plugins:
-        for path, reason in catalog.plugin_errors().items():
+        from core import data, models
+
+        errors = catalog.plugin_errors() | models.registry.PLUGINS.errors()
+        for path, reason in (errors | data.registry.PLUGINS.errors()).items():
             print(f"warning: plugin {path} was not loaded: {reason}", file=sys.stderr)
-    parser = build_parser(specs)
+    parser = build_parser(specs, plugins=plugins)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse has printed the help, or the usage and the error

@@ -82,6 +82,25 @@ def fork(args: argparse.Namespace) -> int:
         engine.close()
 
 
+def catalog(args: argparse.Namespace) -> int:
+    """`catalog`: each model, dataset and optimizer with its description."""
+    del args
+    from core import data, models, optimizers
+
+    sections = {
+        "models": [(m.name, m.description, m.source) for m in models.catalog(plugins=True)],
+        "datasets": [(d.name, d.description, d.source) for d in data.catalog(plugins=True)],
+        "optimizers": [(o.name, o.summary, o.source) for o in optimizers.specs()],
+    }
+    for title, entries in sections.items():
+        print(f"{title}:")
+        width = max(len(name) for name, _, _ in entries)
+        for name, description, source in entries:
+            where = "" if source == "core" else f" [plugin: {Path(source).name}]"
+            print(f"  {name:<{width}}  {description}{where}")
+    return EXIT_OK
+
+
 def steer(args: argparse.Namespace) -> int:
     """`stop`, `pause` or `set`: writes the command for the process that trains the run
     and waits until that process has carried it out (or refused it, saying why)."""
@@ -313,6 +332,7 @@ def _strict_json(value: Any) -> Any:
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "train": train,
+    "catalog": catalog,
     "resume": resume,
     "fork": fork,
     "runs": runs,

@@ -11,8 +11,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from core import optimizers
+from core import data, models, optimizers
 from core.cli.exits import UsageError
+from core.data import files
 from core.engine import FIELDS, RunConfig, fields
 from core.knobs import Knob, read_number
 from core.optimizers import catalog
@@ -32,27 +33,38 @@ EPILOG = """exit status:
 
 
 def needs_plugins(argv: Sequence[str]) -> bool:
-    """Whether `train` may need a plugin optimizer's flags: it names an optimizer that is
-    not built in, or takes a `--config` file (which may). Loading plugins imports
-    TensorFlow, which `--help` and the other commands do without."""
+    """Whether the command lists the plugins (`catalog`), or `train` may need one: it
+    names an optimizer, a model or a dataset that is not built in, or takes a `--config`
+    file (which may). Loading plugins imports TensorFlow, which `--help` and the other
+    commands do without."""
+    if "catalog" in argv:
+        return True
     if "train" not in argv:
         return False
+    builtin = {
+        "--optimizer": catalog.BUILTIN_NAMES,
+        "--model": {m.name for m in models.catalog()},
+        "--dataset": {d.name for d in data.catalog()},
+    }
     for i, arg in enumerate(argv):
-        name = arg.partition("=")[2] if arg.startswith("--optimizer=") else None
-        if arg == "--optimizer" and i + 1 < len(argv):
-            name = argv[i + 1]
-        if (
-            arg == "--config"
-            or arg.startswith("--config=")
-            or (name is not None and name not in catalog.BUILTIN_NAMES)
-        ):
+        flag, equals, given = arg.partition("=")
+        if flag == "--config":
             return True
+        if flag in builtin:
+            name = given if equals else argv[i + 1] if i + 1 < len(argv) else None
+            if name is not None and name not in builtin[flag] and not files.is_file(name):
+                return True
     return False
 
 
-def build_parser(specs: Sequence[OptimizerSpec] | None = None) -> argparse.ArgumentParser:
+def build_parser(
+    specs: Sequence[OptimizerSpec] | None = None, *, plugins: bool | None = None
+) -> argparse.ArgumentParser:
     """The `python -m core` parser, with `train` flags for the knobs of `specs` (default:
-    every optimizer, plugins included); the command's name is in `args.command`."""
+    every optimizer, plugins included) and the plugins' models and datasets among the
+    choices if `plugins` (default: when `specs` is); the command's name is in
+    `args.command`."""
+    plugins = specs is None if plugins is None else plugins
     specs = optimizers.specs() if specs is None else specs
     parser = argparse.ArgumentParser(
         prog="optlab" if Path(sys.argv[0]).name == "optlab" else "python -m core",
@@ -78,7 +90,7 @@ def build_parser(specs: Sequence[OptimizerSpec] | None = None) -> argparse.Argum
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _add_train_arguments(train, specs)
+    _add_train_arguments(train, specs, plugins)
     train.set_defaults(command="train")
 
     resume = commands.add_parser(
@@ -101,6 +113,14 @@ def build_parser(specs: Sequence[OptimizerSpec] | None = None) -> argparse.Argum
     )
     delete.add_argument("run_ids", nargs="+", metavar="RUN_ID", help="The runs to delete.")
     delete.set_defaults(command="delete")
+
+    listing = commands.add_parser(
+        "catalog",
+        help="List the models, datasets and optimizers, the plugins' included.",
+        description="List every model, dataset and optimizer a run can name, with its "
+        "description; the plugins' (from the plugins folder) say which file they come from.",
+    )
+    listing.set_defaults(command="catalog")
 
     runs = commands.add_parser(
         "runs",
@@ -165,7 +185,7 @@ def build_parser(specs: Sequence[OptimizerSpec] | None = None) -> argparse.Argum
         help="The checkpoint to start from (the run's checkpoints are listed by `runs "
         "--json`, under `checkpoints`).",
     )
-    _add_run_flags(fork, specs)
+    _add_run_flags(fork, specs, plugins)
     fork.set_defaults(command="fork")
 
     # Steering, through the store: whichever process trains the run carries it out.
@@ -222,7 +242,9 @@ def build_parser(specs: Sequence[OptimizerSpec] | None = None) -> argparse.Argum
     return parser
 
 
-def _add_train_arguments(parser: argparse.ArgumentParser, specs: Sequence[OptimizerSpec]) -> None:
+def _add_train_arguments(
+    parser: argparse.ArgumentParser, specs: Sequence[OptimizerSpec], plugins: bool
+) -> None:
     """`train`'s flags, made from the run fields and the knobs of `specs`."""
     parser.add_argument(
         "--config",
@@ -231,13 +253,16 @@ def _add_train_arguments(parser: argparse.ArgumentParser, specs: Sequence[Optimi
         help="Start from this run config, a JSON object with RunConfig's fields; flags "
         "given on the command line override its values.",
     )
-    _add_run_flags(parser, specs)
+    _add_run_flags(parser, specs, plugins)
 
 
-def _add_run_flags(parser: argparse.ArgumentParser, specs: Sequence[OptimizerSpec]) -> None:
-    """A flag per run field and per knob of `specs`, each stored only when given."""
+def _add_run_flags(
+    parser: argparse.ArgumentParser, specs: Sequence[OptimizerSpec], plugins: bool
+) -> None:
+    """A flag per run field and per knob of `specs`, each stored only when given; the
+    plugins' models and datasets among the choices if `plugins`."""
     run = parser.add_argument_group("run")
-    for knob in fields(specs):
+    for knob in fields(specs, plugins=plugins):
         _add_knob(run, knob, knob.name, _show(knob.default) + ".")
     _add_task_weight_flag(run, "Default: 1 each.")
     _add_knob_flags(parser, specs)

@@ -13,7 +13,7 @@ datasets and `pipeline` when it builds a pipeline.
 from core.data.dataset import Dataset, DatasetUnavailable
 from core.data.input_pipeline import pipeline
 from core.data.loading import load
-from core.data.registry import DEFAULT_DATASET, DatasetInfo, catalog
+from core.data.registry import DEFAULT_DATASET, DatasetInfo, catalog, register_dataset
 
 __all__ = [
     "DEFAULT_DATASET",
@@ -23,4 +23,5 @@ __all__ = [
     "catalog",
     "load",
     "pipeline",
+    "register_dataset",
 ]

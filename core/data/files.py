@@ -18,6 +18,7 @@ import functools
 import io
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -136,7 +137,7 @@ def _from_npz(name: str, file: io.BufferedIOBase) -> Dataset:
         raise
     except (ValueError, OSError, EOFError) as exc:
         raise BadDataFile(f"dataset: not a readable .npz file ({exc})") from None
-    return _dataset(name, arrays)
+    return from_arrays(name, arrays)
 
 
 def _from_csv(name: str, file: io.BufferedIOBase) -> Dataset:
@@ -156,12 +157,14 @@ def _from_csv(name: str, file: io.BufferedIOBase) -> Dataset:
     x, y = table[:, :-1], table[:, -1]
     labels = _labels("y", y)
     train, test = stratified_split(labels, test_fraction=TEST_FRACTION)
-    return _dataset(
+    return from_arrays(
         name, {"x_train": x[train], "y_train": y[train], "x_test": x[test], "y_test": y[test]}
     )
 
 
-def _dataset(name: str, arrays: dict[str, np.ndarray]) -> Dataset:
+def from_arrays(name: str, arrays: Mapping[str, np.ndarray]) -> Dataset:
+    """The dataset of the four arrays (`ARRAYS`), checked as a file's are: raises
+    `BadDataFile` saying what is wrong."""
     x_train, x_test = (_features(key, arrays[key]) for key in ("x_train", "x_test"))
     y_train, y_test = (_labels(key, arrays[key]) for key in ("y_train", "y_test"))
     pairs = (("x_train", x_train, "y_train", y_train), ("x_test", x_test, "y_test", y_test))

@@ -6,7 +6,7 @@ import os
 import threading
 from collections.abc import Callable
 
-from core.data import bundled, files, registry, tfds_source
+from core.data import bundled, files, plugin_data, registry, tfds_source
 from core.data.dataset import Dataset
 
 _BUNDLED: dict[str, Callable[[], Dataset]] = {
@@ -27,7 +27,7 @@ def load(name: str = registry.DEFAULT_DATASET, *, data_dir: str | None = None) -
     dataset at once read it once; different datasets load in parallel.
 
     Args:
-        name: A name from `catalog()`.
+        name: A name from `catalog()`, a plugin's dataset, or a file's (`npz:PATH`).
         data_dir: The TFDS data directory for `mnist`, `fashion_mnist` and `cifar10`
             (default: `$TFDS_DATA_DIR`, else `~/tensorflow_datasets`). Ignored by the
             datasets that ship offline.
@@ -38,15 +38,19 @@ def load(name: str = registry.DEFAULT_DATASET, *, data_dir: str | None = None) -
     """
     if files.is_file(name):
         return files.load(name)  # cached by the file's identity, not its name
-    info = registry.info(name)
-    root = None if info.offline else tfds_source.data_root(data_dir)
+    builtin = name in {d.name for d in registry.catalog()}
+    plugin = None if builtin else registry.PLUGINS.entry(name)
+    info = None if plugin is not None else registry.info(name)
+    root = None if info is None or info.offline else tfds_source.data_root(data_dir)
     key = (name, None if root is None else os.fspath(root))
     with _cache_lock:
         key_lock = _key_locks.setdefault(key, threading.Lock())
     # One lock per key: a second caller waits for the first load instead of repeating it.
     with key_lock:
         if key not in _cache:
-            if root is None:
+            if plugin is not None:
+                _cache[key] = plugin_data.load(plugin)
+            elif root is None:
                 _cache[key] = _BUNDLED[name]()
             else:
                 _cache[key] = tfds_source.load_tfds(name, root, num_classes=info.num_classes)

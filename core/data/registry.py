@@ -1,4 +1,5 @@
-"""The catalog of datasets: what each one is, before anything is loaded.
+"""The catalog of datasets: what each one is, before anything is loaded; the plugins'
+(`@register_dataset`) included.
 
 Pure Python on purpose: the dashboard lists datasets on its first page without waiting
 for TensorFlow to import.
@@ -6,7 +7,11 @@ for TensorFlow to import.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
+
+from core.plugin_shelf import Shelf, source_file
 
 DEFAULT_DATASET = "mnist-5k"
 
@@ -23,6 +28,7 @@ class DatasetInfo:
         train_size: Examples in the training split (a batch may not be larger).
         offline: The data ships inside an installed package, so it loads without a
             network or a prepared TFDS data directory.
+        source: `"core"`, or the plugin file that registered it.
     """
 
     name: str
@@ -31,6 +37,7 @@ class DatasetInfo:
     num_classes: int
     train_size: int
     offline: bool
+    source: str = "core"
 
 
 _CATALOG = (
@@ -77,17 +84,77 @@ _CATALOG = (
 )
 _BY_NAME = {info.name: info for info in _CATALOG}
 
+#: A plugin's dataset: a function of no arguments returning its splits (see
+#: `register_dataset`).
+DatasetLoader = Callable[[], Any]
 
-def catalog() -> list[DatasetInfo]:
-    """Every dataset the lab can load, the offline ones first."""
-    return list(_CATALOG)
+
+@dataclass(frozen=True)
+class PluginDataset:
+    name: str
+    description: str
+    load: DatasetLoader
+    source: str
+
+
+def _describe(plugin: PluginDataset) -> DatasetInfo:
+    """A plugin dataset's info: its shapes and sizes, read by loading it (once)."""
+    from core.data import loading
+
+    dataset = loading.load(plugin.name)
+    return DatasetInfo(
+        plugin.name,
+        f"{plugin.description} ({len(dataset.x_train):,} train / {len(dataset.x_test):,} test)",
+        dataset.input_shape,
+        dataset.num_classes,
+        len(dataset.x_train),
+        offline=True,
+        source=plugin.source,
+    )
+
+
+PLUGINS: Shelf[PluginDataset, DatasetInfo] = Shelf(
+    "dataset", DatasetInfo, _describe, frozenset(_BY_NAME)
+)
+
+
+def register_dataset(name: str, *, description: str) -> Callable[[DatasetLoader], DatasetLoader]:
+    """Function decorator that adds a dataset to the lab, from a file in the plugins folder.
+
+    ```python
+    @register_dataset("wine", description="...")
+    def wine(): return {"x_train": ..., "y_train": ..., "x_test": ..., "y_test": ...}
+    ```
+
+    The function takes no arguments and returns the four arrays, as a mapping with those
+    keys or the tuple `(x_train, y_train, x_test, y_test)`, or two `tf.data.Dataset`s
+    `(train, test)` of `(x, y)` examples (batched or not), read into memory once. Features
+    are images `(N, height, width[, channels])` or rows `(N, features)`, labels the
+    integers `0 .. K − 1`; they are checked as a file's are (see `core.data.files`).
+    """
+
+    def decorate(load: DatasetLoader) -> DatasetLoader:
+        if not callable(load):
+            raise TypeError(f"@register_dataset({name!r}) needs a function, got {load!r}")
+        source = source_file(load)
+        PLUGINS.add(name, PluginDataset(name, str(description), load, source), source)
+        return load
+
+    return decorate
+
+
+def catalog(*, plugins: bool = False) -> list[DatasetInfo]:
+    """Every dataset the lab can load, the offline ones first; with `plugins`, the
+    plugins' after them (loading the plugins folder and their data, unless this process
+    takes their infos from the engine: see `Shelf.use_source`)."""
+    return [*_CATALOG, *(PLUGINS.infos() if plugins else ())]
 
 
 def info(name: str) -> DatasetInfo:
     """The `DatasetInfo` called `name`.
 
     `npz:PATH` and `csv:PATH` name a file of the user's (see `core.data.files`), read
-    here.
+    here; a plugin's dataset is looked for when no built-in has the name.
 
     Raises:
         ValueError: `name` is not in the catalog, or its file is not a dataset; the
@@ -97,10 +164,13 @@ def info(name: str) -> DatasetInfo:
 
     if files.is_file(name):
         return files.info(name)
-    try:
+    if isinstance(name, str) and name in _BY_NAME:
         return _BY_NAME[name]
-    except (KeyError, TypeError):
+    found = PLUGINS.info(name) if isinstance(name, str) else None
+    if found is None:
+        known = ", ".join(d.name for d in catalog(plugins=True))
         raise ValueError(
-            f"dataset: unknown dataset {name!r} (known: {', '.join(_BY_NAME)}, or "
-            "npz:PATH or csv:PATH for a file of yours)"
-        ) from None
+            f"dataset: unknown dataset {name!r} (known: {known}, or npz:PATH or csv:PATH "
+            "for a file of yours)"
+        )
+    return found

@@ -24,6 +24,7 @@ from core.engine.reading import RunReader
 from core.engine.status import RunStatus
 from core.knobs import InvalidInput
 from core.optimizers.catalog import OptimizerSpec, Plugins
+from core.plugin_shelf import Published
 from core.store import Command, Service, Store, UnknownRunError, owner
 
 ENGINE = "engine"  # the service role of a process that takes new runs
@@ -91,10 +92,21 @@ class EngineClient(RunReader):
 
     def plugins(self) -> Plugins:
         """The plugin optimizers the engine process loaded, and the files that failed."""
-        service = self.engine()
-        info = service.info if service is not None else {}
+        info = self._service_info()
         specs = [OptimizerSpec.from_description(d) for d in info.get("plugins", [])]
         return specs, dict(info.get("plugin_errors", {}))
+
+    def plugin_models(self) -> Published:
+        """The plugin models the engine process loaded, as `Shelf.published` gives them."""
+        return list(self._service_info().get("plugin_models", [])), {}
+
+    def plugin_datasets(self) -> Published:
+        """The plugin datasets the engine process loaded and read."""
+        return list(self._service_info().get("plugin_datasets", [])), {}
+
+    def _service_info(self) -> dict[str, Any]:
+        service = self.engine()
+        return service.info if service is not None else {}
 
     # Starting and steering runs -------------------------------------------------------
 
@@ -228,3 +240,14 @@ def live_service(store: Store, role: str) -> Service | None:
             return service
         store.remove_service(service.owner, role)
     return None
+
+
+def use_engine_plugins(client: EngineClient | None) -> None:
+    """Take the plugins (optimizers, models, datasets) as `client`'s engine process
+    published them, never importing them here (None: from the plugins folder again)."""
+    from core import data, models
+    from core.optimizers import catalog
+
+    catalog.use_plugin_source(None if client is None else client.plugins)
+    models.registry.PLUGINS.use_source(None if client is None else client.plugin_models)
+    data.registry.PLUGINS.use_source(None if client is None else client.plugin_datasets)

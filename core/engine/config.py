@@ -16,7 +16,6 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core import data, models
-from core.data import files
 from core.engine.instruments import INSTRUMENTS
 from core.knobs import InvalidInput, Knob
 
@@ -235,20 +234,27 @@ def instrument_intervals(config: RunConfig, total_steps: int) -> dict[str, int]:
     return intervals
 
 
-def fields(specs: Sequence[OptimizerSpec] | None = None) -> tuple[Knob, ...]:
+def fields(
+    specs: Sequence[OptimizerSpec] | None = None, *, plugins: bool = True
+) -> tuple[Knob, ...]:
     """The run fields, with the optimizer field's choices filled from `specs` (default:
-    every optimizer, plugins included)."""
+    every optimizer, plugins included), and the model's and dataset's with the plugins'
+    if `plugins`."""
     from core import optimizers
 
-    names = tuple(spec.name for spec in (optimizers.specs() if specs is None else specs))
+    choices = {
+        "optimizer": tuple(s.name for s in (optimizers.specs() if specs is None else specs)),
+        "model": tuple(m.name for m in models.catalog(plugins=plugins)),
+        "dataset": tuple(d.name for d in data.catalog(plugins=plugins)),
+    }
     return tuple(
-        dataclasses.replace(f, choices=names) if f.name == "optimizer" else f for f in FIELDS
+        dataclasses.replace(f, choices=choices[f.name]) if f.name in choices else f for f in FIELDS
     )
 
 
 def run_fields(specs: Sequence[OptimizerSpec] | None = None) -> dict[str, Knob]:
-    """`fields(specs)` by name: what forms are built from (the optimizer's choices are
-    read anew, so that a plugin loaded since shows)."""
+    """`fields(specs)` by name: what forms are built from (the choices are read anew, so
+    that a plugin loaded since shows)."""
     return {knob.name: knob for knob in fields(specs)}
 
 
@@ -263,8 +269,11 @@ def _check(values: Mapping[str, Any]) -> dict[str, Any]:
         try:
             if knob.name == "optimizer":  # a built-in name does not load the plugins
                 checked[knob.name] = optimizers.get_spec(value).name
-            elif knob.name == "dataset" and files.is_file(value):
-                checked[knob.name] = data.registry.info(value).name  # reads and checks it
+            elif knob.name == "dataset" and value not in knob.choices:
+                # A file (read and checked here) or a plugin's (looked for only now).
+                checked[knob.name] = data.registry.info(value).name
+            elif knob.name == "model" and value not in knob.choices:
+                checked[knob.name] = models.registry.info(value).name  # a plugin's
             else:
                 checked[knob.name] = knob.validate(value)
         except InvalidInput:
@@ -273,6 +282,9 @@ def _check(values: Mapping[str, Any]) -> dict[str, Any]:
         except ValueError as exc:
             errors[knob.name] = str(exc).removeprefix(f"{knob.name}: ")
 
+    plugin_model = "model" in checked and models.registry.info(checked["model"]).source != "core"
+    if checked.get("multitask") and plugin_model:
+        errors["multitask"] = f"needs a built-in model; {checked['model']} has one head"
     if "dataset" in checked and "model" in checked:
         shape = data.registry.info(checked["dataset"]).input_shape
         if models.registry.info(checked["model"]).images and len(shape) != 3:

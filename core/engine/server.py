@@ -101,13 +101,20 @@ class EngineService:
         self.info = {**self.info, "ready": True}
 
     def _publish_plugins(self) -> None:
+        """What the plugins add, for the dashboard, which never imports them: optimizers,
+        models, and datasets (loaded here, to publish their shapes and sizes)."""
+        from core import data, models
         from core.optimizers import registry
 
         plugins, errors = registry.loaded_plugins()
+        plugin_models, model_errors = models.registry.PLUGINS.published()
+        plugin_datasets, dataset_errors = data.registry.PLUGINS.published()
         self.info = {
             **self.info,
             "plugins": [spec.describe() for spec in plugins],
-            "plugin_errors": errors,
+            "plugin_models": plugin_models,
+            "plugin_datasets": plugin_datasets,
+            "plugin_errors": errors | model_errors | dataset_errors,
         }
         self.store.heartbeat(self.owner, ENGINE, self.info)
 

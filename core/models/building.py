@@ -43,11 +43,15 @@ def build(
     Raises:
         ValueError: A bad argument; the message names it (`model`, `input_shape`, ...).
     """
-    registry.info(name)
+    info = registry.info(name)
     input_shape = _checked_shape(name, input_shape)
     if isinstance(num_classes, bool) or operator.index(num_classes) < 2:
         raise ValueError(f"num_classes: must be an integer of at least 2 (got {num_classes!r})")
     seed = operator.index(seed)
+    if info.source != "core":
+        if multitask:
+            raise ValueError(f"multitask: {name} is a plugin's model, with one head")
+        return _plugin_model(name, input_shape, num_classes, seed)
 
     import keras
 
@@ -73,6 +77,32 @@ def build(
     else:
         outputs = head(num_classes, _HEAD_INDEX, "logits")
     return keras.Model(inputs, outputs, name=f"{name}_multitask" if multitask else name)
+
+
+def _plugin_model(
+    name: str, input_shape: tuple[int, ...], num_classes: int, seed: int
+) -> keras.Model:
+    """The plugin model `name`, checked: a `keras.Model` of `num_classes` logits."""
+    import keras
+
+    plugin = registry.PLUGINS.entry(name)
+    if plugin is None:
+        raise ValueError(f"model: {name}'s plugin is not loaded in this process")
+    model = plugin.build(input_shape=input_shape, num_classes=num_classes, seed=seed)
+    if not isinstance(model, keras.Model):
+        raise ValueError(
+            f"model: {name}'s plugin returned {type(model).__name__}, not a keras.Model"
+        )
+    try:
+        shape = tuple(model.compute_output_shape((None, *input_shape)))
+    except Exception:  # several outputs, or a model that cannot say
+        shape = None
+    if shape is None or shape[1:] != (num_classes,):
+        raise ValueError(
+            f"model: {name}'s plugin model outputs {shape}; it must output "
+            f"(batch, {num_classes}) logits, one per class"
+        )
+    return model
 
 
 def _checked_shape(name: str, input_shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -88,6 +88,22 @@ def test_train_page_starts_a_run_in_the_engine(lab) -> None:
     lab.wait(run.id, 60)
 
 
+def test_the_seeds_transformer_rules_fill_the_layer_rules_in_one_click(lab) -> None:
+    at = page("pages/1_Train.py").run()
+    at.selectbox(key="run:dataset").select("digits").run()
+    at.selectbox(key="run:model").select("mlp").run()
+    at.text_input(key="run:max_steps").input("2").run()
+    at.button(key="train:transformer-rules").click().run()
+    at.button(key="start").click().run()
+    assert not at.exception
+    (run,) = lab.list()
+    assert run.config["hyperparameters"]["layer_rules"] == [
+        {"pattern": "norm|bias", "lr_mult": 1.0, "weight_decay": 0.0},
+        {"pattern": "embedding", "lr_mult": 0.1, "weight_decay": None},
+    ]
+    lab.wait(run.id, 60)
+
+
 def test_train_page_offers_the_datasets_uploaded_and_a_cloned_runs_file(lab, tmp_path) -> None:
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=(60, 3)).astype("float32"), np.arange(60) % 2

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from core.store import Store
@@ -295,4 +296,50 @@ def test_upload_an_npz_on_train_and_train_on_it(server, browser, tmp_path):
     while (status := run_status(store_path, run.id)) != "completed":
         assert status in ("queued", "running") and time.monotonic() < deadline, status
         time.sleep(0.2)
+    assert page.locator("[data-testid='stException']").count() == 0
+
+
+def test_train_the_vit_plugin_from_the_form(server, browser) -> None:
+    """A model plugin (`plugins/tiny_vit.py`) as a user meets it: offered on Train with its
+    description and file once the engine has loaded it, picked, and trained."""
+    url, store_path = server
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(url)
+    settle(page)
+    model_box = page.locator("[data-testid='stSelectbox']").filter(has_text="model")
+    deadline = time.monotonic() + 120
+    while True:  # the dashboard lists what the engine published once TensorFlow was warm
+        page.goto(f"{url}/Train")
+        settle(page)
+        model_box.first.click()
+        if page.get_by_role("option", name="tiny_vit").count():
+            break
+        page.keyboard.press("Escape")
+        assert time.monotonic() < deadline, "the engine never published the model plugins"
+        time.sleep(2)
+    page.get_by_role("option", name="tiny_vit").click()
+    settle(page)
+    page.locator("[data-testid='stSelectbox']").filter(has_text="dataset").first.click()
+    page.get_by_role("option", name="digits", exact=True).click()
+    settle(page)
+    body = page.inner_text("body")
+    assert "A tiny Vision Transformer" in body and "plugin: tiny_vit.py" in body
+    field = page.get_by_role("textbox", name="max_steps", exact=True)
+    field.fill("15")
+    field.press("Enter")
+    settle(page)
+    screenshot(page, "train-vit-plugin")
+    page.get_by_role("button", name="Start training").click()
+    page.wait_for_url(f"{url}/Live**", timeout=60_000)
+
+    with Store(store_path) as store:
+        (run,) = [r for r in store.list_runs() if r.config["model"] == "tiny_vit"]
+    assert run.config["dataset"] == "digits"
+    deadline = time.monotonic() + 120
+    while (status := run_status(store_path, run.id)) != "completed":
+        assert status in ("queued", "running") and time.monotonic() < deadline, status
+        time.sleep(0.2)
+    with Store(store_path) as store:
+        metrics = store.read_metrics(run.id)
+    assert metrics.last_step == 15 and np.isfinite(metrics["loss"]).all()
     assert page.locator("[data-testid='stException']").count() == 0

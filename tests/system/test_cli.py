@@ -419,6 +419,42 @@ def test_train_on_a_file_of_ones_own(tmp_path):
     assert code == 2 and "dataset: cannot read" in err
 
 
+def test_the_example_plugins_train_and_are_listed_with_their_description(tmp_path):
+    """`plugins/tiny_vit.py` and `plugins/wine_tabular.py`: listed by `catalog`, trained by
+    `train`, the ViT with a layer rule that freezes its embeddings (its layers are named
+    for such rules)."""
+    code, out, _ = run_main("catalog")
+    assert code == 0
+    lines = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ")}
+    assert (
+        "A tiny Vision Transformer" in lines["tiny_vit"]
+        and "[plugin: tiny_vit.py]" in (lines["tiny_vit"])
+    )
+    assert "142 train / 36 test" in lines["wine"] and "plugin: wine_tabular.py" in lines["wine"]
+    assert "[plugin" not in lines["lenet"] and "adamw" in lines
+    store = tmp_path / "lab.sqlite"
+    code, _, err = run_main(
+        "train", "--store", store, "--model", "tiny_vit", "--dataset", "digits",
+        "--max-steps", "4", "--layer-rule", "embedding:0",
+    )  # fmt: skip
+    assert code == 0, err
+    code, _, err = run_main(
+        "train", "--store", store, "--model", "mlp", "--dataset", "wine", "--lr", "0.01",
+        "--epochs", "20", "--batch-size", "32",
+    )  # fmt: skip
+    assert code == 0, err
+    with Store(store) as opened:
+        vit, wine = sorted(opened.list_runs(), key=lambda run: run.config["model"], reverse=True)
+        steps = opened.read_metrics(vit.id)
+    assert vit.config["model"] == "tiny_vit" and wine.config["dataset"] == "wine"
+    for frozen in ("patch_embedding", "position_embedding"):
+        assert not steps[f"step_norm/{frozen}"].any()
+    assert (steps["step_norm/block1_attention/query"] > 0).all()
+    assert wine.final_metrics["val_accuracy"] > 0.9  # the cultivars part well
+    code, _, err = run_main("train", "--store", store, "--model", "tiny_vit", "--dataset", "wine")
+    assert code == 2 and "model: tiny_vit needs images; wine has examples of shape (13,)" in err
+
+
 def test_set_pause_resume_and_stop_steer_a_run_of_another_process(tmp_path):
     store_path = tmp_path / "lab.sqlite"
     child = spawn(

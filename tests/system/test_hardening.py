@@ -275,7 +275,17 @@ def test_broken_plugins_are_reported_on_the_optimizers_page_and_in_the_cli(
 
     folder = plugins_folder(
         tmp_path,
-        {"exits.py": "import sys\nsys.exit('no thanks')\n", "raises.py": "1 / 0\n"},
+        {
+            "exits.py": "import sys\nsys.exit('no thanks')\n",
+            "raises.py": "1 / 0\n",
+            "no_data.py": """
+                from core.data import register_dataset
+
+                @register_dataset("hardening_no_data", description="its data is gone")
+                def gone():
+                    raise FileNotFoundError("/data/gone.npz")
+            """,
+        },
     )
     monkeypatch.setenv("OPTLAB_PLUGINS", str(folder))
     request.getfixturevalue("lab")  # the app's engine, serving in this process, loads them
@@ -284,9 +294,13 @@ def test_broken_plugins_are_reported_on_the_optimizers_page_and_in_the_cli(
     shown = [error.value.replace("\\", "") for error in at.error]  # Markdown escapes
     assert any("exits.py" in text and "no thanks" in text for text in shown), shown
     assert any("raises.py" in text and "ZeroDivisionError" in text for text in shown), shown
+    assert any(
+        "no_data.py" in text and "dataset 'hardening_no_data'" in text and "gone.npz" in text
+        for text in shown
+    ), shown
 
     done = subprocess.run(
-        [sys.executable, "-m", "core", "train", "--optimizer", "not_built_in", "--help"],
+        [sys.executable, "-m", "core", "train", "--dataset", "not_built_in", "--help"],
         cwd=Path(__file__).resolve().parents[2],
         env={**os.environ, "OPTLAB_PLUGINS": str(folder)},
         capture_output=True,
@@ -297,3 +311,4 @@ def test_broken_plugins_are_reported_on_the_optimizers_page_and_in_the_cli(
     warnings = [line for line in done.stderr.splitlines() if line.startswith("warning: plugin")]
     assert any("exits.py" in w and "no thanks" in w for w in warnings), done.stderr
     assert any("raises.py" in w and "ZeroDivisionError" in w for w in warnings), done.stderr
+    assert any("no_data.py" in w and "FileNotFoundError" in w for w in warnings), done.stderr
