@@ -12,7 +12,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SNIPPETS = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.DOTALL)
-KERAS_USE, CALLBACK, PLUGIN = SNIPPETS  # the README has these; a new one needs a test here
+# The README has these; a new one needs a test here.
+KERAS_USE, CALLBACK, PLUGIN, MODEL_AND_DATA_PLUGIN = SNIPPETS
 
 # What the first snippet leaves to the reader: a model. Afterwards it must train.
 A_MODEL = """
@@ -86,3 +87,19 @@ def test_the_callback_snippet_records_its_fit_as_a_run(tmp_path: Path) -> None:
     assert {"loss", "accuracy", "val_accuracy", "grad_norm", "step_norm/sequential/dense"} <= set(
         metrics.keys
     )
+
+
+@pytest.mark.slow
+def test_the_model_and_dataset_snippet_is_a_plugin_the_lab_trains(tmp_path: Path) -> None:
+    folder = tmp_path / "plugins"
+    folder.mkdir(mode=0o755)
+    (folder / "mine.py").write_text(MODEL_AND_DATA_PLUGIN)
+    env = {"OPTLAB_PLUGINS": str(folder), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    done = subprocess.run(
+        [sys.executable, "-m", "core", "train", "--store", str(tmp_path / "lab.sqlite"),
+         "--model", "wide_mlp", "--dataset", "xor", "--epochs", "15", "--lr", "0.01"],
+        cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    final = dict(line.split() for line in done.stdout.splitlines()[1:] if len(line.split()) == 2)
+    assert float(final["val_accuracy"]) > 0.9  # XOR needs the hidden layer: it learnt it
