@@ -77,13 +77,14 @@ def literal(text: str) -> str:
 
 def training_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
     """The training charts, every run overlaid: `loss`, `accuracy`, `grad_norm`,
-    `param_norm`; and when a run is multi-task, `task_loss` and `task_grad_norm`, each
-    task's (its accuracy joins the accuracy chart)."""
+    `param_norm`, `learning_rate`; and when a run is multi-task, `task_loss` and
+    `task_grad_norm`, each task's (its accuracy joins the accuracy chart)."""
     charts = {
         "loss": Chart("Loss", _loss, "log"),
         "accuracy": Chart("Accuracy", _accuracy, "percent"),
         "grad_norm": Chart("Gradient global norm, before and after clipping", _grad_norm, "log"),
         "param_norm": Chart("Parameter norm ‖θ'‖ before projection, and the radius", _param_norm),
+        "learning_rate": Chart("Learning rate η of each step: its schedule and live changes", _lr),
     }
     if any(key.startswith(TASK_LOSS) for run in runs for key in run.metrics.keys):
         charts |= {
@@ -434,6 +435,10 @@ def _grad_norm(run: RunView, i: int) -> list[dict[str, Any]]:
         traces += _line(run, "grad_norm_clipped", "after clipping", colour, dash="dash")
         traces += _reference_line(run, "clip_norm", "clip threshold", colour)
     return traces
+
+
+def _lr(run: RunView, i: int) -> list[dict[str, Any]]:
+    return _line(run, "learning_rate", "η", _run_colour(i))
 
 
 def _param_norm(run: RunView, i: int) -> list[dict[str, Any]]:

@@ -96,6 +96,8 @@ run_settings = [
     "batch_size",
     "epochs",
     "max_steps",
+    "lr_schedule",
+    "warmup_steps",
     "seed",
     "log_every",
     "val_every",

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from core import data, models
 from core.engine.instruments import INSTRUMENTS
 from core.knobs import InvalidInput, Knob
+from core.optimizers.catalog import LR_SCHEDULES
 
 if TYPE_CHECKING:
     from core.optimizers.catalog import OptimizerSpec
@@ -56,6 +57,23 @@ FIELDS: tuple[Knob, ...] = (
         low=1,
         high=100_000_000,
         optional=True,
+    ),
+    Knob(
+        "lr_schedule",
+        "choice",
+        "constant",
+        "How the learning rate moves over the run: constant; cosine, down to 0 at its last "
+        "step; step, ×0.1 at its half and at three quarters. A live learning_rate change "
+        "scales the schedule.",
+        choices=LR_SCHEDULES,
+    ),
+    Knob(
+        "warmup_steps",
+        "int",
+        0,
+        "Grow the learning rate linearly from 0 over this many first steps.",
+        low=0,
+        high=100_000_000,
     ),
     Knob(
         "seed",
@@ -141,6 +159,8 @@ class RunConfig:
     batch_size: int = DEFAULTS["batch_size"]
     epochs: int = DEFAULTS["epochs"]
     max_steps: int | None = DEFAULTS["max_steps"]
+    lr_schedule: str = DEFAULTS["lr_schedule"]
+    warmup_steps: int = DEFAULTS["warmup_steps"]
     seed: int = DEFAULTS["seed"]
     log_every: int = DEFAULTS["log_every"]
     val_every: int | None = DEFAULTS["val_every"]

@@ -88,6 +88,8 @@ def optimizer_readings(optimizer: Any, per_layer: dict[str, tf.Tensor]) -> dict[
     distance from the initial weights over all layers."""
     live = optimizer.live_variables
     out = {name: tf.cast(variable, tf.float32) for name, variable in live.items()}
+    if "learning_rate" in out:  # the rate the step took: a schedule's, not its peak
+        out["learning_rate"] = optimizer.applied_learning_rate()
     if per_layer:
         out["distance_from_init"] = tf.norm(per_layer["distance_from_init"])
     stats = optimizer.stats

@@ -16,6 +16,7 @@ import functools
 import hashlib
 import math
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,7 @@ from core.engine.instruments import INSTRUMENTS, Instrument, Measurements, Repli
 from core.engine.live import TASK_WEIGHT
 from core.engine.tasks import task_of
 from core.engine.telemetry import Telemetry
+from core.optimizers.schedules import LiveSchedule
 
 __all__ = ["Measurements", "Trainer"]
 
@@ -88,7 +90,9 @@ class Trainer:
                 multitask=config.multitask,
             )
             self.optimizer = optimizers.build(
-                config.optimizer, **config.hyperparameters, telemetry=config.telemetry
+                config.optimizer,
+                **self._scheduled(config.hyperparameters),
+                telemetry=config.telemetry,
             )
             self.optimizer.build(self.model.trainable_variables)
         self.weights_sha256 = _sha256(self.model.get_weights())
@@ -111,6 +115,19 @@ class Trainer:
         # would share one count and warn of retracing; a partial is counted on its own.
         self._train_step = tf.function(functools.partial(Trainer._train_step_fn, self))
         self._eval_batch = tf.function(functools.partial(Trainer._eval_batch_fn, self))
+
+    def _scheduled(self, hyperparameters: Mapping[str, Any]) -> dict[str, Any]:
+        """The hyperparameters, the learning rate a `LiveSchedule` when the run has one."""
+        config = self.config
+        if config.lr_schedule == "constant" and config.warmup_steps == 0:
+            return dict(hyperparameters)
+        schedule = LiveSchedule(
+            hyperparameters["learning_rate"],  # every knob is filled in: the peak
+            config.lr_schedule,
+            config.warmup_steps,
+            self.total_steps,
+        )
+        return {**hyperparameters, "learning_rate": schedule}
 
     # Training ---------------------------------------------------------------------------
 

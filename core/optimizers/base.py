@@ -28,6 +28,7 @@ import tensorflow as tf
 from core.knobs import InvalidInput, Knob, live_change, validate
 from core.optimizers import stages
 from core.optimizers.catalog import BUILTIN
+from core.optimizers.schedules import LiveSchedule
 from core.optimizers.stages import COMMON_KNOBS, SCALAR_STATS, STAGES, TELEMETRY, VECTOR_STATS
 from core.optimizers.transforms import agreed
 
@@ -137,6 +138,14 @@ class LabOptimizer(keras.optimizers.Optimizer):
         super().__init__(learning_rate=schedule or values["learning_rate"], name=name)
         self._values = values
         self.telemetry: bool = telemetry
+        if isinstance(schedule, LiveSchedule):  # its peak is the live learning rate
+            schedule.rate = self.add_variable(
+                (),
+                initializer=keras.initializers.Constant(schedule.peak),
+                dtype="float32",
+                aggregation="only_first_replica",
+                name="learning_rate",
+            )
         self._live = {
             knob.name: self.add_variable(
                 (),
@@ -156,7 +165,8 @@ class LabOptimizer(keras.optimizers.Optimizer):
     def get_knob(self, name: str) -> Any:
         """The current value of knob `name` (live knobs read their variable)."""
         if name == "learning_rate":
-            return _as_float(tf.convert_to_tensor(self.learning_rate).numpy())
+            rate = self.live_variables.get(name, self.learning_rate)
+            return _as_float(tf.convert_to_tensor(rate).numpy())
         if name in self._live:
             return _as_float(self._live[name].numpy())
         if name not in self._values:
@@ -174,7 +184,9 @@ class LabOptimizer(keras.optimizers.Optimizer):
             value = live_change(self.knobs, name, value, was_on=was_on)
         except ValueError as exc:
             raise InvalidInput({name: str(exc)}) from None
-        if name == "learning_rate":
+        if name == "learning_rate" and isinstance(self._learning_rate, LiveSchedule):
+            self._learning_rate.rate.assign(value)  # the schedule's peak: it scales it
+        elif name == "learning_rate":
             self.learning_rate = value
         else:
             self._live[name].assign(value)
@@ -183,10 +195,19 @@ class LabOptimizer(keras.optimizers.Optimizer):
     @property
     def live_variables(self) -> dict[str, keras.Variable]:
         """The variables of the live knobs that are on, by knob name (learning rate first,
-        unless it follows a schedule)."""
+        or a `LiveSchedule`'s peak; none for another schedule)."""
         lr = self._learning_rate
+        if isinstance(lr, LiveSchedule):
+            lr = lr.rate
         first = {"learning_rate": lr} if isinstance(lr, keras.Variable) else {}
         return first | self._live
+
+    def applied_learning_rate(self) -> tf.Tensor:
+        """The rate the last step took: a schedule's η_t, not its peak."""
+        lr = self._learning_rate
+        if isinstance(lr, keras.optimizers.schedules.LearningRateSchedule):
+            return tf.cast(lr(self.iterations - 1), tf.float32)
+        return tf.cast(self.learning_rate, tf.float32)
 
     @property
     def stats(self) -> dict[str, keras.Variable]:

@@ -70,6 +70,8 @@ EPSILON_INSIDE_SQRT = Knob(
     False,
     "Divide by √(v + ε) instead of √v + ε: stabler when v is near zero.",
 )
+#: The learning-rate schedules a run can follow (see `core.optimizers.schedules`).
+LR_SCHEDULES = ("constant", "cosine", "step")
 SGD_KNOBS = COMMON_KNOBS
 MOMENTUM_KNOBS = (*COMMON_KNOBS, MOMENTUM, NESTEROV)
 ADAM_KNOBS = (*COMMON_KNOBS, BETA_1, BETA_2, EPSILON, EPSILON_INSIDE_SQRT)

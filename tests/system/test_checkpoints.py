@@ -29,7 +29,8 @@ BASE = {
     "histogram_every": 25,
 }
 # Each optimizer state a checkpoint must carry: noise drawn per step, top-k's error
-# feedback, a projection, momentum with clipping, Adam's moments with decay.
+# feedback, a projection, momentum with clipping and a scheduled rate, Adam's moments with
+# decay.
 CASES = {
     "sgd_noise": {"optimizer": "sgd", "hyperparameters": {"noise_std": 0.05}},
     "top_k_feedback": {
@@ -40,6 +41,8 @@ CASES = {
     "nesterov_clip": {
         "optimizer": "momentum",
         "hyperparameters": {"nesterov": True, "clip_norm": 0.5, "learning_rate": 0.05},
+        "lr_schedule": "cosine",
+        "warmup_steps": 10,
     },
 }
 

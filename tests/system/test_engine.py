@@ -372,3 +372,27 @@ def test_multiworker_strategy_runs_as_a_single_worker_without_tf_config(engine, 
     status = engine.wait(run_id, 120)
     assert status.status == "completed", status.error
     assert engine.events(run_id)[0].payload["replicas"] == 1
+
+
+def test_a_scheduled_run_logs_eta_t_and_a_live_change_scales_the_schedule(engine) -> None:
+    from tests.unit.test_lr_schedules import reference
+
+    total, warmup = 300, 30
+    run_id = engine.start(
+        config(
+            epochs=100,
+            max_steps=total,  # the schedule's T: reached before the epochs end
+            lr_schedule="cosine",
+            warmup_steps=warmup,
+            hyperparameters={"learning_rate": 0.01},
+        )
+    )
+    wait_for(lambda: engine.status(run_id).step >= 60, 120, "60 steps")
+    engine.update(run_id, learning_rate=0.02)
+    assert engine.wait(run_id, 120).status == "completed"
+    (change,) = [e for e in engine.events(run_id) if e.kind == "knob"]
+    metrics = engine.store.read_metrics(run_id)
+    peaks = np.where(metrics.steps < change.step, 0.01, 0.02)
+    factors = [reference("cosine", warmup, total, int(step)) for step in metrics.steps]
+    np.testing.assert_allclose(metrics["learning_rate"], peaks * factors, rtol=1e-5, atol=1e-8)
+    assert engine.status(run_id).knobs["learning_rate"] == 0.02  # the peak, as set

@@ -25,7 +25,8 @@ from core.charts import (
 from core.series import downsample, flags_to_steps, robust_range
 from core.store import Event, Metrics
 
-LIVE_KEYS = {"loss", "accuracy", "grad_norm", "param_norm", "step_norm", "update_ratio", "sparsity"}
+TRAINING_KEYS = {"loss", "accuracy", "grad_norm", "param_norm", "learning_rate"}
+LIVE_KEYS = TRAINING_KEYS | {"step_norm", "update_ratio", "sparsity"}
 PER_LAYER = ("step_norm", "update_ratio", "sparsity")
 
 
@@ -98,6 +99,7 @@ def metrics(
         "clip_norm": np.full(n, 1.0),
         "param_norm": np.full(n, 5.0),
         "radius": np.full(n, 5.0),
+        "learning_rate": np.where(steps < 40, 0.01, 0.005) * np.minimum(1, steps / 10),
         "projection_active": (steps % 10 == 0).astype(float),
         "val_accuracy": np.where(steps % 50 == 0, 0.8, np.nan),
     }
@@ -148,6 +150,8 @@ def test_live_figures_draw_every_series_of_a_single_run_in_one_chart_each() -> N
     assert list(projected.x) == list(range(10, 101, 10))
     validation = next(t for t in figures["accuracy"].data if t.name == "run a · validation")
     assert list(validation.x) == [50, 100]
+    (rate,) = data_traces(figures["learning_rate"])  # warmup, then a live change
+    assert rate.name == "run a · η" and list(rate.y[[0, 9, 38, 39]]) == [0.001, 0.01, 0.01, 0.005]
     for key, figure in figures.items():
         assert figure.layout.uirevision == key
     assert figures["step_norm"].layout.yaxis.type == "log"
@@ -202,8 +206,8 @@ def test_per_layer_charts_are_drawn_once_per_run_when_there_are_several() -> Non
     runs = three_runs()
     figures = live_figures(runs)
     split = {f"{kind}/{run_id}" for kind in ("step_norm", "sparsity") for run_id in "abc"}
-    assert set(figures) == {"loss", "accuracy", "grad_norm", "param_norm", "update_ratio", *split}
-    assert list(figures)[4:7] == ["step_norm/a", "step_norm/b", "step_norm/c"]
+    assert set(figures) == TRAINING_KEYS | {"update_ratio", *split}
+    assert list(figures)[5:8] == ["step_norm/a", "step_norm/b", "step_norm/c"]
     for run in runs:
         figure = figures[f"step_norm/{run.run_id}"]
         assert figure.layout.title.text == f"Step norm ‖Δθ‖ per layer · {run.label}"
