@@ -13,7 +13,7 @@ from typing import Any
 import streamlit as st
 
 from core import data, models, optimizers
-from core.data import files
+from core.data import files, tfds_source
 from core.engine import TASKS, RunConfig, run_fields
 from core.knobs import InvalidInput
 from ui import forms, state
@@ -87,11 +87,17 @@ def use_rules(optimizer: str, rules: tuple[dict[str, Any], ...]) -> None:
 
 
 def dataset_options() -> list[str]:
-    """The datasets to pick from: the lab's, the files uploaded to this store, and a
-    cloned run's file."""
-    names = [*run_fields()["dataset"].choices, *files.kept(state.engine().store.datasets_folder)]
+    """The datasets to pick from: the lab's, the files uploaded to this store, the TFDS
+    datasets prepared in the data dir, and a cloned run's file or TFDS dataset."""
+    data_dir = st.session_state.get(run_key("data_dir")) or None
+    names = [
+        *run_fields()["dataset"].choices,
+        *files.kept(state.engine().store.datasets_folder),
+        *tfds_source.prepared_names(tfds_source.data_root(data_dir)),
+    ]
     current = st.session_state.get(run_key("dataset"))
-    return names if current in names or not files.is_file(current) else [*names, current]
+    own = files.is_file(current) or tfds_source.is_tfds(current)
+    return [*names, current] if own and current not in names else names
 
 
 def described(field: str, name: str) -> str:
@@ -99,9 +105,12 @@ def described(field: str, name: str) -> str:
     file it comes from; a file's is told by its name, not read again here."""
     if field == "dataset" and files.is_file(name):
         return ""
-    registry = models.registry if field == "model" else data.registry
+    data_dir = st.session_state.get(run_key("data_dir")) or None
     try:
-        info = registry.info(name)
+        if field == "model":
+            info = models.registry.info(name)
+        else:
+            info = data.registry.info(name, data_dir=data_dir)
     except ValueError as exc:
         return str(exc).removeprefix(f"{field}: ")
     plugin = "" if info.source == "core" else f" *(plugin: {Path(info.source).name})*"

@@ -27,9 +27,10 @@ def load(name: str = registry.DEFAULT_DATASET, *, data_dir: str | None = None) -
     dataset at once read it once; different datasets load in parallel.
 
     Args:
-        name: A name from `catalog()`, a plugin's dataset, or a file's (`npz:PATH`).
-        data_dir: The TFDS data directory for `mnist`, `fashion_mnist` and `cifar10`
-            (default: `$TFDS_DATA_DIR`, else `~/tensorflow_datasets`). Ignored by the
+        name: A name from `catalog()`, a plugin's dataset, a file's (`npz:PATH`), or a
+            prepared TFDS dataset's (`tfds:NAME`).
+        data_dir: The TFDS data directory for `mnist`, `fashion_mnist`, `cifar10` and
+            `tfds:NAME` (default: `$TFDS_DATA_DIR`, else `~/tensorflow_datasets`). Ignored by the
             datasets that ship offline.
 
     Raises:
@@ -39,8 +40,9 @@ def load(name: str = registry.DEFAULT_DATASET, *, data_dir: str | None = None) -
     if files.is_file(name):
         return files.load(name)  # cached by the file's identity, not its name
     builtin = name in {d.name for d in registry.catalog()}
-    plugin = None if builtin else registry.PLUGINS.entry(name)
-    info = None if plugin is not None else registry.info(name)
+    by_tfds_name = tfds_source.is_tfds(name)
+    plugin = None if builtin or by_tfds_name else registry.PLUGINS.entry(name)
+    info = None if plugin is not None else registry.info(name, data_dir=data_dir)
     root = None if info is None or info.offline else tfds_source.data_root(data_dir)
     key = (name, None if root is None else os.fspath(root))
     with _cache_lock:
@@ -53,5 +55,8 @@ def load(name: str = registry.DEFAULT_DATASET, *, data_dir: str | None = None) -
             elif root is None:
                 _cache[key] = _BUNDLED[name]()
             else:
-                _cache[key] = tfds_source.load_tfds(name, root, num_classes=info.num_classes)
+                tfds_name = name.removeprefix(tfds_source.PREFIX)
+                _cache[key] = tfds_source.load_tfds(
+                    tfds_name, root, num_classes=info.num_classes, label=name
+                )
         return _cache[key]

@@ -150,27 +150,42 @@ def catalog(*, plugins: bool = False) -> list[DatasetInfo]:
     return [*_CATALOG, *(PLUGINS.infos() if plugins else ())]
 
 
-def info(name: str) -> DatasetInfo:
+def info(name: str, *, data_dir: str | None = None) -> DatasetInfo:
     """The `DatasetInfo` called `name`.
 
     `npz:PATH` and `csv:PATH` name a file of the user's (see `core.data.files`), read
-    here; a plugin's dataset is looked for when no built-in has the name.
+    here; `tfds:NAME` a prepared TFDS dataset in `data_dir` (default: `$TFDS_DATA_DIR`,
+    else `~/tensorflow_datasets`), whose JSON files are read here; a plugin's dataset is
+    looked for when no built-in has the name.
 
     Raises:
         ValueError: `name` is not in the catalog, or its file is not a dataset; the
             message names the field `dataset` and says why.
     """
-    from core.data import files
+    from core.data import files, tfds_source
 
     if files.is_file(name):
         return files.info(name)
+    if tfds_source.is_tfds(name):
+        tfds_name = name.removeprefix(tfds_source.PREFIX)
+        described = tfds_source.describe(tfds_name, tfds_source.data_root(data_dir))
+        kind = "images" if described.images else "rows of features"
+        return DatasetInfo(
+            name,
+            f"TFDS {tfds_name}: {kind} {described.input_shape}, {described.num_classes} "
+            f"classes, {described.train_size:,} training examples.",
+            described.input_shape,
+            described.num_classes,
+            described.train_size,
+            offline=False,
+        )
     if isinstance(name, str) and name in _BY_NAME:
         return _BY_NAME[name]
     found = PLUGINS.info(name) if isinstance(name, str) else None
     if found is None:
         known = ", ".join(d.name for d in catalog(plugins=True))
         raise ValueError(
-            f"dataset: unknown dataset {name!r} (known: {known}, or npz:PATH or csv:PATH "
-            "for a file of yours)"
+            f"dataset: unknown dataset {name!r} (known: {known}, npz:PATH or csv:PATH for a "
+            "file of yours, or tfds:NAME for a prepared TFDS dataset)"
         )
     return found

@@ -290,8 +290,10 @@ def _check(values: Mapping[str, Any]) -> dict[str, Any]:
             if knob.name == "optimizer":  # a built-in name does not load the plugins
                 checked[knob.name] = optimizers.get_spec(value).name
             elif knob.name == "dataset" and value not in knob.choices:
-                # A file (read and checked here) or a plugin's (looked for only now).
-                checked[knob.name] = data.registry.info(value).name
+                # A file or a TFDS dataset (read and checked here), or a plugin's.
+                data_dir = values.get("data_dir")
+                data_dir = data_dir if isinstance(data_dir, str) else None  # checked below
+                checked[knob.name] = data.registry.info(value, data_dir=data_dir).name
             elif knob.name == "model" and value not in knob.choices:
                 checked[knob.name] = models.registry.info(value).name  # a plugin's
             else:
@@ -305,15 +307,18 @@ def _check(values: Mapping[str, Any]) -> dict[str, Any]:
     plugin_model = "model" in checked and models.registry.info(checked["model"]).source != "core"
     if checked.get("multitask") and plugin_model:
         errors["multitask"] = f"needs a built-in model; {checked['model']} has one head"
-    if "dataset" in checked and "model" in checked:
-        shape = data.registry.info(checked["dataset"]).input_shape
+    dataset = None
+    if "dataset" in checked and "data_dir" in checked:
+        dataset = data.registry.info(checked["dataset"], data_dir=checked["data_dir"])
+    if dataset is not None and "model" in checked:
+        shape = dataset.input_shape
         if models.registry.info(checked["model"]).images and len(shape) != 3:
             errors["model"] = (
                 f"{checked['model']} needs images; {checked['dataset']} has examples of shape "
                 f"{shape}: take mlp"
             )
-    if "dataset" in checked and "batch_size" in checked:
-        size = data.registry.info(checked["dataset"]).train_size
+    if dataset is not None and "batch_size" in checked:
+        size = dataset.train_size
         if checked["batch_size"] > size:
             errors["batch_size"] = (
                 f"must be at most the training split of {checked['dataset']}, "

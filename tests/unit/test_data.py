@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from core import data
 from core.data import loading, tfds_source
+from tests.tfds_builders import prepare
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -169,29 +170,20 @@ def _prepare_tiny_mnist(data_dir):
     """
     import tensorflow_datasets as tfds
 
-    class Mnist(tfds.core.GeneratorBasedBuilder, skip_registration=True):
-        VERSION = tfds.core.Version("3.0.1")
+    def examples(count):
+        return [
+            {"image": np.full((28, 28, 1), 10 * (i % 10) + 5, np.uint8), "label": i % 10}
+            for i in range(count)
+        ]
 
-        def _info(self):
-            features = tfds.features.FeaturesDict(
-                {
-                    "image": tfds.features.Image(shape=(28, 28, 1)),
-                    "label": tfds.features.ClassLabel(num_classes=10),
-                }
-            )
-            return tfds.core.DatasetInfo(
-                builder=self, features=features, supervised_keys=("image", "label")
-            )
-
-        def _split_generators(self, dl_manager):
-            return {"train": self._generate_examples(12), "test": self._generate_examples(4)}
-
-        def _generate_examples(self, count):
-            for i in range(count):
-                label = i % 10
-                yield i, {"image": np.full((28, 28, 1), 10 * label + 5, np.uint8), "label": label}
-
-    Mnist(data_dir=str(data_dir)).download_and_prepare()
+    features = {
+        "image": tfds.features.Image(shape=(28, 28, 1)),
+        "label": tfds.features.ClassLabel(num_classes=10),
+    }
+    splits = {"train": examples(12), "test": examples(4)}
+    prepare(
+        data_dir, "Mnist", features, splits, supervised_keys=("image", "label"), version="3.0.1"
+    )
 
 
 def test_prepared_tfds_data_loads_without_the_network(tmp_path, monkeypatch):
