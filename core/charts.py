@@ -19,6 +19,7 @@ id>`), all on the same y range, so that the small charts compare at a glance.
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -77,8 +78,9 @@ def literal(text: str) -> str:
 
 def training_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
     """The training charts, every run overlaid: `loss`, `accuracy`, `grad_norm`,
-    `param_norm`, `learning_rate`; and when a run is multi-task, `task_loss` and
-    `task_grad_norm`, each task's (its accuracy joins the accuracy chart)."""
+    `param_norm`, `learning_rate`; when a run is a regression, `mae`; and when a run is
+    multi-task, `task_loss` and `task_grad_norm`, each task's (its accuracy joins the
+    accuracy chart)."""
     charts = {
         "loss": Chart("Loss", _loss, "log"),
         "accuracy": Chart("Accuracy", _accuracy, "percent"),
@@ -86,6 +88,14 @@ def training_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
         "param_norm": Chart("Parameter norm ‖θ'‖ before projection, and the radius", _param_norm),
         "learning_rate": Chart("Learning rate η of each step: its schedule and live changes", _lr),
     }
+    if runs and all("mae" in run.metrics and "accuracy" not in run.metrics for run in runs):
+        del charts["accuracy"]  # regressions only: no class to be right about
+    if any("mae" in run.metrics for run in runs):  # a regression's
+        charts |= {
+            "mae": Chart(
+                "Mean absolute error", functools.partial(_train_and_validation, key="mae"), "log"
+            )
+        }
     if any(key.startswith(TASK_LOSS) for run in runs for key in run.metrics.keys):
         charts |= {
             "task_loss": Chart("Loss per task", _per_layer("loss"), "log", split=True),

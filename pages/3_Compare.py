@@ -19,6 +19,7 @@ TARGET = "val_accuracy"  # what the parallel coordinates are coloured by
 METRICS = {  # the final metrics the table shows, and how
     "best_val_accuracy": st.column_config.NumberColumn("best val acc", format="%.3f"),
     "val_accuracy": st.column_config.NumberColumn("val acc", format="%.3f"),
+    "best_val_mae": st.column_config.NumberColumn("best val MAE", format="%.4g"),
     "val_loss": st.column_config.NumberColumn("val loss", format="%.4g"),
     "loss": st.column_config.NumberColumn("loss", format="%.4g"),
     "steps": st.column_config.NumberColumn("steps", format="%d"),

@@ -181,6 +181,7 @@ def runs_table(was_active: bool) -> None:
             help="Continue every run a crash or a shutdown interrupted, from its last "
             "checkpoint, oldest first.",
         )
+    regressions = any("best_val_mae" in (run.final_metrics or {}) for run in shown)
     selection = st.dataframe(
         [
             {
@@ -192,6 +193,11 @@ def runs_table(was_active: bool) -> None:
                 "tags": list(run.tags),
                 "progress": run.progress,
                 "best val acc": (run.final_metrics or {}).get("best_val_accuracy"),
+                **(
+                    {"best val MAE": (run.final_metrics or {}).get("best_val_mae")}
+                    if regressions
+                    else {}
+                ),
                 "checkpoints MB": engine.disk_bytes(run.id) / 1e6,
                 "created": dt.datetime.fromtimestamp(run.created),
             }
@@ -205,6 +211,7 @@ def runs_table(was_active: bool) -> None:
             "tags": st.column_config.ListColumn("tags"),
             "progress": st.column_config.ProgressColumn("progress", min_value=0, max_value=1),
             "best val acc": st.column_config.NumberColumn(format="%.3f"),
+            "best val MAE": st.column_config.NumberColumn(format="%.4g"),
             "checkpoints MB": st.column_config.NumberColumn(format="%.1f"),
             "created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss"),
         },

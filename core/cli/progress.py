@@ -11,10 +11,10 @@ from typing import TextIO
 import numpy as np
 
 from core.engine import Engine, RunStatus
-from core.engine.execution import FINAL_KEYS
+from core.engine.execution import BEST, FINAL_KEYS
 
 POLL_SECONDS = 0.5  # progress redraws about twice a second
-SUMMARY_KEYS = (*FINAL_KEYS, "best_val_accuracy")
+SUMMARY_KEYS = (*FINAL_KEYS, *(f"best_{key}" for key in BEST))
 
 
 class RunWatch:

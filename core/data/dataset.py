@@ -6,6 +6,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+#: What a dataset asks of a model: a class per example (cross-entropy, accuracy), or a
+#: number (mean squared error, mean absolute error).
+PROBLEMS = ("classification", "regression")
+
 
 class DatasetUnavailable(RuntimeError):
     """A dataset's data is not on this machine and cannot be fetched now.
@@ -24,9 +28,11 @@ class Dataset:
         name: The catalog name it was loaded by.
         x_train, x_test: float32 images in [0, 1], shape `(N, height, width, channels)`;
             a file's features may be rows, `(N, features)` (see `core.data.files`).
-        y_train, y_test: int64 labels in `0 .. num_classes - 1`, shape `(N,)`.
-        num_classes: How many labels there are.
+        y_train, y_test: int64 labels in `0 .. num_classes - 1`, shape `(N,)`; for a
+            regression, float32 targets.
+        num_classes: How many labels there are; 1 for a regression (one target).
         input_shape: The shape of one example, `(height, width, channels)` for images.
+        problem: `"classification"` or `"regression"` (see `PROBLEMS`).
     """
 
     name: str
@@ -36,6 +42,7 @@ class Dataset:
     y_test: np.ndarray
     num_classes: int
     input_shape: tuple[int, ...]
+    problem: str = "classification"
 
     def split(self, split: str) -> tuple[np.ndarray, np.ndarray]:
         """The `(x, y)` arrays of `split`, `"train"` or `"test"`."""

@@ -162,11 +162,14 @@ def _from_csv(name: str, file: io.BufferedIOBase) -> Dataset:
     )
 
 
-def from_arrays(name: str, arrays: Mapping[str, np.ndarray]) -> Dataset:
+def from_arrays(
+    name: str, arrays: Mapping[str, np.ndarray], *, problem: str = "classification"
+) -> Dataset:
     """The dataset of the four arrays (`ARRAYS`), checked as a file's are: raises
-    `BadDataFile` saying what is wrong."""
+    `BadDataFile` saying what is wrong. A regression's targets are any finite numbers."""
     x_train, x_test = (_features(key, arrays[key]) for key in ("x_train", "x_test"))
-    y_train, y_test = (_labels(key, arrays[key]) for key in ("y_train", "y_test"))
+    read = _labels if problem == "classification" else _targets
+    y_train, y_test = (read(key, arrays[key]) for key in ("y_train", "y_test"))
     pairs = (("x_train", x_train, "y_train", y_train), ("x_test", x_test, "y_test", y_test))
     for x_key, x, y_key, y in pairs:
         if len(x) != len(y) or len(x) == 0:
@@ -179,11 +182,13 @@ def from_arrays(name: str, arrays: Mapping[str, np.ndarray]) -> Dataset:
             f"dataset: x_train's examples are {x_train.shape[1:]} and x_test's "
             f"{x_test.shape[1:]}; they must be alike"
         )
-    num_classes = int(max(y_train.max(), y_test.max())) + 1
-    if num_classes < 2 or num_classes > MAX_CLASSES:
-        raise BadDataFile(f"dataset: needs 2 to {MAX_CLASSES} classes (got {num_classes})")
-    if not np.isin(np.unique(y_test), y_train).all():
-        raise BadDataFile("dataset: y_test has labels that y_train never shows")
+    num_classes = 1  # a regression's one target
+    if problem == "classification":
+        num_classes = int(max(y_train.max(), y_test.max())) + 1
+        if num_classes < 2 or num_classes > MAX_CLASSES:
+            raise BadDataFile(f"dataset: needs 2 to {MAX_CLASSES} classes (got {num_classes})")
+        if not np.isin(np.unique(y_test), y_train).all():
+            raise BadDataFile("dataset: y_test has labels that y_train never shows")
     return Dataset(
         name=name,
         x_train=frozen(x_train),
@@ -192,6 +197,7 @@ def from_arrays(name: str, arrays: Mapping[str, np.ndarray]) -> Dataset:
         y_test=frozen(y_test),
         num_classes=num_classes,
         input_shape=x_train.shape[1:],
+        problem=problem,
     )
 
 
@@ -215,6 +221,14 @@ def _labels(key: str, y: np.ndarray) -> np.ndarray:
     if not np.isfinite(y).all() or (y != np.round(y)).any() or (y < 0).any():
         raise BadDataFile(f"dataset: {key} must hold class labels 0, 1, 2, ... (whole numbers ≥ 0)")
     return y.astype(np.int64)
+
+
+def _targets(key: str, y: np.ndarray) -> np.ndarray:
+    if y.dtype.kind not in "iuf" or y.ndim != 1:
+        raise BadDataFile(f"dataset: {key} must be one number per example (got {y.shape})")
+    if not np.isfinite(y).all():
+        raise BadDataFile(f"dataset: {key} holds NaN or infinite values")
+    return y.astype(np.float32)
 
 
 def _numeric(line: str) -> bool:

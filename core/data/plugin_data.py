@@ -15,7 +15,8 @@ from core.data.registry import PluginDataset
 def load(plugin: PluginDataset) -> Dataset:
     """Calls the plugin's function and checks what it returns, as a file is checked.
     Raises `BadDataFile` (a `ValueError` naming `dataset`) saying what is wrong."""
-    return files.from_arrays(plugin.name, _arrays(plugin.name, plugin.load()))
+    arrays = _arrays(plugin.name, plugin.load())
+    return files.from_arrays(plugin.name, arrays, problem=plugin.problem)
 
 
 def _arrays(name: str, splits: Any) -> dict[str, np.ndarray]:

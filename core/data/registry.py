@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from core.data.dataset import PROBLEMS
 from core.plugin_shelf import Shelf, source_file
 
 DEFAULT_DATASET = "mnist-5k"
@@ -29,6 +30,7 @@ class DatasetInfo:
         offline: The data ships inside an installed package, so it loads without a
             network or a prepared TFDS data directory.
         source: `"core"`, or the plugin file that registered it.
+        problem: `"classification"`, or `"regression"` (`num_classes` is then 1).
     """
 
     name: str
@@ -38,6 +40,7 @@ class DatasetInfo:
     train_size: int
     offline: bool
     source: str = "core"
+    problem: str = "classification"
 
 
 _CATALOG = (
@@ -95,6 +98,7 @@ class PluginDataset:
     description: str
     load: DatasetLoader
     source: str
+    problem: str = "classification"
 
 
 def _describe(plugin: PluginDataset) -> DatasetInfo:
@@ -110,6 +114,7 @@ def _describe(plugin: PluginDataset) -> DatasetInfo:
         len(dataset.x_train),
         offline=True,
         source=plugin.source,
+        problem=dataset.problem,
     )
 
 
@@ -118,7 +123,9 @@ PLUGINS: Shelf[PluginDataset, DatasetInfo] = Shelf(
 )
 
 
-def register_dataset(name: str, *, description: str) -> Callable[[DatasetLoader], DatasetLoader]:
+def register_dataset(
+    name: str, *, description: str, problem: str = "classification"
+) -> Callable[[DatasetLoader], DatasetLoader]:
     """Function decorator that adds a dataset to the lab, from a file in the plugins folder.
 
     ```python
@@ -130,14 +137,19 @@ def register_dataset(name: str, *, description: str) -> Callable[[DatasetLoader]
     keys or the tuple `(x_train, y_train, x_test, y_test)`, or two `tf.data.Dataset`s
     `(train, test)` of `(x, y)` examples (batched or not), read into memory once. Features
     are images `(N, height, width[, channels])` or rows `(N, features)`, labels the
-    integers `0 .. K − 1`; they are checked as a file's are (see `core.data.files`).
+    integers `0 .. K − 1`, or with `problem="regression"` one number per example (a run
+    then minimizes the mean squared error and reports the mean absolute error); they are
+    checked as a file's are (see `core.data.files`).
     """
+    if problem not in PROBLEMS:
+        raise ValueError(f"problem: must be one of {', '.join(PROBLEMS)} (got {problem!r})")
 
     def decorate(load: DatasetLoader) -> DatasetLoader:
         if not callable(load):
             raise TypeError(f"@register_dataset({name!r}) needs a function, got {load!r}")
         source = source_file(load)
-        PLUGINS.add(name, PluginDataset(name, str(description), load, source), source)
+        plugin = PluginDataset(name, str(description), load, source, problem)
+        PLUGINS.add(name, plugin, source)
         return load
 
     return decorate

@@ -310,6 +310,8 @@ def _check(values: Mapping[str, Any]) -> dict[str, Any]:
     dataset = None
     if "dataset" in checked and "data_dir" in checked:
         dataset = data.registry.info(checked["dataset"], data_dir=checked["data_dir"])
+    if dataset is not None and checked.get("multitask") and dataset.problem == "regression":
+        errors["multitask"] = f"needs a classification; {checked['dataset']} is a regression"
     if dataset is not None and "model" in checked:
         shape = dataset.input_shape
         if models.registry.info(checked["model"]).images and len(shape) != 3:

@@ -37,7 +37,19 @@ from core.store import (
 )
 
 # Final-metric keys copied from the last logged row.
-FINAL_KEYS = ("loss", "accuracy", "val_loss", "val_accuracy", "param_norm", "grad_norm")
+FINAL_KEYS = (
+    "loss",
+    "accuracy",
+    "mae",
+    "val_loss",
+    "val_accuracy",
+    "val_mae",
+    "param_norm",
+    "grad_norm",
+)
+# The best of each validation score over a run, kept as `best_<key>` in its final metrics:
+# the highest accuracy of a classification, the lowest absolute error of a regression.
+BEST = {"val_accuracy": max, "val_mae": min}
 
 
 @dataclass
@@ -97,7 +109,7 @@ class RunExecution:
         self.run_id = control.run_id
         self.config = control.config
         self.last: dict[str, float] = {}
-        self.best_val_accuracy: float | None = None
+        self.best: dict[str, float] = {}  # see `BEST`
         self.diverged_at: int | None = None
         self.checkpoints = RunCheckpoints(store.checkpoint_folder(self.run_id))
         self.schedule = CheckpointSchedule(self.config.checkpoint_every)
@@ -164,8 +176,10 @@ class RunExecution:
             known = metrics[key][~np.isnan(metrics[key])]
             if len(known):
                 self.last[key] = float(known[-1])
-        if "val_accuracy" in metrics:
-            self.best_val_accuracy = float(np.nanmax(metrics["val_accuracy"]))
+        for key, pick in BEST.items():
+            known = metrics[key][np.isfinite(metrics[key])] if key in metrics else []
+            if len(known):
+                self.best[key] = float(pick(known))
         self.store.add_event(self.run_id, step, RESTORED_EVENT, {"seconds": checkpoint.seconds})
 
     def _branch(self, trainer: Any) -> None:
@@ -276,9 +290,10 @@ class RunExecution:
 
     def _remember(self, row: dict[str, float]) -> None:
         self.last |= row
-        accuracy = row.get("val_accuracy")
-        if accuracy is not None and math.isfinite(accuracy):
-            self.best_val_accuracy = max(self.best_val_accuracy or 0.0, accuracy)
+        for key, pick in BEST.items():
+            value = row.get(key)
+            if value is not None and math.isfinite(value):
+                self.best[key] = pick(self.best.get(key, value), value)
 
     def _final_metrics(self) -> dict[str, Any]:
         final: dict[str, Any] = {k: self.last[k] for k in FINAL_KEYS if k in self.last}
@@ -286,8 +301,7 @@ class RunExecution:
         final["seconds"] = round(self.control.training_seconds, 3)
         if self.control.steps_per_second:
             final["steps_per_second"] = self.control.steps_per_second
-        if self.best_val_accuracy is not None:
-            final["best_val_accuracy"] = self.best_val_accuracy
+        final |= {f"best_{key}": value for key, value in self.best.items()}
         if self.diverged_at is not None:
             final["diverged_at"] = self.diverged_at
         return final

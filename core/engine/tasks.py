@@ -1,5 +1,6 @@
-"""What a run learns: one classification head, or the multi-task model's two (the class
-and its parity, `TASKS`) trained on a weighted sum of their losses.
+"""What a run learns: one classification head, a regression's one prediction, or the
+multi-task model's two heads (the class and its parity, `TASKS`) trained on a weighted sum
+of their losses.
 
 The Trainer asks its task for losses, gradients and the sums it keeps between logs, and
 never branches on multi-task itself.
@@ -76,15 +77,16 @@ class SingleTask:
         """The training loss per example."""
         return losses[TASKS[0]]
 
-    def accuracies(self, outputs: Any, y: Any) -> dict[str, tf.Tensor]:
-        """Correct predictions in the batch: `accuracy`, and one per further task."""
+    def scores(self, outputs: Any, y: Any) -> dict[str, tf.Tensor]:
+        """The batch's sums of what is logged as a mean besides the loss (`means`): the
+        correct predictions, `accuracy`, and one per further task."""
         return {"accuracy": _correct(outputs, y)}
 
     def sums(self, outputs: Any, y: Any, losses: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-        """The batch's sums of the loss, the examples and the correct predictions."""
+        """The batch's sums of the loss, the examples and the scores."""
         total = self.total(losses)
         count = tf.cast(tf.shape(total)[0], tf.float32)
-        return {"loss": tf.reduce_sum(total), "count": count, **self.accuracies(outputs, y)}
+        return {"loss": tf.reduce_sum(total), "count": count, **self.scores(outputs, y)}
 
     def gradients(self, model: keras.Model, x: tf.Tensor, y: Any) -> Gradients:
         variables = model.trainable_variables
@@ -136,7 +138,7 @@ class MultiTask(SingleTask):
             "metrics": {task: ["accuracy"] for task in TASKS},
         }
 
-    def accuracies(self, outputs: Any, y: Any) -> dict[str, tf.Tensor]:
+    def scores(self, outputs: Any, y: Any) -> dict[str, tf.Tensor]:
         return {
             "accuracy": _correct(outputs["digit"], y["digit"]),
             "accuracy/parity": _correct(outputs["parity"], y["parity"]),
@@ -168,11 +170,35 @@ class MultiTask(SingleTask):
         return Gradients(grads, self.sums(outputs, y, losses), per_task)
 
 
-def task_of(config: RunConfig) -> SingleTask:
-    """The task a run's config trains."""
+class Regression(SingleTask):
+    """One prediction per example, by the squared error; the absolute error is logged as
+    its mean, `mae`."""
+
+    means = ("mae",)
+
+    def losses(self, outputs: Any, y: Any) -> dict[str, tf.Tensor]:
+        return {TASKS[0]: tf.square(_prediction(outputs) - tf.cast(y, tf.float32))}
+
+    def scores(self, outputs: Any, y: Any) -> dict[str, tf.Tensor]:
+        """The batch's sum of absolute errors, `mae`."""
+        return {"mae": tf.reduce_sum(tf.abs(_prediction(outputs) - tf.cast(y, tf.float32)))}
+
+    def compile_arguments(self) -> dict[str, Any]:
+        return {"loss": keras.losses.MeanSquaredError(), "metrics": ["mae"]}
+
+
+def task_of(config: RunConfig, problem: str = "classification") -> SingleTask:
+    """The task a run's config trains on a dataset of `problem` (see `PROBLEMS`)."""
     if config.multitask:
         return MultiTask(config.batch_size, config.task_weights)
+    if problem == "regression":
+        return Regression(config.batch_size)
     return SingleTask(config.batch_size)
+
+
+def _prediction(outputs: tf.Tensor) -> tf.Tensor:
+    """A regression model's `(batch, 1)` output as `(batch,)`."""
+    return tf.cast(tf.squeeze(outputs, axis=-1), tf.float32)
 
 
 def _cross_entropy(labels: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:

@@ -101,7 +101,7 @@ class Trainer:
             if strategy.num_replicas_in_sync > 1
             else train
         )
-        self.task = task_of(config)
+        self.task = task_of(config, dataset.problem)
         self.telemetry = Telemetry(self.model, self.optimizer, self.task)
         self.layers = self.telemetry.layers
         self._first_nonfinite = tf.Variable(tf.constant(-1, tf.int64), trainable=False)
@@ -284,7 +284,8 @@ class Trainer:
     # Validation -------------------------------------------------------------------------
 
     def evaluate(self) -> dict[str, float]:
-        """Loss and accuracy on the whole test split."""
+        """Loss and the task's scores (accuracy, or mean absolute error) on the whole
+        test split."""
         totals: dict[str, float] = {}
         for batch in self._test:
             for key, value in self._eval_batch(*batch).items():
@@ -296,7 +297,7 @@ class Trainer:
         outputs = self.model(x, training=False)
         total = self.task.total(self.task.losses(outputs, y))
         sums = {"loss": tf.reduce_sum(total), "count": tf.cast(tf.shape(total)[0], tf.float32)}
-        return sums | self.task.accuracies(outputs, y)
+        return sums | self.task.scores(outputs, y)
 
 
 def _sha256(arrays: Any) -> str:

@@ -34,7 +34,8 @@ def build(
     Args:
         name: A name from `catalog()`.
         input_shape: The shape of one example, `(height, width, channels)` for images.
-        num_classes: Outputs of the classification head.
+        num_classes: Outputs of the classification head; 1 for a regression, whose one
+            output, the prediction, comes from a head called `prediction`.
         seed: Seeds every initializer.
         multitask: Give the model two heads on one shared body: the outputs are then a
             dict `{"digit": logits (num_classes), "parity": logits (2)}` instead of one
@@ -45,8 +46,10 @@ def build(
     """
     info = registry.info(name)
     input_shape = _checked_shape(name, input_shape)
-    if isinstance(num_classes, bool) or operator.index(num_classes) < 2:
-        raise ValueError(f"num_classes: must be an integer of at least 2 (got {num_classes!r})")
+    if isinstance(num_classes, bool) or operator.index(num_classes) < 1:
+        raise ValueError(f"num_classes: must be an integer of at least 1 (got {num_classes!r})")
+    if multitask and num_classes < 2:
+        raise ValueError("multitask: needs a classification (the class and its parity)")
     seed = operator.index(seed)
     if info.source != "core":
         if multitask:
@@ -75,7 +78,7 @@ def build(
             "parity": head(2, _HEAD_INDEX + 1, "parity"),
         }
     else:
-        outputs = head(num_classes, _HEAD_INDEX, "logits")
+        outputs = head(num_classes, _HEAD_INDEX, "logits" if num_classes > 1 else "prediction")
     return keras.Model(inputs, outputs, name=f"{name}_multitask" if multitask else name)
 
 
@@ -100,7 +103,7 @@ def _plugin_model(
     if shape is None or shape[1:] != (num_classes,):
         raise ValueError(
             f"model: {name}'s plugin model outputs {shape}; it must output "
-            f"(batch, {num_classes}) logits, one per class"
+            f"(batch, {num_classes}): a logit per class, or a regression's one prediction"
         )
     return model
 

@@ -76,7 +76,8 @@ def register_model(
 
     The function is called with keyword arguments, `input_shape` (one example's shape),
     `num_classes` and `seed` (seed every initializer from it, so that a seed gives the
-    same weights), and returns a built `keras.Model` whose output is `num_classes` logits.
+    same weights), and returns a built `keras.Model` whose output is `num_classes` logits
+    (`num_classes` is 1 for a regression dataset: the output is then the prediction).
     `images=True` says it needs `(height, width, channels)` examples.
     """
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
+from core import data
 from core.engine import RunConfig
 from core.knobs import InvalidInput
 from core.sweep.space import Axis, SearchSpace
@@ -84,6 +85,12 @@ class SweepPlan:
                 axes = space.axes(base_config)
             except InvalidInput as exc:
                 errors |= exc.errors
+            dataset = data.registry.info(base_config.dataset, data_dir=base_config.data_dir)
+            if dataset.problem != "classification":
+                errors["dataset"] = (
+                    f"{base_config.dataset} is a {dataset.problem}; a sweep maximizes the "
+                    "validation accuracy of a classification"
+                )
         if sampler not in SAMPLERS:
             errors["sampler"] = f"must be one of {', '.join(SAMPLERS)} (got {sampler!r})"
         if not isinstance(pruning, bool):

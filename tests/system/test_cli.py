@@ -455,6 +455,37 @@ def test_the_example_plugins_train_and_are_listed_with_their_description(tmp_pat
     assert code == 2 and "model: tiny_vit needs images; wine has examples of shape (13,)" in err
 
 
+def test_a_regression_dataset_trains_on_the_squared_error_and_reports_the_absolute(tmp_path):
+    """`plugins/diabetes_regression.py`: a regression, chosen by the dataset."""
+    code, out, _ = run_main("catalog")
+    assert "a regression" in next(line for line in out.splitlines() if "diabetes" in line)
+    store = tmp_path / "lab.sqlite"
+    code, out, err = run_main(
+        "train", "--store", store, "--model", "mlp", "--dataset", "diabetes", "--lr", "0.003",
+        "--epochs", "12", "--batch-size", "32", "--val-every", "11",
+    )  # fmt: skip
+    assert code == 0, err
+    with Store(store) as opened:
+        (run,) = opened.list_runs()
+        metrics = opened.read_metrics(run.id)
+    final = run.final_metrics
+    assert "accuracy" not in metrics and "val_accuracy" not in final
+    validated = metrics["val_mae"][np.isfinite(metrics["val_mae"])]
+    from core import data
+
+    # It learnt: better than predicting the training mean (0 once standardized).
+    baseline = float(np.abs(data.load("diabetes").y_test).mean())
+    assert validated.min() < 0.85 * baseline
+    assert final["best_val_mae"] == pytest.approx(validated.min())
+    # The training loss is the squared error: its mean is at least the squared mean error.
+    assert (metrics["loss"] >= metrics["mae"] ** 2 - 1e-6).all()
+    assert "best_val_mae" in out
+    code, _, err = run_main(
+        "train", "--store", store, "--dataset", "diabetes", "--model", "mlp", "--multitask"
+    )
+    assert code == 2 and "multitask: needs a classification" in err
+
+
 def test_set_pause_resume_and_stop_steer_a_run_of_another_process(tmp_path):
     store_path = tmp_path / "lab.sqlite"
     child = spawn(

@@ -23,6 +23,7 @@ def examples() -> None:
     assert not {k: v for k, v in optimizers.load_plugins(EXAMPLES).items() if "plugins" in k}
 
 
+@pytest.mark.slow  # loads the example plugins, each tried in a child process first
 def test_the_vit_plugin_is_a_seeded_model_with_the_seeds_layer_names(examples) -> None:
     info = models.registry.info("tiny_vit")
     assert info.images and info.source == str(EXAMPLES / "tiny_vit.py")
@@ -45,6 +46,7 @@ def test_the_vit_plugin_is_a_seeded_model_with_the_seeds_layer_names(examples) -
         models.build("tiny_vit", input_shape=(8, 8, 1), num_classes=10, seed=0, multitask=True)
 
 
+@pytest.mark.slow  # loads the example plugins, each tried in a child process first
 def test_the_wine_plugin_is_a_standardized_table(examples) -> None:
     info = data.registry.info("wine")
     assert (info.input_shape, info.num_classes, info.train_size) == ((13,), 3, 142)
@@ -55,6 +57,7 @@ def test_the_wine_plugin_is_a_standardized_table(examples) -> None:
     assert set(np.unique(wine.y_test)) == {0, 1, 2}
 
 
+@pytest.mark.slow  # loads the example plugins, each tried in a child process first
 def test_run_configs_take_plugins_and_refuse_what_they_cannot_train(examples) -> None:
     config = RunConfig.from_dict({"model": "tiny_vit", "dataset": "digits"})
     assert (config.model, config.dataset) == ("tiny_vit", "digits")
