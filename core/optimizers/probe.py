@@ -1,31 +1,49 @@
 """Plugin files tried in a child process before the lab imports them into its own.
 
 A plugin runs code at import: one that loops forever, or calls `sys.exit`, would take
-down whichever process imported it (the engine, a CLI). Each file is first imported by a
-child process with a deadline; only a file that imports there cleanly is imported here.
-A plugin folder, or file, that other users can write to, and a link that leads out of
-the folder, are refused outright: whoever can change them could run code as the lab.
+down whichever process imported it (the engine, a CLI). The files are first imported by a
+child process, one after another (TensorFlow imported once for all), each with a
+deadline; only a file that imports there cleanly is imported here. A file that hangs or
+kills the child is reported, and a new child tries the files after it. A plugin folder, or
+file, that other users can write to, and a link that leads out of the folder, are refused
+outright: whoever can change them could run code as the lab.
 """
 
 from __future__ import annotations
 
 import os
+import queue
 import stat
 import subprocess
 import sys
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from core.store.paths import PROJECT_ROOT
 
 #: A plugin imports TensorFlow and Keras: 3-4 s here when idle, 6-7 s while the test suite
-#: loads both cores; three times that, so that only a plugin that hangs is skipped.
+#: loads both cores; three times that, so that only a plugin that hangs is skipped. Each
+#: file has this long; the first also imports TensorFlow within it.
 PROBE_SECONDS = 20.0
+# The child: imports each file named on its command line, saying `MARK ok I` or
+# `MARK failed I why` on its own line after each (a plugin's `sys.exit` included).
+MARK = "optlab-plugin-probe:"
 _PROBE = """
-import importlib.util, sys
-spec = importlib.util.spec_from_file_location("optlab_plugin_probe", sys.argv[1])
-module = importlib.util.module_from_spec(spec)
-sys.modules["optlab_plugin_probe"] = module
-spec.loader.exec_module(module)
+import importlib.util, sys, traceback
+MARK = sys.argv.pop(1)
+for index, path in enumerate(sys.argv[1:]):
+    name = f"optlab_plugin_probe_{index}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as exc:
+        why = traceback.format_exception_only(type(exc), exc)[-1].strip().replace("\\n", " ")
+        print(f"{MARK} failed {index} {why}", flush=True)
+    else:
+        print(f"{MARK} ok {index}", flush=True)
 """
 
 
@@ -42,22 +60,63 @@ def unsafe(path: Path) -> str | None:
     return None
 
 
-def probe(path: Path, timeout: float | None = None) -> str | None:
-    """None if importing `path` in a child process ends cleanly within `timeout` seconds
-    (default `PROBE_SECONDS`); else why it does not."""
+def probe(paths: Sequence[Path], timeout: float | None = None) -> dict[Path, str | None]:
+    """For each of `paths`, None if importing it in a child process ends cleanly within
+    `timeout` seconds (default `PROBE_SECONDS`); else why it does not."""
     timeout = PROBE_SECONDS if timeout is None else timeout
+    results: dict[Path, str | None] = {}
+    remaining = list(paths)
+    while remaining:
+        tried = _probe_in_one_child(remaining, timeout)
+        results |= tried
+        remaining = remaining[len(tried) :]
+    return results
+
+
+def _probe_in_one_child(paths: list[Path], timeout: float) -> dict[Path, str | None]:
+    """Imports `paths` in order in one child, until one hangs or ends the child (that
+    one is the last in the result)."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", _PROBE, MARK, *map(str, paths)],
+        cwd=PROJECT_ROOT,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        assert child.stdout is not None
+        for line in child.stdout:
+            lines.put(line)
+        lines.put(None)  # the child ended
+
+    threading.Thread(target=read, name="optlab-plugin-probe", daemon=True).start()
+    results: dict[Path, str | None] = {}
     try:
-        done = subprocess.run(
-            [sys.executable, "-c", _PROBE, str(path)],
-            cwd=PROJECT_ROOT,
-            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-    except subprocess.TimeoutExpired:
-        return f"did not finish importing within {timeout:g} s (tried in a child process)"
-    if done.returncode == 0:
-        return None
-    last = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
-    return f"failed to import: {last[0]}"
+        while len(results) < len(paths):
+            path = paths[len(results)]
+            try:
+                line = lines.get(timeout=timeout)
+            except queue.Empty:
+                results[path] = (
+                    f"did not finish importing within {timeout:g} s (tried in a child process)"
+                )
+                break
+            if line is None:  # the plugin ended the child itself (os._exit, a crash)
+                child.wait()
+                results[path] = (
+                    f"failed to import: the process ended (exit status {child.returncode})"
+                )
+                break
+            if not line.startswith(MARK):
+                continue  # the plugin's own printing
+            verdict, _, rest = line.removeprefix(MARK).strip().partition(" ")
+            why = rest.partition(" ")[2]
+            results[path] = None if verdict == "ok" else f"failed to import: {why}"
+    finally:
+        child.kill()
+        child.wait()
+    return results

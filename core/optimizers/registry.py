@@ -113,7 +113,8 @@ def load_plugins(folder: Path | None = None) -> dict[str, str]:
     """Imports the `*.py` files of the plugins folder not imported yet; returns the errors.
 
     A plugin that fails to import (with any exception, `SystemExit` included), does not
-    import within `probe.PROBE_SECONDS` in a child process, or registers a taken name is
+    import within `probe.PROBE_SECONDS` in a child process (one for all the files, see
+    `core.optimizers.probe`), or registers a taken name is
     reported by file, not raised, so one broken file never hides the other optimizers
     (see `core.optimizers.probe`). A folder or file others can write to, and links, are
     refused. Files whose name starts with `_` are skipped.
@@ -125,11 +126,16 @@ def load_plugins(folder: Path | None = None) -> dict[str, str]:
         if reason := probe.unsafe(folder):
             _plugin_errors[str(folder)] = reason
             return dict(_plugin_errors)
-        for path in sorted(folder.glob("*.py")):
-            if path.name.startswith("_") or path in _loaded_files:
-                continue
-            _loaded_files.add(path)
-            reason = probe.unsafe(path) or probe.probe(path)
+        new = [
+            path
+            for path in sorted(folder.glob("*.py"))
+            if not path.name.startswith("_") and path not in _loaded_files
+        ]
+        _loaded_files.update(new)
+        unsafe = {path: reason for path in new if (reason := probe.unsafe(path))}
+        probed = probe.probe([path for path in new if path not in unsafe]) if new else {}
+        for path in new:
+            reason = unsafe.get(path) or probed.get(path)
             if reason is None:
                 reason = _import_file(path)
             if reason is not None:

@@ -249,6 +249,36 @@ def test_a_plugin_that_loops_or_exits_is_reported_and_skipped(tmp_path) -> None:
     assert "optlab_plugins.exits" not in sys.modules  # not counted as loaded
 
 
+def test_one_child_tries_every_file_and_a_new_one_those_after_a_hang_or_a_crash(
+    tmp_path,
+) -> None:
+    from core.optimizers import probe
+
+    folder = plugins_folder(
+        tmp_path,
+        {
+            "a_fine.py": "X = 1\n",
+            "b_loops.py": "while True:\n    pass\n",
+            "c_chatty.py": "print('ok 0')\nprint('failed 3 lies')\n",
+            "d_dies.py": "import os\nos._exit(3)\n",
+            "e_raises.py": "raise ValueError('no')\n",
+            "f_fine.py": "Y = 2\n",
+        },
+    )
+    paths = sorted(folder.glob("*.py"))
+    started = time.monotonic()
+    results = {path.name: why for path, why in probe.probe(paths, timeout=3).items()}
+    assert time.monotonic() - started < 15  # one hang costs its deadline, once
+    assert results == {
+        "a_fine.py": None,
+        "b_loops.py": "did not finish importing within 3 s (tried in a child process)",
+        "c_chatty.py": None,  # what a plugin prints is not taken for a verdict
+        "d_dies.py": "failed to import: the process ended (exit status 3)",
+        "e_raises.py": "failed to import: ValueError: no",
+        "f_fine.py": None,
+    }
+
+
 def test_links_and_folders_others_can_write_are_refused(tmp_path) -> None:
     from core.optimizers import registry
 
