@@ -102,6 +102,7 @@ run_settings = [
     "log_every",
     "val_every",
     "strategy",
+    "precision",
     "name",
     "data_dir",
 ]

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from core.optimizers.catalog import OptimizerSpec
 
 STRATEGIES = ("default", "mirrored", "multiworker")
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 # How many times a run measures an instrument of `spacing` 1 when its interval field is
 # empty (see `instrument_intervals`).
 MEASUREMENTS_PER_RUN = 20
@@ -124,6 +125,14 @@ FIELDS: tuple[Knob, ...] = (
         optional=True,
     ),
     Knob(
+        "precision",
+        "choice",
+        "float32",
+        "The layers' arithmetic: float32, or 16 bits (bfloat16, or float16 with dynamic loss "
+        "scaling) with float32 weights and optimizer state.",
+        choices=PRECISIONS,
+    ),
+    Knob(
         "multitask",
         "bool",
         False,
@@ -170,6 +179,7 @@ class RunConfig:
     noise_scale_every: int | None = DEFAULTS["noise_scale_every"]
     histogram_every: int | None = DEFAULTS["histogram_every"]
     checkpoint_every: int | None = DEFAULTS["checkpoint_every"]
+    precision: str = DEFAULTS["precision"]
     multitask: bool = DEFAULTS["multitask"]
     task_weights: Mapping[str, float] = field(default_factory=lambda: dict.fromkeys(TASKS, 1.0))
     strategy: str = DEFAULTS["strategy"]

@@ -55,6 +55,10 @@ class SingleTask:
     def __init__(self, global_batch: int) -> None:
         self.global_batch = global_batch
         self.weights: dict[str, tf.Variable] = {}  # a multi-task run's loss weights
+        # A float16 run's loss scale S (see `core.engine.precision`): the loss is
+        # differentiated times S, and the gradients divided by S again (exactly: S is a
+        # power of two), so everything after sees the true gradients.
+        self.loss_scale: tf.Variable | None = None
 
     @property
     def variables(self) -> list[tf.Variable]:
@@ -70,7 +74,7 @@ class SingleTask:
         return weight
 
     def losses(self, outputs: Any, y: Any) -> dict[str, tf.Tensor]:
-        """Per-example losses, by task."""
+        """Per-example losses, by task (in float32, whatever the layers compute in)."""
         return {TASKS[0]: _cross_entropy(y, outputs)}
 
     def total(self, losses: Mapping[str, tf.Tensor]) -> tf.Tensor:
@@ -93,8 +97,9 @@ class SingleTask:
         with tf.GradientTape() as tape:
             outputs = model(x, training=True)
             losses = self.losses(outputs, y)
-            loss = self._average(self.total(losses))
-        return Gradients(tape.gradient(loss, variables), self.sums(outputs, y, losses))
+            loss = self._scaled(self._average(self.total(losses)))
+        grads = self._unscaled(tape.gradient(loss, variables))
+        return Gradients(grads, self.sums(outputs, y, losses))
 
     def compile_arguments(self) -> dict[str, Any]:
         """What `keras.Model.compile` takes to train the same loss (for a saved model)."""
@@ -102,6 +107,14 @@ class SingleTask:
             "loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
             "metrics": ["accuracy"],
         }
+
+    def _scaled(self, loss: tf.Tensor) -> tf.Tensor:
+        return loss if self.loss_scale is None else loss * self.loss_scale
+
+    def _unscaled(self, grads: list[tf.Tensor]) -> list[tf.Tensor]:
+        if self.loss_scale is None:
+            return grads
+        return [None if g is None else g / tf.cast(self.loss_scale, g.dtype) for g in grads]
 
     def _average(self, per_example: tf.Tensor) -> tf.Tensor:
         # Divided by the global batch: summed over replicas, it is the batch mean.
@@ -153,12 +166,16 @@ class MultiTask(SingleTask):
         with tf.GradientTape(persistent=True) as tape:
             outputs = model(x, training=True)
             losses = self.losses(outputs, y)
-            task_losses = {task: self._average(loss) for task, loss in losses.items()}
+            task_losses = {task: self._scaled(self._average(loss)) for task, loss in losses.items()}
         # A head's variables get no gradient from the other task: zeros, not None.
         per_task = {
             task: [
                 tf.zeros(v.shape, v.dtype) if g is None else g
-                for g, v in zip(tape.gradient(task_losses[task], variables), variables, strict=True)
+                for g, v in zip(
+                    self._unscaled(tape.gradient(task_losses[task], variables)),
+                    variables,
+                    strict=True,
+                )
             ]
             for task in TASKS
         }
@@ -202,6 +219,7 @@ def _prediction(outputs: tf.Tensor) -> tf.Tensor:
 
 
 def _cross_entropy(labels: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
+    logits = tf.cast(logits, tf.float32)  # a 16-bit run's: the softmax in float32
     return keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
 
 

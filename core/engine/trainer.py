@@ -23,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 from core import data, models, optimizers
+from core.engine import precision
 from core.engine.config import RunConfig, instrument_intervals
 from core.engine.instruments import INSTRUMENTS, Instrument, Measurements, ReplicaStep
 from core.engine.live import TASK_WEIGHT
@@ -82,19 +83,23 @@ class Trainer:
         self.first_batch = next(iter(batches().take(1)))
         self.first_batch_sha256 = _sha256(self.first_batch)
         with strategy.scope():
-            self.model = models.build(
-                config.model,
-                input_shape=dataset.input_shape,
-                num_classes=dataset.num_classes,
-                seed=config.seed,
-                multitask=config.multitask,
-            )
+            with precision.policy(config.precision):
+                self.model = models.build(
+                    config.model,
+                    input_shape=dataset.input_shape,
+                    num_classes=dataset.num_classes,
+                    seed=config.seed,
+                    multitask=config.multitask,
+                )
             self.optimizer = optimizers.build(
                 config.optimizer,
                 **self._scheduled(config.hyperparameters),
                 telemetry=config.telemetry,
             )
             self.optimizer.build(self.model.trainable_variables)
+            self.scaler = precision.loss_scaler(config.precision, self.optimizer)
+            if self.scaler is not None:
+                self.scaler.build(self.model.trainable_variables)
         self.weights_sha256 = _sha256(self.model.get_weights())
         self._batches = iter(  # passed into the traced step, which takes each batch
             strategy.experimental_distribute_dataset(train)
@@ -102,6 +107,8 @@ class Trainer:
             else train
         )
         self.task = task_of(config, dataset.problem)
+        if self.scaler is not None:
+            self.task.loss_scale = self.scaler.dynamic_scale
         self.telemetry = Telemetry(self.model, self.optimizer, self.task)
         self.layers = self.telemetry.layers
         self._first_nonfinite = tf.Variable(tf.constant(-1, tf.int64), trainable=False)
@@ -165,7 +172,7 @@ class Trainer:
         for instrument in self.instruments.values():
             instrument.close()
         self._train_step = self._eval_batch = self._saver = None
-        self.model = self.optimizer = self.telemetry = None
+        self.model = self.optimizer = self.scaler = self.telemetry = None
         self.instruments = {}
         held, self._batches = [self._batches], None
         threading.Thread(target=held.clear, name=RELEASE_THREAD, daemon=True).start()
@@ -186,8 +193,13 @@ class Trainer:
             *self.telemetry.variables,
             *(v for instrument in self.instruments.values() for v in instrument.variables),
             *self.task.variables,
+            *self._scaler_variables(),
             self._first_nonfinite,
         ]
+
+    def _scaler_variables(self) -> list[tf.Variable]:
+        """A float16 run's loss scale and its count of finite steps since it last grew."""
+        return [] if self.scaler is None else [self.scaler.step_counter, self.scaler.dynamic_scale]
 
     def save(self, prefix: str) -> None:
         """Writes `state` to the TensorFlow checkpoint `prefix` (`.index` and `.data-*`)."""
@@ -265,10 +277,20 @@ class Trainer:
         for task, grads in (step.computed.per_task or {}).items():
             step.terms[f"grad_norm/{task}"] = tf.linalg.global_norm(all_reduced(grads))
         before = [instrument.before_update(step) for instrument in instruments]
-        self.optimizer.apply(step.computed.grads, variables)
+        self._apply(step.computed.grads, variables)
         for instrument, state in zip(instruments, before, strict=True):
             instrument.after_update(step, state)
         return step.computed.sums | step.terms
+
+    def _apply(self, grads: list[tf.Tensor], variables: list[tf.Variable]) -> None:
+        """The optimizer's step; a float16 run's through Keras's loss scaling, which skips
+        a step whose gradients overflowed and adapts the scale. The gradients are the
+        true ones (see `SingleTask.loss_scale`): scaled again, exactly, for it to unscale."""
+        if self.scaler is None:
+            self.optimizer.apply(grads, variables)
+            return
+        scale = self.scaler.dynamic_scale
+        self.scaler.apply([g * tf.cast(scale, g.dtype) for g in grads], variables)
 
     def _check_finite(self, loss: tf.Tensor) -> None:
         """Records the first step with a non-finite loss or parameter norm."""

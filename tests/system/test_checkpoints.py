@@ -30,7 +30,7 @@ BASE = {
 }
 # Each optimizer state a checkpoint must carry: noise drawn per step, top-k's error
 # feedback, a projection, momentum with clipping and a scheduled rate, Adam's moments with
-# decay.
+# decay, and under float16 loss scaling.
 CASES = {
     "sgd_noise": {"optimizer": "sgd", "hyperparameters": {"noise_std": 0.05}},
     "top_k_feedback": {
@@ -44,6 +44,8 @@ CASES = {
         "lr_schedule": "cosine",
         "warmup_steps": 10,
     },
+    # float16's loss scale and its count of finite steps, beside Adam's moments.
+    "adam_float16": {"optimizer": "adam", "precision": "mixed_float16"},
 }
 
 
