@@ -8,14 +8,13 @@ from core import optimizers
 from core.data import files
 from core.engine import TASKS, run_fields
 from core.knobs import Knob
-from ui import forms, state
+from ui import forms, state, texts
 from ui.train_form import (
     ERRORS,
     STARTED,
     TRANSFORMER_RULES,
     UPLOAD,
     dataset_options,
-    described,
     knob_key,
     run_key,
     seed_knobs,
@@ -41,7 +40,7 @@ errors: dict[str, str] = st.session_state.get(ERRORS, {})
 model_col, data_col, optimizer_col = st.columns(3)
 with model_col:
     field(FIELDS["model"], run_key("model"), errors)
-    st.caption(described("model", st.session_state[run_key("model")]))
+    st.caption(texts.described("model", st.session_state[run_key("model")]))
 with data_col:
     st.selectbox(
         "dataset",
@@ -61,7 +60,8 @@ with data_col:
         )
     # After the popover: an error above it would move it, and close it.
     forms.show_error(errors, "dataset")
-    st.caption(described("dataset", st.session_state[run_key("dataset")]))
+    data_dir = st.session_state.get(run_key("data_dir")) or None
+    st.caption(texts.described("dataset", st.session_state[run_key("dataset")], data_dir))
 with optimizer_col:
     field(FIELDS["optimizer"], run_key("optimizer"), errors)
 

@@ -82,9 +82,11 @@ def new_sweep_form() -> None:
             model = st.selectbox(
                 "model", model_names, index=model_names.index("lenet"), key="sweep:model"
             )
+            st.caption(texts.described("model", model))
             dataset = st.selectbox(
                 "dataset", [d.name for d in data.catalog(plugins=True)], key="sweep:dataset"
             )
+            st.caption(texts.described("dataset", dataset))
             epochs = st.number_input("epochs", 1, 1000, 3, key="sweep:epochs")
             val_every = st.number_input(
                 "validate every (steps, 0: each epoch)", 0, 10**6, 0, key="sweep:val_every"

@@ -1,4 +1,5 @@
-"""Short human texts for runs: status badges, durations, numbers, knob summaries.
+"""Short human texts for runs: status badges, durations, numbers, knob summaries, and
+what a model or a dataset is.
 
 Anything a user typed (a run name, a tag) goes through `literal` before it reaches
 Markdown, so that it shows as typed and never as a link, an image, a colour or maths.
@@ -8,8 +9,11 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 from typing import Any
 
+from core import data, models
+from core.data import files
 from core.engine import RunStatus
 
 # Material icons: emoji render as empty boxes where no emoji font is installed.
@@ -82,3 +86,20 @@ def knobs(status: RunStatus) -> str:
 def label(status: RunStatus) -> str:
     """A run as a menu shows it (plain text, not Markdown): `name (id)`."""
     return f"{status.name} ({status.id})"
+
+
+def described(field: str, name: str, data_dir: str | None = None) -> str:
+    """A line on the model or dataset `name` (`field`): its description, and the plugin
+    file it comes from; a file's is told by its name, not read again here. A `tfds:`
+    dataset is looked for in `data_dir`."""
+    if field == "dataset" and files.is_file(name):
+        return ""
+    try:
+        if field == "model":
+            info = models.registry.info(name)
+        else:
+            info = data.registry.info(name, data_dir=data_dir)
+    except ValueError as exc:
+        return str(exc).removeprefix(f"{field}: ")
+    plugin = "" if info.source == "core" else f" *(plugin: {Path(info.source).name})*"
+    return f"{info.description}{plugin}"

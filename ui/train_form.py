@@ -7,12 +7,11 @@ field for the page to show.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
-from core import data, models, optimizers
+from core import optimizers
 from core.data import files, tfds_source
 from core.engine import TASKS, RunConfig, run_fields
 from core.knobs import InvalidInput
@@ -98,23 +97,6 @@ def dataset_options() -> list[str]:
     current = st.session_state.get(run_key("dataset"))
     own = files.is_file(current) or tfds_source.is_tfds(current)
     return [*names, current] if own and current not in names else names
-
-
-def described(field: str, name: str) -> str:
-    """A line on the model or dataset `name` (`field`): its description, and the plugin
-    file it comes from; a file's is told by its name, not read again here."""
-    if field == "dataset" and files.is_file(name):
-        return ""
-    data_dir = st.session_state.get(run_key("data_dir")) or None
-    try:
-        if field == "model":
-            info = models.registry.info(name)
-        else:
-            info = data.registry.info(name, data_dir=data_dir)
-    except ValueError as exc:
-        return str(exc).removeprefix(f"{field}: ")
-    plugin = "" if info.source == "core" else f" *(plugin: {Path(info.source).name})*"
-    return f"{info.description}{plugin}"
 
 
 def upload() -> None:
