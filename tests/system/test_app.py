@@ -148,7 +148,7 @@ def test_live_page_shows_a_run_with_every_chart(lab) -> None:
     assert not at.exception
     assert "completed" in at.markdown[0].value
     # One group of charts at a time: the training charts first.
-    for view, charts in (("Training", 4), ("Per layer", 3), ("Instruments", 6)):
+    for view, charts in (("Training", 5), ("Per layer", 3), ("Instruments", 6)):
         at.segmented_control(key="live_charts").set_value(view).run()
         assert not at.exception
         assert len(at.get("plotly_chart")) == charts, view
@@ -191,7 +191,7 @@ def test_compare_page_overlays_runs(lab) -> None:
     assert not at.exception
     assert len(at.dataframe[0].value) == 2
     # parallel axes; four charts, and the three per-layer ones per run; the instruments
-    assert len(at.get("plotly_chart")) == 1 + (4 + 3 * 2) + 6
+    assert len(at.get("plotly_chart")) == 1 + (5 + 3 * 2) + 6
 
 
 def test_optimizers_page_lists_every_optimizer(lab) -> None:

@@ -134,7 +134,7 @@ def test_the_demo_race_ends_within_30_seconds_of_the_click_watched(lab, browser)
             assert key in metrics.keys, (run.config["optimizer"], key)
         assert [e for e in client.events(run.id) if e.kind == "histogram"]
     page.wait_for_timeout(2500)  # the full refresh after the runs ended
-    for view, charts in (("Training", 4), ("Per layer", 9), ("Instruments", 6)):
+    for view, charts in (("Training", 5), ("Per layer", 9), ("Instruments", 6)):
         page.get_by_text(view, exact=True).click()
         # The group's charts replace the last one's (which linger while it draws).
         page.wait_for_function(
