@@ -126,7 +126,7 @@ def test_two_threads_building_at_once_get_identical_weights():
         ({"name": "resnet"}, "model"),
         ({"input_shape": (28, 28)}, "input_shape"),
         ({"input_shape": (0, 28, 1)}, "input_shape"),
-        ({"num_classes": 1}, "num_classes"),
+        ({"num_classes": 0}, "num_classes"),  # 1: a regression's one output
     ],
 )
 def test_bad_arguments_are_rejected_naming_the_field(kwargs, field):

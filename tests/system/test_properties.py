@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from core import data, optimizers
+from core import data, models, optimizers
 from core.cli import main
 from core.engine import TASKS, Engine, RunConfig, fields
 from core.engine.config import FIELD_NAMES
@@ -229,8 +229,16 @@ def valid_run_configs(draw: st.DrawFn) -> dict[str, Any]:
         for knob in RUN_FIELDS
         if knob.name != "optimizer" and draw(st.booleans())
     }
+    # What the fields allow together (each refusal has its own test): rows train with
+    # a model that takes any shape, two heads need a built-in model and classes.
+    dataset = data.registry.info(values.get("dataset", data.DEFAULT_DATASET))
+    model = models.registry.info(values.get("model", models.DEFAULT_MODEL))
+    if len(dataset.input_shape) != 3 and model.images:
+        values["model"] = "mlp"
+    if dataset.problem != "classification" or model.source != "core":
+        values.pop("multitask", None)
     if "batch_size" in values:  # at most the training split (valid_values knows no split)
-        split = data.registry.info(values.get("dataset", data.DEFAULT_DATASET)).train_size
+        split = dataset.train_size
         most = next(knob.high for knob in RUN_FIELDS if knob.name == "batch_size")
         values["batch_size"] = draw(st.integers(1, min(split, most)))
     spec = draw(st.sampled_from(SPECS))
