@@ -16,6 +16,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 Entry = TypeVar("Entry")
@@ -124,8 +125,13 @@ class Shelf(Generic[Entry, Info]):
                     self._infos[name] = self._describe(entry)
                 except Exception as exc:  # a plugin's own code: reported, never fatal
                     self._failed[name] = (path, self._reason(exc))
+            # The plugins folder's, as the optimizers' errors are: a test, or a process
+            # that loaded another folder, keeps its entries but not its complaints.
+            folder = _plugins_folder()
             errors = {
-                path: f"{self.kind} {name!r}: {why}" for name, (path, why) in self._failed.items()
+                path: f"{self.kind} {name!r}: {why}"
+                for name, (path, why) in self._failed.items()
+                if Path(path).parent == folder
             }
             return dict(self._infos), errors
 
@@ -145,6 +151,12 @@ def source_file(function: Callable[..., Any]) -> str:
 def _tuples(described: Mapping[str, Any]) -> dict[str, Any]:
     """JSON has lists only: an info's shapes are tuples."""
     return {k: tuple(v) if isinstance(v, list) else v for k, v in described.items()}
+
+
+def _plugins_folder() -> Path:
+    from core.optimizers.catalog import plugins_folder as folder
+
+    return folder()
 
 
 def _load_plugins() -> None:
