@@ -78,7 +78,10 @@ def plugin_file(folder: Path, name: str, source: str) -> None:
 
 
 @pytest.mark.slow  # imports each plugin in a child process first
-def test_every_dataset_form_is_read_alike_and_broken_plugins_are_reported(tmp_path) -> None:
+def test_every_dataset_form_is_read_alike_and_broken_plugins_are_reported(
+    tmp_path, monkeypatch
+) -> None:
+    monkeypatch.setenv("OPTLAB_PLUGINS", str(tmp_path))  # reported: the plugins folder's
     plugin_file(
         tmp_path,
         "forms.py",
@@ -123,7 +126,7 @@ def test_every_dataset_form_is_read_alike_and_broken_plugins_are_reported(tmp_pa
         register_model("lenet", description="again")(lambda **kwargs: None)
         """,
     )
-    errors = optimizers.load_plugins(tmp_path)
+    errors = optimizers.load_plugins()
     assert "a model named 'lenet' is already registered" in errors[str(tmp_path / "taken.py")]
     loaded = [data.load(name) for name in ("t_mapping", "t_tuple", "t_tfdata")]
     for dataset in loaded[1:]:
