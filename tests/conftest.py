@@ -9,6 +9,11 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import tempfile
+
+# A PostgreSQL store's checkpoints go here, not into the project's runs/ folder.
+os.environ.setdefault("OPTLAB_FILES", tempfile.mkdtemp(prefix="optlab-files-"))
+
 import tensorflow as tf
 
 _cpu = tf.config.list_physical_devices("CPU")[0]
@@ -25,8 +30,8 @@ import pytest  # noqa: E402
 
 
 @contextlib.contextmanager
-def served(path: Path) -> Iterator:
-    """An engine serving the store at `path` in this process, as `python -m core serve`
+def served(path: Path | str) -> Iterator:
+    """An engine serving the store at `path` (or URL) in this process, as `python -m core serve`
     serves it in its own; yields the `Engine`. The dashboard's client finds it and hands
     it its runs, and nothing is launched."""
     from core.engine import Engine
@@ -43,18 +48,25 @@ def served(path: Path) -> Iterator:
         use_engine_plugins(None)  # the dashboard's client set them
 
 
-@pytest.fixture
-def app_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """The app's store path, as `OPTLAB_STORE`, served by an in-process engine, with the
-    app's cached client cleared before and after."""
+@contextlib.contextmanager
+def app_serving(location: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The app on the store at `location`, as `OPTLAB_STORE`, served by an in-process
+    engine, with the app's cached client cleared before and after."""
     import streamlit as st
 
+    monkeypatch.setenv("OPTLAB_STORE", location)
+    st.cache_resource.clear()
+    with served(location):
+        yield
+    st.cache_resource.clear()
+
+
+@pytest.fixture
+def app_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The app's store path (see `app_serving`)."""
     path = tmp_path / "lab.sqlite"
-    monkeypatch.setenv("OPTLAB_STORE", str(path))
-    st.cache_resource.clear()
-    with served(path):
+    with app_serving(str(path), monkeypatch):
         yield path
-    st.cache_resource.clear()
 
 
 @pytest.fixture
@@ -64,3 +76,26 @@ def lab(app_store: Path):
     from ui import state
 
     return state.shared_engine()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator:
+    """A PostgreSQL server of the test session's own (see `tests.postgres_server`);
+    without the server's programs, the tests that need one are skipped, saying how to
+    install them."""
+    from tests.postgres_server import MISSING, binaries, postgres_server
+
+    if binaries() is None:
+        pytest.skip(MISSING)
+    with postgres_server() as server:
+        yield server
+
+
+# The fast loop (`make test-fast`) tries the store on SQLite only; `make test` on both.
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
+def store_location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A new store's location, once for each backend: a SQLite file's path, and the URL
+    of a new schema on the session's PostgreSQL server."""
+    if request.param == "sqlite":
+        return str(tmp_path / "lab.sqlite")
+    return request.getfixturevalue("postgres").create_schema()

@@ -15,7 +15,7 @@ import streamlit as st
 
 from core.engine.client import EngineClient, use_engine_plugins
 from core.engine.server import launch
-from core.store import Store, StoreError, default_path
+from core.store import Store, StoreError, default_location
 from core.sweep import Sweep
 from ui import texts
 
@@ -44,11 +44,11 @@ def engine() -> EngineClient:
 def shared_engine() -> EngineClient:
     """One client for every session, on `OPTLAB_STORE` (else `runs/optlab.sqlite`). The
     engine it launches trains at most `OPTLAB_MAX_CONCURRENT` (else 3) runs at once."""
-    path = default_path()
+    location = default_location()
     max_concurrent = int(os.environ.get("OPTLAB_MAX_CONCURRENT", "3"))
     # A page waits a few seconds for the store's write lock, not a run's full patience.
-    store = Store(path, timeout=PAGE_LOCK_SECONDS)
-    client = EngineClient(store, launch=lambda: launch(path, max_concurrent=max_concurrent))
+    store = Store(location, timeout=PAGE_LOCK_SECONDS)
+    client = EngineClient(store, launch=lambda: launch(location, max_concurrent=max_concurrent))
     client.register_dashboard()
     use_engine_plugins(client)  # this process never imports TensorFlow
     client.ensure_engine(wait=False)  # TensorFlow warms up there while the page paints

@@ -23,7 +23,15 @@ from core.engine.client import EngineClient
 from core.engine.live import TASK_WEIGHT
 from core.export import safe_path, write_csv, write_tensorboard
 from core.knobs import InvalidInput
-from core.store import RunRecord, Store, StoreError, UnknownRunError, default_path, owner
+from core.store import (
+    RunRecord,
+    Store,
+    StoreError,
+    UnknownRunError,
+    default_location,
+    is_url,
+    owner,
+)
 
 T = TypeVar("T")
 
@@ -52,7 +60,7 @@ def resume(args: argparse.Namespace) -> int:
     record = store.get_run(args.run_id)
     if record is None:
         store.close()
-        raise UsageError(f"run_id: no run {args.run_id!r} in {store.path}")
+        raise UsageError(f"run_id: no run {args.run_id!r} in {store.name}")
     if record.active and owner.alive(record.owner):
         with store:
             if record.status != "paused":
@@ -117,7 +125,7 @@ def steer(args: argparse.Namespace) -> int:
             else:
                 command = getattr(client, args.command)(args.run_id)
         except UnknownRunError:
-            raise UsageError(f"run_id: no run {args.run_id!r} in {store.path}") from None
+            raise UsageError(f"run_id: no run {args.run_id!r} in {store.name}") from None
         done = client.settle(command, STEER_SECONDS)
         step = client.status(args.run_id).step
     if done.handled is None:
@@ -159,12 +167,12 @@ def serve(args: argparse.Namespace) -> int:
 
     if not 1 <= args.max_concurrent <= 64:
         raise UsageError(f"max_concurrent: must be in [1, 64] (got {args.max_concurrent})")
-    path = default_path() if args.store is None else args.store
+    location = args.store or default_location()
     try:
-        Store(path).close()  # a corrupt or foreign file is refused before anything starts
+        Store(location).close()  # a corrupt or foreign store is refused before anything starts
     except StoreError as exc:
         raise UsageError(str(exc)) from None
-    return serve(path, max_concurrent=args.max_concurrent, exit_when_idle=args.exit_when_idle)
+    return serve(location, max_concurrent=args.max_concurrent, exit_when_idle=args.exit_when_idle)
 
 
 def runs(args: argparse.Namespace) -> int:
@@ -172,13 +180,14 @@ def runs(args: argparse.Namespace) -> int:
     with _open_store(args.store, must_exist=True) as store:
         records = store.list_runs()
         saved = {r.id: RunCheckpoints(store.checkpoint_folder(r.id)) for r in records}
+        name = store.name
     if args.json:
         listed = [run_json(record, saved[record.id]) for record in records]
         print(json.dumps(listed, indent=2, allow_nan=False))
     elif records:
         print(format_runs(records))
     else:
-        print(f"no runs in {args.store or default_path()}", file=sys.stderr)
+        print(f"no runs in {name}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -246,7 +255,7 @@ def export(args: argparse.Namespace) -> int:
     with _open_store(args.store, must_exist=True) as store:
         record = store.get_run(args.run_id)
         if record is None:
-            raise UsageError(f"run_id: no run {args.run_id!r} in {store.path}")
+            raise UsageError(f"run_id: no run {args.run_id!r} in {store.name}")
         metrics = store.read_metrics(record.id)
         events = store.events(record.id)
     tensorboard = None
@@ -296,14 +305,16 @@ def _writing(field: str, write: Callable[[], T]) -> T:
         raise UsageError(str(exc)) from None
 
 
-def _open_store(path: Path | None, *, must_exist: bool) -> Store:
-    """The store at `path` (default: `default_path()`). With `must_exist`, a missing file
-    is refused rather than created. `UsageError` if it is missing or cannot be used."""
-    path = default_path() if path is None else path
-    if must_exist and not path.exists():
-        raise UsageError(f"no store at {path}")
+def _open_store(location: str | None, *, must_exist: bool) -> Store:
+    """The store at `location`, a path or a URL (default: `default_location()`). With
+    `must_exist`, a missing file is refused rather than created (a PostgreSQL database
+    exists once it can be connected to). `UsageError` if it is missing or cannot be
+    used."""
+    location = location or default_location()
+    if must_exist and not is_url(location) and not Path(location).exists():
+        raise UsageError(f"no store at {location}")
     try:
-        return Store(path)
+        return Store(location)
     except StoreError as exc:
         raise UsageError(str(exc)) from None
 

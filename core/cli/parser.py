@@ -76,9 +76,11 @@ def build_parser(
     store = argparse.ArgumentParser(add_help=False)
     store.add_argument(
         "--store",
-        type=Path,
-        metavar="PATH",
-        help="The store file (default: $OPTLAB_STORE, else runs/optlab.sqlite).",
+        metavar="PATH|URL",
+        help=(
+            "The store: a SQLite file, or a postgresql:// URL that several machines share "
+            "(default: $OPTLAB_STORE, else runs/optlab.sqlite)."
+        ),
     )
 
     train = commands.add_parser(

@@ -26,10 +26,17 @@ from core.knobs import InvalidInput
 from core.optimizers.catalog import OptimizerSpec, Plugins
 from core.plugin_shelf import Published
 from core.store import Command, Service, Store, UnknownRunError, owner
+from core.store.paths import Location, files_base
 
 ENGINE = "engine"  # the service role of a process that takes new runs
 DASHBOARD = "dashboard"  # the role of a dashboard process, which keeps an engine alive
 POLL_SECONDS = 0.1
+
+
+def log_path(location: Location) -> Path:
+    """Where the engine process serving the store at `location` logs."""
+    base = files_base(location)
+    return base.with_name(base.name + ".engine.log")
 
 
 class EngineUnavailable(RuntimeError):
@@ -72,7 +79,7 @@ class EngineClient(RunReader):
             return service
         if self._launch is None:
             raise EngineUnavailable(
-                f"no engine serves {self.store.path}: start one with `python -m core serve`"
+                f"no engine serves {self.store.name}: start one with `python -m core serve`"
             )
         self._launch()
         deadline = time.monotonic() + (self.engine_wait if wait else 0.0)
@@ -80,8 +87,8 @@ class EngineClient(RunReader):
             time.sleep(POLL_SECONDS)
         if service is None and wait:
             raise EngineUnavailable(
-                f"the engine process for {self.store.path} did not start within "
-                f"{self.engine_wait:.0f} s (see {self.store.path}.engine.log)"
+                f"the engine process for {self.store.name} did not start within "
+                f"{self.engine_wait:.0f} s (see {log_path(self.store.location)})"
             )
         return service
 

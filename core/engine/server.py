@@ -7,9 +7,10 @@ So the dashboard never trains: it hands runs to this process through the store a
 them back from it (see `core.engine.client`).
 
 One engine serves a store at a time: it holds an exclusive lock on `STORE.engine.lock`
-for its whole life, so a second one exits at once. It registers itself in the store's
-`services` table (the dashboard finds it there, after a reload or a restart of
-Streamlit), beats a heartbeat every second, and imports TensorFlow, loads the plugins
+beside the store's file (for a PostgreSQL store, an advisory lock in the database, from
+whichever machine) for its whole life, so a second one exits at once. It registers
+itself in the store's `services` table (the dashboard finds it there, after a reload or a
+restart of Streamlit), beats a heartbeat every second, and imports TensorFlow, loads the plugins
 and the default dataset in the background at start, so that the first run does not wait
 for them; the optimizer plugins it loaded are published in its service row for the
 dashboard's forms. Launched by a dashboard (`launch`), it exits once no run is queued or
@@ -28,23 +29,29 @@ import threading
 import time
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from core.engine.client import DASHBOARD, ENGINE, live_service
+from core.engine.client import DASHBOARD, ENGINE, live_service, log_path
 from core.engine.engine import Engine
-from core.store import Store, StoreError, owner
-from core.store.paths import PROJECT_ROOT
+from core.store import Store, StoreError, is_url, owner, shown
+from core.store.errors import DatabaseError
+from core.store.paths import ENV_VAR, PROJECT_ROOT, Location, files_base
+
+if TYPE_CHECKING:
+    from core.store.postgres import PostgresConnection
 
 HEARTBEAT_SECONDS = 1.0
 IDLE_GRACE_SECONDS = 60.0  # a dashboard restarting within this finds its engine again
 
 
-def lock_path(store_path: Path) -> Path:
-    return store_path.with_name(store_path.name + ".engine.lock")
+def lock_path(location: Location) -> Path:
+    base = files_base(location)
+    return base.with_name(base.name + ".engine.lock")
 
 
-def log_path(store_path: Path) -> Path:
-    return store_path.with_name(store_path.name + ".engine.log")
+def absolute(location: Location) -> str:
+    """The store's location as another process finds it from any folder."""
+    return str(location) if is_url(location) else str(Path(location).resolve())
 
 
 class EngineService:
@@ -120,7 +127,7 @@ class EngineService:
 
 
 def serve(
-    store_path: Path,
+    location: Location,
     *,
     max_concurrent: int,
     exit_when_idle: bool = False,
@@ -129,19 +136,19 @@ def serve(
     """Serves the store until SIGTERM, SIGINT, `stop`, or (with `exit_when_idle`) no work
     and no dashboard; then interrupts what still trains. Returns an exit status: 0, also
     when another engine serves the store already."""
-    store_path = store_path.resolve()
-    lock = _lock(store_path)
+    location = absolute(location)
+    lock = _lock(location)
     if lock is None:
-        print(f"an engine already serves {store_path}", file=sys.stderr, flush=True)
+        print(f"an engine already serves {shown(location)}", file=sys.stderr, flush=True)
         return 0
     stop = stop or threading.Event()
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, _setter(stop))
     try:
-        engine = Engine(Store(store_path), max_concurrent=max_concurrent)
+        engine = Engine(Store(location), max_concurrent=max_concurrent)
         service = EngineService(engine)
-        print(f"engine {engine.owner} serves {store_path}", file=sys.stderr, flush=True)
+        print(f"engine {engine.owner} serves {engine.store.name}", file=sys.stderr, flush=True)
         idle_since: float | None = None
         while not stop.wait(HEARTBEAT_SECONDS):
             if not exit_when_idle:
@@ -161,18 +168,20 @@ def serve(
     return 0
 
 
-def launch(store_path: Path, *, max_concurrent: int) -> subprocess.Popen[bytes]:
+def launch(location: Location, *, max_concurrent: int) -> subprocess.Popen[bytes]:
     """Starts `python -m core serve` for the store in a session of its own (so that it
-    outlives a restart of the dashboard), logging to `STORE.engine.log`."""
-    store_path = store_path.resolve()
-    log = log_path(store_path).open("ab")
+    outlives a restart of the dashboard), logging to `STORE.engine.log`. The store's
+    location goes in the environment, where a URL's password is not on show as
+    command-line arguments are."""
+    location = absolute(location)
+    log_file = log_path(location)
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    log = log_file.open("ab")
     command = [
         sys.executable,
         "-m",
         "core",
         "serve",
-        "--store",
-        str(store_path),
         "--max-concurrent",
         str(max_concurrent),
         "--exit-when-idle",
@@ -185,13 +194,23 @@ def launch(store_path: Path, *, max_concurrent: int) -> subprocess.Popen[bytes]:
             stdout=log,
             stderr=log,
             start_new_session=True,
+            env={**os.environ, ENV_VAR: location},
         )
 
 
-def _lock(store_path: Path) -> IO[str] | None:
-    """The engine lock of the store, held until the file is closed; None if taken."""
-    store_path.parent.mkdir(parents=True, exist_ok=True)
-    file = lock_path(store_path).open("a+")
+def _lock(location: str) -> IO[str] | PostgresConnection | None:
+    """The engine lock of the store, held until the file (or, for a PostgreSQL store,
+    the database connection) is closed; None if taken."""
+    if is_url(location):
+        from core.store.postgres import hold_engine_lock
+
+        try:
+            return hold_engine_lock(location)
+        except DatabaseError as exc:
+            raise StoreError(f"cannot use the store {shown(location)}: {exc}") from exc
+    path = lock_path(location)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    file = path.open("a+")
     try:
         fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -1,4 +1,5 @@
-"""Persistence of the lab: runs, their events and their metrics, in one SQLite file.
+"""Persistence of the lab: runs, their events and their metrics, in one SQLite file or a
+PostgreSQL database.
 
     store = Store()                       # runs/optlab.sqlite, or $OPTLAB_STORE
     store.create_run("r1", "adam lr=1e-3", config, total_steps=5000)
@@ -7,15 +8,15 @@
     metrics = store.read_metrics("r1")    # dashboard: metrics.steps, metrics["loss"]
 
 Modules: `store` (the `Store` facade), `schema` (tables, and refusing foreign files),
-`connections` (a pool: one connection per thread at a time), `writer` (buffered metrics
-from the training thread), `chunks` (the on-disk metrics format), `metrics` (what reads
-return), `records` (runs, events, commands, services, statuses), `paths` (the default
-file).
+`sqlite` and `postgres` (the two databases), `connections` (a pool: one connection per
+thread at a time), `writer` (buffered metrics from the training thread), `chunks` (the
+on-disk metrics format), `metrics` (what reads return), `records` (runs, events,
+commands, services, statuses), `paths` (where a store lives).
 """
 
 from core.store.errors import StoreError, UnknownRunError
 from core.store.metrics import Metrics
-from core.store.paths import default_path
+from core.store.paths import default_location, default_path, is_url, shown
 from core.store.records import (
     ACTIVE_STATUSES,
     COMMAND_KINDS,
@@ -57,5 +58,8 @@ __all__ = [
     "Store",
     "StoreError",
     "UnknownRunError",
+    "default_location",
     "default_path",
+    "is_url",
+    "shown",
 ]

@@ -16,11 +16,11 @@ blobs of such chunks and decodes each group with one `numpy.frombuffer`.
 import itertools
 import json
 import operator
-import sqlite3
 from collections.abc import Sequence
 
 import numpy as np
 
+from core.store.connections import Connection
 from core.store.metrics import Block
 
 _STEP = np.dtype("<i8")
@@ -53,7 +53,7 @@ class ChunkEncoder:
         return Block(tuple(keys), steps, matrix.reshape(len(rows), len(keys)).T)
 
 
-def append(conn: sqlite3.Connection, run_id: str, block: Block) -> None:
+def append(conn: Connection, run_id: str, block: Block) -> None:
     """Store `block`, which must not be empty and must follow the run's last step."""
     keys = json.dumps(block.keys)
     steps = block.steps.astype(_STEP, copy=False).tobytes()
@@ -65,7 +65,7 @@ def append(conn: sqlite3.Connection, run_id: str, block: Block) -> None:
         pass
 
 
-def _insert(conn: sqlite3.Connection, run_id: str, *fields: object) -> None:
+def _insert(conn: Connection, run_id: str, *fields: object) -> None:
     conn.execute(
         "INSERT INTO metric_chunks"
         " (run_id, level, first_step, last_step, n_rows, keys, steps, payload)"
@@ -74,7 +74,7 @@ def _insert(conn: sqlite3.Connection, run_id: str, *fields: object) -> None:
     )
 
 
-def _merge_tail(conn: sqlite3.Connection, run_id: str) -> bool:
+def _merge_tail(conn: Connection, run_id: str) -> bool:
     """Merge the run's last FANOUT chunks if they qualify; return whether it did."""
     tail = conn.execute(  # newest first
         "SELECT rowid, level, keys, n_rows FROM metric_chunks"
@@ -111,7 +111,7 @@ def _merge_tail(conn: sqlite3.Connection, run_id: str) -> bool:
     return True
 
 
-def select(conn: sqlite3.Connection, run_id: str, since_step: int | None = None) -> list[Block]:
+def select(conn: Connection, run_id: str, since_step: int | None = None) -> list[Block]:
     """Run `run_id`'s rows with step > `since_step` (all if None), as blocks in step order."""
     found = conn.execute(
         "SELECT keys, steps, payload FROM metric_chunks"
@@ -130,14 +130,14 @@ def select(conn: sqlite3.Connection, run_id: str, since_step: int | None = None)
     return blocks
 
 
-def last_step(conn: sqlite3.Connection, run_id: str) -> int | None:
+def last_step(conn: Connection, run_id: str) -> int | None:
     """The largest stored step of run `run_id`, or None if it has no metrics."""
     return conn.execute(
         "SELECT max(last_step) FROM metric_chunks WHERE run_id = ?", (run_id,)
     ).fetchone()[0]
 
 
-def truncate(conn: sqlite3.Connection, run_id: str, step: int) -> None:
+def truncate(conn: Connection, run_id: str, step: int) -> None:
     """Delete run `run_id`'s rows after `step`: the chunks that begin later, and the
     tail of the one chunk that holds `step` and later steps."""
     cut = conn.execute(

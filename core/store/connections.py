@@ -1,39 +1,77 @@
-"""A pool of SQLite connections shared by the threads of one store.
+"""A pool of database connections shared by the threads of one store, whichever the
+database.
 
 Each connection is used by one thread at a time (it is checked out for one operation and
 returned), so threads never share a statement or a transaction, and readers never queue
-behind a writer: in WAL mode SQLite lets them read the last committed state while another
-connection writes. Writers take SQLite's write lock up front (`BEGIN IMMEDIATE`) and wait
-up to `timeout` seconds for it. The pool grows to the number of threads that use it at
-once; connections are opened with `check_same_thread=False` so that `close` may close them
-from any thread.
+behind a writer (SQLite in WAL mode and PostgreSQL both let them read the last committed
+state while another connection writes). A write transaction is the only writer of the
+whole store until it ends (`Connection.begin`), as SQLite's write lock makes it: what
+reads and then writes (marking interrupted runs, merging a run's chunks) needs no more
+care on PostgreSQL. The pool grows to the number of threads that use it at once; a
+connection that broke (a server that went away) is closed rather than reused.
 """
 
-import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
+from typing import Any, Protocol
 
-from core.store.errors import StoreError
-from core.store.schema import connect
+from core.store.errors import ConstraintError, DatabaseError, StoreError
 
 #: Idle connections kept open for reuse; more are closed when returned.
 MAX_IDLE = 8
 
 
-class ConnectionPool:
-    """Hands out connections to one database file, opening more when all are in use."""
+class Cursor(Protocol):
+    """What a statement returns: its rows, and how many rows it changed."""
 
-    def __init__(self, path: Path, timeout: float) -> None:
-        self.path = path
-        self.timeout = timeout
+    rowcount: int
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class Connection(Protocol):
+    """One connection in autocommit mode, with `?` placeholders, raising the store's
+    `DatabaseError`s (see `core.store.sqlite` and `core.store.postgres`)."""
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor: ...
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+
+    def begin(self) -> None:
+        """Start a write transaction, waiting (up to the store's patience) until no other
+        connection to the store writes."""
+
+    def commit(self) -> None: ...
+
+    def rollback(self) -> None:
+        """Roll back the transaction, if any; never raises."""
+
+    @property
+    def in_transaction(self) -> bool: ...
+
+    @property
+    def usable(self) -> bool:
+        """Whether the connection can serve another operation."""
+
+    def close(self) -> None: ...
+
+
+class ConnectionPool:
+    """Hands out connections to one store, opening more (with `open`) when all are in
+    use."""
+
+    def __init__(self, open: Callable[[], Connection], name: str) -> None:
+        self.name = name
+        self._open = open
         self._lock = threading.Lock()  # guards _idle and _closed
-        self._idle: list[sqlite3.Connection] = []
+        self._idle: list[Connection] = []
         self._closed = False
 
     @contextmanager
-    def connection(self) -> Iterator[sqlite3.Connection]:
+    def connection(self) -> Iterator[Connection]:
         """A connection for this thread alone, in autocommit mode, until the block ends."""
         conn = self._acquire()
         try:
@@ -42,16 +80,16 @@ class ConnectionPool:
             self._release(conn)
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self) -> Iterator[Connection]:
         """A connection inside a write transaction, committed if the block ends normally."""
         with self.connection() as conn:
-            conn.execute("BEGIN IMMEDIATE")
             try:
+                conn.begin()
                 yield conn
-                conn.execute("COMMIT")
+                conn.commit()
             finally:
-                if conn.in_transaction:  # the block or the commit failed
-                    conn.execute("ROLLBACK")
+                if conn.in_transaction:  # the block, the commit or waiting to begin failed
+                    conn.rollback()
 
     def close(self) -> None:
         """Close idle connections now and busy ones as they are returned; idempotent."""
@@ -61,17 +99,33 @@ class ConnectionPool:
         for conn in idle:
             conn.close()
 
-    def _acquire(self) -> sqlite3.Connection:
+    def _acquire(self) -> Connection:
         with self._lock:
             if self._closed:
-                raise StoreError(f"the store {self.path} is closed")
+                raise StoreError(f"the store {self.name} is closed")
             if self._idle:
                 return self._idle.pop()
-        return connect(self.path, self.timeout)
+        return self._open()
 
-    def _release(self, conn: sqlite3.Connection) -> None:
+    def _release(self, conn: Connection) -> None:
         with self._lock:
-            if not self._closed and len(self._idle) < MAX_IDLE:
+            if not self._closed and conn.usable and len(self._idle) < MAX_IDLE:
                 self._idle.append(conn)
                 return
         conn.close()
+
+
+@contextmanager
+def translated(
+    error: type[Exception], constraint: type[Exception], transient: type[Exception]
+) -> Iterator[None]:
+    """Raise a driver's `error`s as the store's: `constraint` ones as `ConstraintError`,
+    `transient` ones as transient `DatabaseError`s, the others as lasting ones."""
+    try:
+        yield
+    except constraint as exc:
+        raise ConstraintError(str(exc)) from exc
+    except transient as exc:
+        raise DatabaseError(str(exc), transient=True) from exc
+    except error as exc:
+        raise DatabaseError(str(exc), transient=False) from exc

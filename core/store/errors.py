@@ -1,11 +1,12 @@
-"""The one exception type the store raises for problems with its file or its data."""
+"""The exceptions of the store: `StoreError` for its users, and the database's own
+errors as the two backends (SQLite, PostgreSQL) share them inside the store."""
 
 
 class StoreError(Exception):
     """The store's file cannot be used, or something could not be read or written.
 
-    The message says which file or run, and why; the SQLite error behind it, if any, is
-    the exception's `__cause__`.
+    The message says which store or run, and why; the database error behind it, if any,
+    is the exception's `__cause__`.
     """
 
 
@@ -15,3 +16,20 @@ class UnknownRunError(StoreError, LookupError):
     def __init__(self, run_id: str) -> None:
         super().__init__(f"run_id: no run {run_id!r} in the store")
         self.run_id = run_id
+
+
+class DatabaseError(Exception):
+    """An error of the database under the store, whichever it is (its own error is the
+    `__cause__`). `transient` when the same write may succeed later: a lock held too
+    long, a full disk, a read-only file, a server that went away."""
+
+    def __init__(self, message: str, *, transient: bool) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+class ConstraintError(DatabaseError):
+    """A write broke a constraint: a duplicate key, or a reference to no row."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, transient=False)

@@ -9,6 +9,7 @@ journal nor checkpoint a WAL into it.
 
 import os
 import sqlite3
+from collections.abc import Iterable
 from contextlib import closing
 from pathlib import Path
 from typing import Final
@@ -19,7 +20,7 @@ from core.store.records import STATUSES
 #: Stored in the header's application_id field: "OPLA", for Optimizer Lab.
 APPLICATION_ID: Final = 0x4F504C41
 #: Stored in the header's user_version field; raise it with every change to the tables,
-#: and add the change to `_MIGRATIONS`.
+#: and add the change to `MIGRATIONS`.
 SCHEMA_VERSION: Final = 3
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -28,7 +29,7 @@ _STATUS_LIST = ", ".join(f"'{status}'" for status in STATUSES)
 # The tables of the current schema; the first three are those of version 1.
 TABLES: Final = ("runs", "metric_chunks", "events", "commands", "services")
 
-_DDL: Final = (
+DDL: Final = (
     f"""
     CREATE TABLE runs (
         id            TEXT PRIMARY KEY,
@@ -76,7 +77,7 @@ _DDL: Final = (
 )
 
 # What takes a store of version N to N + 1, by N; applied in order when a store opens.
-_MIGRATIONS: Final = {
+MIGRATIONS: Final = {
     1: (
         # Commands to a run (stop, pause, knob changes...), written by any process and
         # carried out by the process that owns the run (see core.engine.commands).
@@ -129,6 +130,8 @@ def connect(path: Path, timeout: float, *, read_only: bool = False) -> sqlite3.C
         if not read_only:
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")  # with WAL: durable except on power loss
+            # PostgreSQL's two-argument maximum, so that one SQL text serves both backends.
+            conn.create_function("greatest", 2, max, deterministic=True)
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open {path}: {exc}") from exc
     return conn
@@ -168,11 +171,11 @@ def _upgrade(conn: sqlite3.Connection, path: Path) -> None:
             # Looked at again under the write lock: another process may have just done it.
             version = _inspect(conn, path)
             if version == 0:
-                for statement in _DDL:
+                for statement in DDL:
                     conn.execute(statement)
                 version = 1
             for step in range(version, SCHEMA_VERSION):
-                for statement in _MIGRATIONS[step]:
+                for statement in MIGRATIONS[step]:
                     conn.execute(statement)
             conn.execute("COMMIT")
         finally:
@@ -220,17 +223,7 @@ def _inspect(conn: sqlite3.Connection, path: Path) -> int:
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path} is a damaged or unreadable SQLite database: {exc}") from exc
     if application_id == APPLICATION_ID:
-        if not 1 <= version <= SCHEMA_VERSION:
-            raise StoreError(
-                f"{path} is an Optimizer Lab store of schema version {version}; "
-                f"this version of the lab reads versions 1 to {SCHEMA_VERSION}"
-            )
-        expected = TABLES if version == SCHEMA_VERSION else TABLES[:3]
-        if missing := sorted(set(expected) - set(tables)):
-            raise StoreError(
-                f"{path} is a damaged Optimizer Lab store: missing {', '.join(missing)}"
-            )
-        return version
+        return check_version(version, tables, str(path))
     if application_id != 0:
         raise StoreError(
             f"{path} belongs to another application (SQLite application_id "
@@ -242,6 +235,20 @@ def _inspect(conn: sqlite3.Connection, path: Path) -> int:
             f"{', '.join(tables)}), not an Optimizer Lab store; refusing to open it"
         )
     return 0
+
+
+def check_version(version: int, tables: Iterable[str], name: str) -> int:
+    """`version`, if the lab reads a store of that schema version holding `tables`; else
+    raise a `StoreError` for store `name`."""
+    if not 1 <= version <= SCHEMA_VERSION:
+        raise StoreError(
+            f"{name} is an Optimizer Lab store of schema version {version}; "
+            f"this version of the lab reads versions 1 to {SCHEMA_VERSION}"
+        )
+    expected = TABLES if version == SCHEMA_VERSION else TABLES[:3]
+    if missing := sorted(set(expected) - set(tables)):
+        raise StoreError(f"{name} is a damaged Optimizer Lab store: missing {', '.join(missing)}")
+    return version
 
 
 def _set_wal(conn: sqlite3.Connection, path: Path) -> None:

@@ -1,11 +1,12 @@
-"""The store: runs, their events and their metrics, in one SQLite file."""
+"""The store: runs, their events and their metrics, in a SQLite file or a PostgreSQL
+database."""
 
 import dataclasses
+import functools
 import json
 import os
 import secrets
 import shutil
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -16,10 +17,10 @@ from typing import Any
 
 from core.knobs import InvalidInput
 from core.store import chunks, owner, schema
-from core.store.connections import ConnectionPool
-from core.store.errors import StoreError, UnknownRunError
+from core.store.connections import Connection, ConnectionPool
+from core.store.errors import ConstraintError, DatabaseError, StoreError, UnknownRunError
 from core.store.metrics import Metrics, stack
-from core.store.paths import default_path
+from core.store.paths import default_location, files_base, is_url, shown
 from core.store.records import (
     ACTIVE_STATUSES,
     COMMAND_KINDS,
@@ -32,12 +33,14 @@ from core.store.records import (
     check_status,
     to_json,
 )
+from core.store.sqlite import SqliteConnection
 from core.store.writer import MetricsWriter
 
 #: Seconds a write waits while another process holds the store's write lock.
 LOCK_PATIENCE = 60.0
 
-_RUN_COLUMNS = ", ".join(field.name for field in dataclasses.fields(RunRecord))
+_RUN_NAMES = tuple(field.name for field in dataclasses.fields(RunRecord))
+_RUN_COLUMNS = ", ".join(_RUN_NAMES)
 _EVENT_COLUMNS = ", ".join(field.name for field in dataclasses.fields(Event))
 _COMMAND_COLUMNS = ", ".join(field.name for field in dataclasses.fields(Command))
 _SERVICE_COLUMNS = ", ".join(field.name for field in dataclasses.fields(Service))
@@ -49,15 +52,18 @@ _HANDED_OVER = "EXISTS (SELECT 1 FROM commands WHERE run_id = runs.id AND kind =
 class Store:
     """Runs, events and metrics of the lab, safe to use from many threads and processes.
 
-    Opening checks the file (see `core.store.schema`): a new or empty file gets the
-    schema; a corrupt or foreign one raises `StoreError` and is left untouched. Every
-    method takes a pooled connection for its own use (see `core.store.connections`), so
-    the dashboard reads while training threads write. Metrics are written through
-    `metrics_writer`, which never blocks the training thread on I/O.
+    It lives in a SQLite file, or in a PostgreSQL database that several machines share
+    (see `core.store.postgres`). Opening checks it (see `core.store.schema`): a new or
+    empty file or database gets the schema; a corrupt or foreign one raises `StoreError`
+    and is left untouched. Every method takes a pooled connection for its own use (see
+    `core.store.connections`), so the dashboard reads while training threads write.
+    Metrics are written through `metrics_writer`, which never blocks the training thread
+    on I/O.
 
-    SQLite's errors (a full disk, a read-only file, a lock held too long) are raised as
-    `StoreError`s naming the file. A run's final status that cannot be written is kept
-    (see `finish`), so that a full disk does not leave a finished run `running`.
+    The database's errors (a full disk, a read-only file, a lock held too long, a server
+    gone) are raised as `StoreError`s naming the store. A run's final status that cannot
+    be written is kept (see `finish`), so that a full disk does not leave a finished run
+    `running`.
     """
 
     def __init__(
@@ -67,7 +73,8 @@ class Store:
         flush_interval: float = 0.5,
         timeout: float = LOCK_PATIENCE,
     ) -> None:
-        """Open (or create) the store at `path`, by default `paths.default_path()`.
+        """Open (or create) the store at `path`, a file's path or a `postgresql://` URL;
+        by default `paths.default_location()`.
 
         `flush_interval` is the default for metrics writers, in seconds; `timeout` is how
         long a write waits for another connection's write lock (retrying with growing
@@ -75,10 +82,23 @@ class Store:
         `LOCK_PATIENCE`, so that a run outlasts another process holding the lock for a
         while (a long export, a frozen process mid-write) instead of failing.
         """
-        self.path = Path(default_path() if path is None else path)
+        #: Where the store is, as given: a path or a URL (for another process to open).
+        self.location = str(default_location() if path is None else path)
+        #: The location as messages show it (without a URL's password).
+        self.name = shown(self.location)
+        #: The path its side files are named after (see `paths.files_base`).
+        self.path = files_base(self.location)
         self.flush_interval = flush_interval
-        schema.prepare(self.path, timeout)
-        self._pool = ConnectionPool(self.path, timeout)
+        open_connection: functools.partial[Connection]
+        if is_url(self.location):
+            from core.store import postgres  # imports the driver only for such a store
+
+            postgres.prepare(self.location, timeout)
+            open_connection = functools.partial(postgres.PostgresConnection, self.location, timeout)
+        else:
+            schema.prepare(self.path, timeout)
+            open_connection = functools.partial(SqliteConnection, self.path, timeout)
+        self._pool = ConnectionPool(open_connection, self.name)
         self._writers_lock = threading.Lock()
         self._writers: dict[str, MetricsWriter] = {}
         self._pending_lock = threading.Lock()
@@ -158,7 +178,7 @@ class Store:
                 )
                 if command is not None:
                     _insert_command(conn, run_id, command, {}, now)
-        except sqlite3.IntegrityError as exc:
+        except ConstraintError as exc:
             raise StoreError(f"a run with id {run_id!r} already exists") from exc
         return self._require_run(run_id)
 
@@ -209,10 +229,10 @@ class Store:
     ) -> None:
         """End a run with a final status (completed, stopped, diverged, failed, interrupted).
 
-        If SQLite cannot write it now (a full disk, a read-only file, a lock held too
-        long), the final status is kept in memory instead of raising: `get_run` and
-        `list_runs` show it, and the store writes it before its next write, or when it
-        closes, once the file takes writes again. Lost only if the process ends first
+        If the database cannot write it now (a full disk, a read-only file, a lock held
+        too long, a server gone), the final status is kept in memory instead of raising:
+        `get_run` and `list_runs` show it, and the store writes it before its next write,
+        or when it closes, once the database takes writes again. Lost only if the process ends first
         (the run is then marked interrupted, as any run of a process that died).
         """
         check_status(status, FINAL_STATUSES)
@@ -223,7 +243,8 @@ class Store:
         except UnknownRunError:
             raise
         except StoreError as exc:
-            if not isinstance(exc.__cause__, sqlite3.OperationalError):
+            cause = exc.__cause__
+            if not (isinstance(cause, DatabaseError) and cause.transient):
                 raise
             with self._pending_lock:
                 self._pending[run_id] = values
@@ -231,22 +252,17 @@ class Store:
     def get_run(self, run_id: str) -> RunRecord | None:
         """The run's record, or None if there is no such run."""
         with self._read() as conn:
-            cursor = conn.cursor()
-            cursor.row_factory = sqlite3.Row
-            row = cursor.execute(
-                f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)
-            ).fetchone()
-        return None if row is None else self._as_read(RunRecord.from_row(row))
+            row = conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,))
+            row = row.fetchone()
+        return None if row is None else self._as_read(_record(row))
 
     def list_runs(self) -> list[RunRecord]:
         """All runs, newest first."""
         with self._read() as conn:
-            cursor = conn.cursor()
-            cursor.row_factory = sqlite3.Row
-            rows = cursor.execute(
+            rows = conn.execute(
                 f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY created DESC, rowid DESC"
             ).fetchall()
-        return [self._as_read(RunRecord.from_row(row)) for row in rows]
+        return [self._as_read(_record(row)) for row in rows]
 
     def delete_run(self, run_id: str) -> bool:
         """Delete a run with its metrics, events and checkpoints; False if there was no
@@ -385,10 +401,11 @@ class Store:
         try:
             with self._write() as conn:
                 event_id = conn.execute(
-                    "INSERT INTO events (run_id, step, time, kind, payload) VALUES (?, ?, ?, ?, ?)",
+                    "INSERT INTO events (run_id, step, time, kind, payload)"
+                    " VALUES (?, ?, ?, ?, ?) RETURNING id",
                     (run_id, step, event.time, kind, to_json(event.payload)),
-                ).lastrowid
-        except sqlite3.IntegrityError as exc:  # the foreign key: no such run
+                ).fetchone()[0]
+        except ConstraintError as exc:  # the foreign key: no such run
             raise UnknownRunError(run_id) from exc
         return dataclasses.replace(event, id=event_id)
 
@@ -435,14 +452,15 @@ class Store:
         try:
             with self._write() as conn:
                 command_id = _insert_command(conn, run_id, kind, payload or {}, now)
-        except sqlite3.IntegrityError as exc:  # the foreign key: no such run
+        except ConstraintError as exc:  # the foreign key: no such run
             raise UnknownRunError(run_id) from exc
         return Command(command_id, run_id, kind, dict(payload or {}), now)
 
     def pending_commands(self, owner: str, *, any_run: Sequence[str] = ()) -> list[Command]:
         """Commands not handled yet to runs that `owner` runs, and those of the kinds in
         `any_run` to every run, oldest first."""
-        kinds = ", ".join("?" * len(any_run))
+        # PostgreSQL has no empty `IN ()`: a kind never written stands in.
+        kinds = ", ".join("?" * len(any_run)) or "''"
         with self._read() as conn:
             rows = conn.execute(
                 f"SELECT {', '.join('c.' + c for c in _COMMAND_COLUMNS.split(', '))}"
@@ -477,7 +495,7 @@ class Store:
         now = time.time()
         with self._write() as conn:
             conn.executemany(
-                "UPDATE runs SET step = max(step, ?), speed = ?, updated = ? WHERE id = ?",
+                "UPDATE runs SET step = greatest(step, ?), speed = ?, updated = ? WHERE id = ?",
                 [(step, speed, now, run_id) for run_id, (step, speed) in progress.items()],
             )
 
@@ -489,7 +507,9 @@ class Store:
         now = time.time()
         with self._write() as conn:
             conn.execute(
-                f"INSERT OR REPLACE INTO services ({_SERVICE_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
+                f"INSERT INTO services ({_SERVICE_COLUMNS}) VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT (owner, role) DO UPDATE SET started = excluded.started,"
+                " heartbeat = excluded.heartbeat, info = excluded.info",
                 (owner, role, now, now, to_json(info)),
             )
 
@@ -570,26 +590,28 @@ class Store:
                 raise UnknownRunError(run_id)
 
     @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
-        """A pooled connection; SQLite's errors become `StoreError`s naming the file."""
+    def _read(self) -> Iterator[Connection]:
+        """A pooled connection; the database's errors become `StoreError`s naming the
+        store."""
         try:
             with self._pool.connection() as conn:
                 yield conn
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot read {self.path}: {exc}") from exc
+        except DatabaseError as exc:
+            raise StoreError(f"cannot read {self.name}: {exc}") from exc
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction, after the final statuses kept in memory; SQLite's errors
-        become `StoreError`s naming the file, except integrity errors (the caller's)."""
+    def _write(self) -> Iterator[Connection]:
+        """A write transaction, after the final statuses kept in memory; the database's
+        errors become `StoreError`s naming the store, except broken constraints (the
+        caller's)."""
         self._write_pending()
         try:
             with self._pool.transaction() as conn:
                 yield conn
-        except sqlite3.IntegrityError:
+        except ConstraintError:
             raise
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot write to {self.path}: {exc}") from exc
+        except DatabaseError as exc:
+            raise StoreError(f"cannot write to {self.name}: {exc}") from exc
 
     def _write_pending(self) -> None:
         """Write the final statuses `finish` could not, oldest first, up to a failure."""
@@ -599,7 +621,7 @@ class Store:
             try:
                 with self._pool.transaction() as conn:
                     conn.execute(f"UPDATE runs SET {_FINISH} WHERE id = ?", (*values, run_id))
-            except (sqlite3.Error, StoreError):
+            except (DatabaseError, StoreError):
                 return
             with self._pending_lock:
                 if self._pending.get(run_id) is values:
@@ -638,17 +660,21 @@ class Store:
 
 
 def _insert_command(
-    conn: sqlite3.Connection, run_id: str, kind: str, payload: Mapping[str, Any], now: float
+    conn: Connection, run_id: str, kind: str, payload: Mapping[str, Any], now: float
 ) -> int:
     if kind not in COMMAND_KINDS:
         raise ValueError(f"command must be one of {', '.join(COMMAND_KINDS)}; got {kind!r}")
     cursor = conn.execute(
-        "INSERT INTO commands (run_id, kind, payload, created) VALUES (?, ?, ?, ?)",
+        "INSERT INTO commands (run_id, kind, payload, created) VALUES (?, ?, ?, ?) RETURNING id",
         (run_id, kind, to_json(payload), now),
     )
-    return int(cursor.lastrowid or 0)
+    return int(cursor.fetchone()[0])
 
 
 def _command(row: tuple[Any, ...]) -> Command:
     command_id, run_id, kind, payload, created, handled, error = row
     return Command(command_id, run_id, kind, json.loads(payload), created, handled, error)
+
+
+def _record(row: tuple[Any, ...]) -> RunRecord:
+    return RunRecord.from_row(dict(zip(_RUN_NAMES, row, strict=True)))

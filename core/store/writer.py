@@ -112,14 +112,15 @@ class MetricsWriter:
                         block = self._encoder.encode(rows)
                         chunks.append(conn, self.run_id, block)
                         conn.execute(
-                            "UPDATE runs SET step = max(step, ?), updated = ? WHERE id = ?",
+                            "UPDATE runs SET step = greatest(step, ?), updated = ? WHERE id = ?",
                             (int(block.steps[-1]), time.time(), self.run_id),
                         )
-                    conn.executemany(
-                        "INSERT INTO events (run_id, step, time, kind, payload) "
-                        "VALUES (?, ?, ?, ?, ?)",
-                        [(self.run_id, *event) for event in events],
-                    )
+                    if events:
+                        conn.executemany(
+                            "INSERT INTO events (run_id, step, time, kind, payload) "
+                            "VALUES (?, ?, ?, ?, ?)",
+                            [(self.run_id, *event) for event in events],
+                        )
             except Exception as exc:  # whatever it is, the training thread must hear of it
                 steps = sorted({step for step, _ in rows} | {event[0] for event in events})
                 lost = f"steps {steps[0]} to {steps[-1]}" if len(steps) > 1 else f"step {steps[0]}"

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from core.knobs import InvalidInput
+from core.store import is_url
 from core.sweep.driver import abandoned, settle_abandoned
 from core.sweep.trial_run import TrialCounts
 
@@ -66,12 +67,16 @@ class SweepSummary:
 
 
 def storage_url(engine: Engine, storage: str | None = None) -> str:
-    """`storage`, or by default the SQLAlchemy URL of `engine`'s SQLite store."""
+    """`storage`, or by default the SQLAlchemy URL of `engine`'s store: its SQLite file,
+    or its PostgreSQL database through psycopg (Optuna's tables beside the lab's)."""
     if storage is not None:
         if not isinstance(storage, str) or not storage:
             raise InvalidInput({"storage": f"must be a database URL (got {storage!r})"})
         return storage
-    return f"sqlite:///{Path(engine.store.path).resolve()}"
+    location = engine.store.location
+    if is_url(location):
+        return "postgresql+psycopg://" + location.split("://", 1)[1]
+    return f"sqlite:///{Path(location).resolve()}"
 
 
 @functools.lru_cache(maxsize=16)

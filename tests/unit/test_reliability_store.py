@@ -53,7 +53,8 @@ def test_sqlite_errors_are_store_errors_naming_the_file(store: Store) -> None:
             locked = f"{re.escape(str(store.path))}.*database is locked"
             with pytest.raises(StoreError, match=locked) as raised:
                 write()
-            assert isinstance(raised.value.__cause__, sqlite3.OperationalError)
+            cause = raised.value.__cause__  # the store's, then SQLite's own
+            assert cause.transient and isinstance(cause.__cause__, sqlite3.OperationalError)
     assert [run.id for run in store.list_runs()] == ["r1"]
 
 

@@ -1,0 +1,143 @@
+"""The lab on a PostgreSQL store, as several machines share it (here: several processes on
+one machine, against a real server): the CLI, the one engine that serves the store, the
+dashboard, and sweeps whose Optuna study lives in the same database."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psycopg
+import pytest
+
+from core.engine.client import EngineClient
+from core.store import Store
+from tests.apptest import ROOT, SHORT, finished_run, page
+from tests.cli import run_main
+from tests.conftest import app_serving
+from tests.waiting import wait_for
+
+SHORT_RUN = ["--max-steps", "20", "--log-every", "5", "--model", "mlp", "--batch-size", "32"]
+
+
+def core(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`python -m core ARGS` in a process of its own, as on another machine."""
+    return subprocess.run(
+        [sys.executable, "-m", "core", *args],
+        cwd=ROOT,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.fixture
+def pg_lab(postgres, monkeypatch):
+    """The app's engine client on a PostgreSQL store served in this process."""
+    from ui import state
+
+    with app_serving(postgres.create_schema(), monkeypatch):
+        yield state.shared_engine()
+
+
+@pytest.mark.slow
+def test_train_runs_and_export_share_a_postgresql_store(postgres, tmp_path) -> None:
+    """What one machine trains, another lists and exports: each command here is a process
+    of its own, with the store named by `--store` or by `OPTLAB_STORE`."""
+    url = postgres.create_schema()
+    code, out, err = run_main("train", "--store", url, "--name", "shared", *SHORT_RUN)
+    assert code == 0, err
+    run_id = out.split("\n")[0]
+    assert f"run {run_id} completed: 20/20 steps" in out
+
+    listed = core("runs", "--json", OPTLAB_STORE=url)
+    assert listed.returncode == 0, listed.stderr
+    [run] = json.loads(listed.stdout)
+    assert (run["id"], run["name"], run["status"]) == (run_id, "shared", "completed")
+    assert run["step"] == 20
+
+    csv = tmp_path / "run.csv"
+    exported = core("export", run_id, "--csv", str(csv), "--store", url)
+    assert exported.returncode == 0, exported.stderr
+    assert len(csv.read_text().splitlines()) == 1 + 20 // 5  # a header, a row per log
+
+
+def test_a_missing_postgresql_store_is_a_usage_error_without_its_password(postgres) -> None:
+    url = f"postgresql://postgres:hunter2@127.0.0.1:{postgres.port}/nowhere"
+    code, _, err = run_main("runs", "--store", url)
+    assert code == 2
+    assert 'database "nowhere" does not exist' in err
+    assert "hunter2" not in err and "postgres:***@" in err
+
+
+@pytest.mark.slow
+def test_one_engine_serves_a_postgresql_store_from_any_machine(postgres, tmp_path) -> None:
+    """The engine lock is in the database (no file is locked), so a second `serve` exits
+    whichever machine it runs on; the runs handed over train."""
+    url = postgres.create_schema()
+    log = (tmp_path / "engine.log").open("w")
+    first = subprocess.Popen(
+        [sys.executable, "-m", "core", "serve", "--store", url],
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        with Store(url) as store:
+            client = EngineClient(store)
+            wait_for(lambda: client.engine() is not None, timeout=60)
+            second = core("serve", OPTLAB_STORE=url)
+            assert second.returncode == 0 and "an engine already serves" in second.stderr
+            run_id = client.start({**SHORT, "max_steps": 5})
+            assert client.wait(run_id, 120).status == "completed"
+            assert store.read_metrics(run_id).last_step == 5
+    finally:
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(60) == 0
+        log.close()
+
+
+@pytest.mark.slow
+def test_the_dashboard_lists_and_steers_runs_of_a_postgresql_store(pg_lab) -> None:
+    run_id = finished_run(pg_lab, name="on postgres")
+    at = page("app.py").run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert table["id"].tolist() == [run_id] and table["name"].tolist() == ["on postgres"]
+
+    live = page("pages/2_Live.py")
+    live.session_state["watch"] = [run_id]
+    live.run()
+    assert not live.exception and "completed" in live.markdown[0].value
+
+
+@pytest.mark.slow
+def test_a_sweep_keeps_its_study_in_the_postgresql_store(pg_lab) -> None:
+    at = page("pages/4_Sweep.py").run()
+    at.selectbox(key="sweep:optimizer").select("sgd").run()
+    at.selectbox(key="sweep:model").select("mlp").run()
+    at.selectbox(key="sweep:dataset").select("digits").run()
+    at.number_input(key="sweep:epochs").set_value(1).run()
+    at.number_input(key="sweep:n_trials").set_value(2).run()
+    at.radio(key="sweep:sampler").set_value("random").run()
+    at.button(key="sweep:start").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    deadline = time.monotonic() + 120
+    while True:
+        at.run()
+        assert not at.exception
+        trials = [d.value for d in at.dataframe if "trial" in d.value.columns]
+        if trials and set(trials[0]["state"]) == {"COMPLETE"}:
+            break
+        assert time.monotonic() < deadline, trials
+        time.sleep(0.2)
+    # Optuna's tables are in the lab's database, beside the runs of its trials.
+    with psycopg.connect(pg_lab.store.location) as conn:
+        (n_trials,) = conn.execute("SELECT count(*) FROM trials").fetchone()
+        (n_runs,) = conn.execute("SELECT count(*) FROM runs").fetchone()
+    assert n_trials == n_runs == 2
