@@ -7,7 +7,8 @@
 The package: `parser` (flags made from the run fields and the knobs), `commands` (what
 each command does), `progress` (the bar and the summary), `exits` (exit statuses).
 
-Every command takes `--store PATH` (default: `$OPTLAB_STORE`, else `runs/optlab.sqlite`).
+Every command takes `--store PATH|URL`: a SQLite file or a `postgresql://` URL (default:
+`$OPTLAB_STORE`, else `runs/optlab.sqlite`).
 `train` has a flag for every run field (`core.engine.FIELDS`) and for every knob of every
 registered optimizer, plugins included, with the knob's help and range; values are checked
 by the same validation as the dashboard's, which names each bad field.

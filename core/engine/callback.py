@@ -45,7 +45,8 @@ class LabCallback(keras.callbacks.Callback):
 
     Args:
         name: The run's name; default: the model's name and the optimizer's.
-        store: The store's path; default: `$OPTLAB_STORE`, else `runs/optlab.sqlite`.
+        store: The store's path or `postgresql://` URL; default: `$OPTLAB_STORE`, else
+            `runs/optlab.sqlite`.
         log_every: Log every this many batches (the last batch of a fit always logs).
 
     After `fit`, `run_id` names the run (`python -m core runs` lists it).

@@ -34,7 +34,7 @@ class Engine(RunReader):
     """Runs training in background threads; see the module docstring.
 
     Args:
-        store: A `Store`, or a path for one (default: `$OPTLAB_STORE`, else
+        store: A `Store`, or a path or `postgresql://` URL for one (default: `$OPTLAB_STORE`, else
             `runs/optlab.sqlite`). Runs left active by a process that died are marked
             interrupted when the engine starts; other live processes' runs are not.
         max_concurrent: How many runs train at the same time.

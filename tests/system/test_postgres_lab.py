@@ -78,7 +78,8 @@ def test_a_missing_postgresql_store_is_a_usage_error_without_its_password(postgr
 @pytest.mark.slow
 def test_one_engine_serves_a_postgresql_store_from_any_machine(postgres, tmp_path) -> None:
     """The engine lock is in the database (no file is locked), so a second `serve` exits
-    whichever machine it runs on; the runs handed over train."""
+    whichever machine it runs on; the runs handed over train, and `stop` from another
+    process reaches them through the store."""
     url = postgres.create_schema()
     log = (tmp_path / "engine.log").open("w")
     first = subprocess.Popen(
@@ -93,9 +94,11 @@ def test_one_engine_serves_a_postgresql_store_from_any_machine(postgres, tmp_pat
             wait_for(lambda: client.engine() is not None, timeout=60)
             second = core("serve", OPTLAB_STORE=url)
             assert second.returncode == 0 and "an engine already serves" in second.stderr
-            run_id = client.start({**SHORT, "max_steps": 5})
-            assert client.wait(run_id, 120).status == "completed"
-            assert store.read_metrics(run_id).last_step == 5
+            run_id = client.start({**SHORT, "max_steps": None, "epochs": 10_000})
+            wait_for(lambda: (store.read_metrics(run_id).last_step or 0) > 0, timeout=120)
+            stopped = core("stop", run_id, "--store", url)
+            assert stopped.returncode == 0, stopped.stderr
+            assert client.wait(run_id, 60).status == "stopped"
     finally:
         first.send_signal(signal.SIGTERM)
         assert first.wait(60) == 0
@@ -103,7 +106,7 @@ def test_one_engine_serves_a_postgresql_store_from_any_machine(postgres, tmp_pat
 
 
 @pytest.mark.slow
-def test_the_dashboard_lists_and_steers_runs_of_a_postgresql_store(pg_lab) -> None:
+def test_the_dashboard_lists_and_shows_runs_of_a_postgresql_store(pg_lab) -> None:
     run_id = finished_run(pg_lab, name="on postgres")
     at = page("app.py").run()
     assert not at.exception
