@@ -8,8 +8,8 @@
     >>> sweep.results()                    # one row per trial, for a live table
     >>> engine.start(sweep.best_config())  # the base config with the best values
 
-The study lives in the lab's SQLite file unless `storage` names another database, and
-keeps the sweep's plan: `list_studies(engine)` lists past sweeps and `Sweep.load(engine,
+The study lives in the lab's store (its SQLite file or PostgreSQL database, beside the
+runs) unless `storage` names another database, and keeps the sweep's plan: `list_studies(engine)` lists past sweeps and `Sweep.load(engine,
 name)` reopens (and can resume) one.
 
 Modules: `space` (dimensions, checked against knobs), `plan` (a sweep's storable

@@ -26,7 +26,7 @@ from core.engine.server import IDLE_GRACE_SECONDS, EngineService, lock_path, ser
 from core.knobs import InvalidHyperparameters
 from core.optimizers import catalog
 from core.store import SCHEMA_VERSION, Store, UnknownRunError, owner
-from core.store.schema import _DDL
+from core.store.schema import DDL
 from tests import app_server
 from tests.waiting import wait_for
 
@@ -60,7 +60,7 @@ def served(tmp_path):
 def test_a_version_1_store_is_upgraded_in_place_with_its_runs(tmp_path) -> None:
     path = tmp_path / "old.sqlite"
     conn = sqlite3.connect(path, isolation_level=None)
-    for statement in _DDL:
+    for statement in DDL:
         conn.execute(statement)
     conn.execute(
         "INSERT INTO runs (id, name, status, config, created, updated) "
