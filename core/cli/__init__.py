@@ -3,9 +3,11 @@
     python -m core train --optimizer projected_gd --radius 5 --lr 0.1 --epochs 2
     python -m core runs [--json]
     python -m core export RUN_ID --csv run.csv --tensorboard tb/
+    python -m core sweep --param learning_rate=1e-4:1e-1:log --trials 20 --epochs 2
 
 The package: `parser` (flags made from the run fields and the knobs), `commands` (what
-each command does), `progress` (the bar and the summary), `exits` (exit statuses).
+each command does), `sweeping` (`sweep` and its table of trials), `progress` (the bar
+and the summary), `exits` (exit statuses).
 
 Every command takes `--store PATH|URL`: a SQLite file or a `postgresql://` URL (default:
 `$OPTLAB_STORE`, else `runs/optlab.sqlite`).
@@ -14,8 +16,9 @@ registered optimizer, plugins included, with the knob's help and range; values a
 by the same validation as the dashboard's, which names each bad field.
 
 Exit status (`EXIT_*`):
-    0    done; for `train`, the run completed
-    1    the run diverged or failed, or the store failed while in use
+    0    done; for `train`, the run completed; for `sweep`, its budget is spent
+    1    the run diverged or failed (for `sweep`: it failed, or no trial completed), or
+         the store failed while in use
     2    bad input: a bad flag or config, a missing or malformed `--config` file, an
          unknown run, an output path that cannot be written, no store or a corrupt one;
          `train` has then written nothing (no store file, no run), and `runs` and
@@ -66,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line on `argv` (default: `sys.argv[1:]`); returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     plugins = needs_plugins(argv)
-    trains = "train" in argv and not {"-h", "--help"} & set(argv)
+    trains = {"train", "sweep"} & set(argv) and not {"-h", "--help"} & set(argv)
     if (plugins or trains) and "TF_CPP_MIN_LOG_LEVEL" not in os.environ:
         _import_tensorflow_quietly()
     specs = optimizers.specs() if plugins else list(catalog.BUILTIN)

@@ -1,5 +1,5 @@
-"""The commands: `train`, `resume`, `fork`, `runs`, `export`, `delete`, `serve`, and
-`stop`, `pause` and `set` to steer a run; each a function of the parsed arguments that
+"""The commands: `train`, `sweep`, `resume`, `fork`, `runs`, `export`, `delete`, `serve`,
+and `stop`, `pause` and `set` to steer a run; each a function of the parsed arguments that
 returns the exit status."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from core.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError, report
 from core.cli.parser import given_changes, run_config
 from core.cli.progress import ProgressBar, RunWatch, failure, format_summary
+from core.cli.sweeping import run_sweep
 from core.engine import Engine
 from core.engine.checkpoints import RunCheckpoints
 from core.engine.client import EngineClient
@@ -43,7 +44,7 @@ STEER_SECONDS = 60.0
 def train(args: argparse.Namespace) -> int:
     """Trains one run in an engine of its own, drawing its progress; Ctrl-C stops it."""
     config = run_config(args)  # before the store: bad input writes nothing
-    engine = Engine(_open_store(args.store, must_exist=False), max_concurrent=1)
+    engine = Engine(open_store(args.store, must_exist=False), max_concurrent=1)
     try:
         run_id = engine.start(config)
         print(run_id, flush=True)
@@ -56,7 +57,7 @@ def resume(args: argparse.Namespace) -> int:
     """Continues a stopped or interrupted run from its last checkpoint in this process,
     drawing its progress (Ctrl-C stops it again); unpauses a paused run whose process
     lives."""
-    store = _open_store(args.store, must_exist=True)
+    store = open_store(args.store, must_exist=True)
     record = store.get_run(args.run_id)
     if record is None:
         store.close()
@@ -81,7 +82,7 @@ def fork(args: argparse.Namespace) -> int:
     """Starts a fork of a run from one of its checkpoints in this process, drawing its
     progress (Ctrl-C stops it)."""
     changes = given_changes(args)
-    engine = Engine(_open_store(args.store, must_exist=True), max_concurrent=1)
+    engine = Engine(open_store(args.store, must_exist=True), max_concurrent=1)
     try:
         fork_id = engine.fork(args.run_id, args.step, **changes)
         print(fork_id, flush=True)
@@ -112,7 +113,7 @@ def catalog(args: argparse.Namespace) -> int:
 def steer(args: argparse.Namespace) -> int:
     """`stop`, `pause` or `set`: writes the command for the process that trains the run
     and waits until that process has carried it out (or refused it, saying why)."""
-    with _open_store(args.store, must_exist=True) as store:
+    with open_store(args.store, must_exist=True) as store:
         client = EngineClient(store)
         try:
             if args.command == "set":
@@ -177,7 +178,7 @@ def serve(args: argparse.Namespace) -> int:
 
 def runs(args: argparse.Namespace) -> int:
     """Lists the store's runs, as a table or as JSON."""
-    with _open_store(args.store, must_exist=True) as store:
+    with open_store(args.store, must_exist=True) as store:
         records = store.list_runs()
         saved = {r.id: RunCheckpoints(store.checkpoint_folder(r.id)) for r in records}
         name = store.name
@@ -252,7 +253,7 @@ def export(args: argparse.Namespace) -> int:
     """Writes a run's metrics as CSV and/or TensorBoard event files."""
     if args.csv is None and args.tensorboard is None and args.model is None:
         raise UsageError("export: give --csv PATH, --tensorboard DIR or --model PATH.keras")
-    with _open_store(args.store, must_exist=True) as store:
+    with open_store(args.store, must_exist=True) as store:
         record = store.get_run(args.run_id)
         if record is None:
             raise UsageError(f"run_id: no run {args.run_id!r} in {store.name}")
@@ -275,7 +276,7 @@ def export(args: argparse.Namespace) -> int:
     if args.model is not None:
         from core.engine.model_file import save_model  # imports TensorFlow
 
-        with _open_store(args.store, must_exist=True) as store:
+        with open_store(args.store, must_exist=True) as store:
             saved = _writing(
                 "model", lambda: save_model(store, record.id, args.model, args.checkpoint)
             )
@@ -285,7 +286,7 @@ def export(args: argparse.Namespace) -> int:
 
 def delete(args: argparse.Namespace) -> int:
     """Deletes ended runs with their metrics, events and checkpoints."""
-    with _open_store(args.store, must_exist=True) as store:
+    with open_store(args.store, must_exist=True) as store:
         client = EngineClient(store)
         for run_id in args.run_ids:
             freed = RunCheckpoints(store.checkpoint_folder(run_id)).size()
@@ -305,7 +306,7 @@ def _writing(field: str, write: Callable[[], T]) -> T:
         raise UsageError(str(exc)) from None
 
 
-def _open_store(location: str | None, *, must_exist: bool) -> Store:
+def open_store(location: str | None, *, must_exist: bool) -> Store:
     """The store at `location`, a path or a URL (default: `default_location()`). With
     `must_exist`, a missing file is refused rather than created (a PostgreSQL database
     exists once it can be connected to). `UsageError` if it is missing or cannot be
@@ -341,8 +342,18 @@ def _strict_json(value: Any) -> Any:
     return value
 
 
+def sweep(args: argparse.Namespace) -> int:
+    """Runs or joins a hyperparameter sweep in an engine of its own (see `sweeping`)."""
+    joins = not args.params  # a study to join is in a store that exists
+    return run_sweep(
+        lambda: Engine(open_store(args.store, must_exist=joins), max_concurrent=args.parallel),
+        args,
+    )
+
+
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "train": train,
+    "sweep": sweep,
     "catalog": catalog,
     "resume": resume,
     "fork": fork,

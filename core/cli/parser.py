@@ -18,6 +18,7 @@ from core.engine import FIELDS, RunConfig, fields
 from core.knobs import Knob, read_number
 from core.optimizers import catalog
 from core.optimizers.catalog import OptimizerSpec
+from core.sweep import SAMPLERS
 
 DEFAULT_MAX_CONCURRENT = 3  # the demo race's three runs train at once
 HYPERPARAMETER = "hyperparameters."  # argparse dest prefix of optimizer knobs
@@ -33,13 +34,13 @@ EPILOG = """exit status:
 
 
 def needs_plugins(argv: Sequence[str]) -> bool:
-    """Whether the command lists the plugins (`catalog`), or `train` may need one: it
-    names an optimizer, a model or a dataset that is not built in, or takes a `--config`
-    file (which may). Loading plugins imports TensorFlow, which `--help` and the other
-    commands do without."""
+    """Whether the command lists the plugins (`catalog`), or `train` or `sweep` may need
+    one: it names an optimizer, a model or a dataset that is not built in, or takes a
+    `--config` file (which may). Loading plugins imports TensorFlow, which `--help` and
+    the other commands do without."""
     if "catalog" in argv:
         return True
-    if "train" not in argv:
+    if "train" not in argv and "sweep" not in argv:
         return False
     builtin = {
         "--optimizer": catalog.BUILTIN_NAMES,
@@ -94,6 +95,59 @@ def build_parser(
     )
     _add_train_arguments(train, specs, plugins)
     train.set_defaults(command="train")
+
+    sweep = commands.add_parser(
+        "sweep",
+        parents=[store],
+        help="Search hyperparameters: trials that are runs, drawn as a live table.",
+        description="Run an Optuna study whose trials are runs of the config the run flags "
+        "give, varying each --param; print each trial as it starts and ends, then the best. "
+        "The study lives in the store: `--study NAME` alone joins a study (from another "
+        "machine on a shared store, or a stopped one), and the dashboard's Sweep page shows "
+        "it live. Ctrl-C stops the sweep and its runs.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    search = sweep.add_argument_group("search")
+    search.add_argument(
+        "--param",
+        dest="params",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="A setting to vary, a run field or a knob of the optimizer: a range "
+        "NAME=LOW:HIGH (NAME=LOW:HIGH:log on a log scale; a last :POINTS sets its grid "
+        "points, default 5) or choices NAME=A,B,C. Repeat for each.",
+    )
+    search.add_argument(
+        "--trials",
+        dest="n_trials",
+        type=int,
+        metavar="N",
+        help="How many trials; default (grid only): every grid point.",
+    )
+    search.add_argument("--sampler", choices=SAMPLERS, default="tpe", help="Default: tpe.")
+    search.add_argument(
+        "--parallel", type=int, default=2, metavar="P", help="Trials that train at once (2)."
+    )
+    search.add_argument(
+        "--pruning",
+        action="store_true",
+        help="Stop trials whose validation accuracy trails the others' at the same step.",
+    )
+    search.add_argument(
+        "--study",
+        metavar="NAME",
+        help="The study's name (default: made from the time); if the store has it, join it.",
+    )
+    search.add_argument(
+        "--sampler-seed",
+        type=int,
+        metavar="S",
+        help="The sampler's seed (default: a random one); give each joining machine its own.",
+    )
+    _add_train_arguments(sweep, specs, plugins)
+    sweep.set_defaults(command="sweep")
 
     resume = commands.add_parser(
         "resume",

@@ -9,8 +9,9 @@
     >>> engine.start(sweep.best_config())  # the base config with the best values
 
 The study lives in the lab's store (its SQLite file or PostgreSQL database, beside the
-runs) unless `storage` names another database, and keeps the sweep's plan: `list_studies(engine)` lists past sweeps and `Sweep.load(engine,
-name)` reopens (and can resume) one.
+runs) unless `storage` names another database, and keeps the sweep's plan:
+`list_studies(engine)` lists past sweeps and `Sweep.load(engine, name)` reopens (and can
+resume) one.
 
 Modules: `space` (dimensions, checked against knobs), `plan` (a sweep's storable
 definition), `trial_run` (one trial as one run, and how each run's end is told),

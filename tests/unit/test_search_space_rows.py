@@ -1,4 +1,5 @@
-"""`SearchSpace.from_rows`: the Sweep page's table as dimensions."""
+"""`SearchSpace.from_rows`: the Sweep page's table as dimensions; and the same from the
+command line's `sweep --param` values."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import math
 import pandas as pd
 import pytest
 
+from core.cli.exits import UsageError
+from core.cli.sweeping import parse_params
 from core.engine import RunConfig
 from core.knobs import InvalidHyperparameters
 from core.sweep import Dimension, SearchSpace
@@ -44,3 +47,30 @@ def test_empty_cells_are_missing_values_that_validation_names() -> None:
     with pytest.raises(InvalidHyperparameters) as caught:
         space.axes(BASE)
     assert set(caught.value.errors) & {"dimensions[0].low", "dimensions[0].high"}
+
+
+def test_param_flags_become_ranges_and_choices() -> None:
+    space = parse_params(
+        [
+            "learning_rate=1e-4:1e-1:log",
+            "clip_norm=0.1,1,10",
+            "radius=1:20:4",
+            "weight_decay=0:0.01:log:3",
+            "strategy=default",
+        ]
+    )
+    assert space.dimensions == (
+        Dimension("learning_rate", low=1e-4, high=1e-1, log=True),
+        Dimension("clip_norm", choices=(0.1, 1, 10)),
+        Dimension("radius", low=1.0, high=20.0, points=4),
+        Dimension("weight_decay", low=0.0, high=0.01, log=True, points=3),
+        Dimension("strategy", choices=("default",)),
+    )
+
+
+@pytest.mark.parametrize(
+    "text", ["learning_rate", "=1:2", "learning_rate=", "lr=1:x", "lr=1:2:log:3:4", "lr=1:2:ln"]
+)
+def test_a_malformed_param_flag_is_named(text: str) -> None:
+    with pytest.raises(UsageError, match=r"^param: .* is not NAME=LOW:HIGH"):
+        parse_params([text])

@@ -1,0 +1,195 @@
+"""`sweep`: a hyperparameter search from the command line, its trials drawn as a table.
+
+    optlab sweep --param learning_rate=1e-4:1e-1:log --param clip_norm=0.1,1,10 \\
+        --trials 20 --sampler tpe --optimizer adamw --max-steps 300
+
+The study lives in the lab's store, so that a sweep started on one machine is joined from
+another with `--study NAME` alone (the study's own plan applies; Optuna's parallel mode
+shares the budget) and the dashboard's Sweep page shows it live.
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
+
+from core.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError, report
+from core.cli.parser import run_config
+from core.sweep import MAX_SEED, SearchSpace, Sweep, SweepPlan, list_studies
+from core.sweep.plan import MAX_PARALLEL
+
+if TYPE_CHECKING:
+    from core.engine import Engine
+    from core.sweep import SweepStatus, TrialRow
+
+#: Seconds between two looks at the trials.
+POLL_SECONDS = 0.5
+
+#: `--param` forms, for help and errors.
+PARAM_FORMS = "NAME=LOW:HIGH[:log][:POINTS] or NAME=A,B,..."
+
+
+def parse_params(texts: Sequence[str]) -> SearchSpace:
+    """The search space of `--param` values: `NAME=LOW:HIGH` ranges (`:log` for log
+    scale, then the grid points for `--sampler grid`) or `NAME=A,B,C` choices. Raises
+    `UsageError` naming `param` for a malformed value; the names and ranges are checked
+    against the optimizer's knobs when the sweep is made."""
+    rows = []
+    for text in texts:
+        name, equals, value = text.partition("=")
+        if not equals or not name or not value:
+            raise UsageError(f"param: {text!r} is not {PARAM_FORMS}")
+        if "," in value or ":" not in value:
+            rows.append({"name": name, "choices": value})
+            continue
+        low, high, *rest = value.split(":")
+        log = bool(rest) and rest[0] == "log"
+        points = rest[1:] if log else rest
+        if len(points) > 1 or not all(_is_number(p) for p in (low, high, *points)):
+            raise UsageError(f"param: {text!r} is not {PARAM_FORMS}")
+        rows.append(
+            {
+                "name": name,
+                "low": low,
+                "high": high,
+                "log": log,
+                "points": points[0] if points else None,
+            }
+        )
+    return SearchSpace.from_rows(rows)
+
+
+def run_sweep(open_engine: Callable[[], Engine], args: argparse.Namespace) -> int:
+    """Runs the sweep `args` describe, or joins the study `--study` names when no
+    `--param` is given, in the engine `open_engine` makes: a new sweep is checked before
+    that, so bad input writes nothing. Prints each trial as it starts and ends, then the
+    best; Ctrl-C stops it (its stopped trials run again if it is joined later). Returns
+    the exit status."""
+    if not 1 <= args.parallel <= MAX_PARALLEL:
+        raise UsageError(f"parallel: must be in [1, {MAX_PARALLEL}] (got {args.parallel})")
+    if args.params:
+        config, space = run_config(args), parse_params(args.params)
+        settings = _settings(args)
+        SweepPlan.create(config, space, **settings)  # raises InvalidInput naming each field
+    elif args.study is None:
+        raise UsageError(f"param: give at least one --param {PARAM_FORMS}, or --study NAME")
+    import optuna
+
+    # Optuna's own info lines ("A new study created...") would break into the table.
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    engine = open_engine()
+    try:
+        if args.params:
+            search = Sweep(engine, config, space, study_name=args.study, **settings)
+        else:
+            search = _joined(engine, args)
+        search.start()
+        print(f"sweep {search.study_name}: {search.plan.n_trials} trials", flush=True)
+        return _follow(search, sys.stdout)
+    finally:
+        engine.close()
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "n_trials": args.n_trials,
+        "sampler": args.sampler,
+        "pruning": args.pruning,
+        "parallel": args.parallel,
+        "seed": secrets.randbelow(MAX_SEED + 1) if args.sampler_seed is None else args.sampler_seed,
+    }
+
+
+def _joined(engine: Engine, args: argparse.Namespace) -> Sweep:
+    """The sweep of the study `--study` names, with its own plan (the one it was made
+    with), `--trials` and `--parallel` given here; `UsageError` if there is none."""
+    if args.study not in {summary.study_name for summary in list_studies(engine)}:
+        raise UsageError(
+            f"study: no study {args.study!r} in {engine.store.name} to join; give --param "
+            "to start one"
+        )
+    return Sweep.load(engine, args.study, n_trials=args.n_trials, parallel=args.parallel)
+
+
+def _follow(search: Sweep, out: TextIO) -> int:
+    """Prints each trial when it starts and ends until the sweep is over; the exit
+    status: 0 when its budget is spent, 1 if it failed or no trial completed, 130 after
+    Ctrl-C (which stops it)."""
+    table = TrialTable(search.plan.space.dimensions, out)
+    interrupted = False
+    while True:
+        try:
+            table.update(search.results())
+            if not search.active:
+                break
+            time.sleep(POLL_SECONDS)
+        except KeyboardInterrupt:
+            print(f"stopping sweep {search.study_name} (Ctrl-C)", file=sys.stderr, flush=True)
+            search.stop()
+            interrupted = True
+    status = search.wait()
+    table.update(search.results())
+    print(summary(status), file=out, flush=True)
+    if interrupted:
+        return EXIT_INTERRUPTED
+    if status.state == "failed":
+        report(f"sweep {status.study_name} failed: {status.error}")
+        return EXIT_FAILED
+    if status.best_value is None:
+        report(f"sweep {status.study_name}: no trial completed")
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+class TrialTable:
+    """Trials as aligned rows, one printed each time a trial's state changes."""
+
+    def __init__(self, dimensions: Sequence[Any], out: TextIO) -> None:
+        self.names = [dimension.name for dimension in dimensions]
+        self.out = out
+        self._seen: dict[int, str] = {}  # trial number -> the state last printed
+        self._widths = [5, 8, 8, *(max(len(n), 10) for n in self.names), 13]
+        self._print(("trial", "state", "value", *self.names, "run"))
+
+    def update(self, rows: Sequence[TrialRow]) -> None:
+        for row in rows:
+            if self._seen.get(row.number) != row.state:
+                self._seen[row.number] = row.state
+                value = "" if row.value is None else f"{row.value:.4f}"
+                params = (_shown(row.params.get(name)) for name in self.names)
+                self._print((str(row.number), row.state, value, *params, row.run_id or ""))
+
+    def _print(self, cells: Sequence[str]) -> None:
+        line = "  ".join(cell.ljust(width) for cell, width in zip(cells, self._widths, strict=True))
+        print(line.rstrip(), file=self.out, flush=True)
+
+
+def summary(status: SweepStatus) -> str:
+    """The last lines: how the trials ended, then the best trial's value and settings."""
+    head = (
+        f"sweep {status.study_name} {status.state}: {status.finished}/{status.n_trials} "
+        f"trials finished ({status.pruned} pruned, {status.failed} failed)"
+    )
+    if status.best_value is None:
+        return head
+    settings = " ".join(f"{k}={_shown(v)}" for k, v in (status.best_params or {}).items())
+    return (
+        f"{head}\nbest: {status.best_value:.4f} (trial {status.best_trial}, run "
+        f"{status.best_run_id}) {settings}"
+    )
+
+
+def _shown(value: Any) -> str:
+    return "" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

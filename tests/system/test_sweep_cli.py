@@ -1,0 +1,115 @@
+"""`python -m core sweep`: a search from the command line, its trials as a live table,
+and one study worked by two processes (two machines) on a shared PostgreSQL store."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from core.store import Store
+from tests.cli import run_main
+
+ROOT = Path(__file__).resolve().parents[2]
+# 8×8 digits at batch 64: 22 steps an epoch, validated every 11 steps.
+BASE = ["--dataset", "digits", "--model", "mlp", "--optimizer", "sgd", "--val-every", "11"]
+SEARCH = ["--param", "learning_rate=0.01:1:log", "--sampler", "random"]
+
+
+def test_a_sweep_prints_each_trial_and_the_best(tmp_path) -> None:
+    store = tmp_path / "lab.sqlite"
+    code, out, err = run_main(
+        "sweep", "--store", store, "--study", "cli", "--trials", "3", "--sampler-seed", "1",
+        *SEARCH, *BASE, "--max-steps", "22",
+    )  # fmt: skip
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == "sweep cli: 3 trials"
+    assert lines[1].split() == ["trial", "state", "value", "learning_rate", "run"]
+    rows = [line.split() for line in lines[2:-2]]
+    assert sorted((int(r[0]), r[1]) for r in rows) == [
+        (n, state) for n in range(3) for state in ("COMPLETE", "RUNNING")
+    ]
+    complete = {row[4]: row for row in rows if row[1] == "COMPLETE"}
+    with Store(store) as opened:
+        runs = {run.id: run for run in opened.list_runs()}
+    assert sorted(run.name for run in runs.values()) == [f"sweep cli #{n}" for n in range(3)]
+    for run_id, (_, _, value, rate, _) in complete.items():
+        run = runs[run_id]
+        assert float(value) == pytest.approx(run.final_metrics["best_val_accuracy"], abs=5e-5)
+        assert float(rate) == pytest.approx(
+            run.config["hyperparameters"]["learning_rate"], rel=1e-3
+        )
+    assert lines[-2] == "sweep cli done: 3/3 trials finished (0 pruned, 0 failed)"
+    best = max(complete.values(), key=lambda row: float(row[2]))
+    assert lines[-1].startswith(f"best: {best[2]} (trial {best[0]}, run {best[4]}) learning_rate=")
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--param", "learning_rate"], "param: 'learning_rate' is not NAME=LOW:HIGH"),
+        (["--param", "nope=1:2"], "nope"),
+        (["--param", "learning_rate=0.1:1", "--parallel", "0"], "parallel: must be in [1, "),
+        (["--param", "learning_rate=0.1:1"], "n_trials: is required unless the sampler is grid"),
+        ([], "param: give at least one --param"),
+        (["--study", "elsewhere"], "no store at"),
+    ],
+)
+def test_bad_input_is_named_and_writes_nothing(tmp_path, flags, message) -> None:
+    store = tmp_path / "lab.sqlite"
+    code, out, err = run_main("sweep", "--store", store, *flags, *BASE)
+    assert code == 2 and out == ""
+    assert err.startswith("error: ") and message in err
+    assert not store.exists()
+
+
+def test_joining_a_study_the_store_lacks_is_refused(tmp_path) -> None:
+    store = tmp_path / "lab.sqlite"
+    Store(store).close()
+    code, _, err = run_main("sweep", "--store", store, "--study", "absent")
+    assert code == 2 and "study: no study 'absent'" in err
+
+
+@pytest.mark.slow
+def test_two_machines_work_one_study_on_a_postgresql_store(postgres) -> None:
+    """The second driver joins with `--study NAME` alone; the budget is the study's, so
+    the two share 8 trials, each run once, by whichever process asked for it."""
+    url = postgres.create_schema()
+    command = [sys.executable, "-m", "core", "sweep", "--store", url, "--parallel", "1"]
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    new_study = ["--study", "shared", "--trials", "8", "--sampler-seed", "1", *SEARCH, *BASE]
+    first = subprocess.Popen(
+        [*command, *new_study, "--max-steps", "44"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert first.stdout.readline() == "sweep shared: 8 trials\n"  # the study exists
+        second = subprocess.run(
+            [*command, "--study", "shared", "--sampler-seed", "2"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        rest, errors = first.communicate(timeout=600)
+    finally:
+        first.kill()
+    assert first.returncode == 0, errors
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.startswith("sweep shared: 8 trials\n")
+    with Store(url) as store:
+        runs = store.list_runs()
+    assert sorted(run.name for run in runs) == sorted(f"sweep shared #{n}" for n in range(8))
+    assert {run.status for run in runs} == {"completed"}
+    drivers = {run.owner.split(":")[1] for run in runs}  # the processes that trained them
+    assert len(drivers) == 2 and str(first.pid) in drivers
+    assert "done: 8/8 trials finished" in rest and "done: 8/8" in second.stdout
