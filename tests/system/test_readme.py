@@ -1,9 +1,11 @@
-"""The README's Python snippets are true: each runs as shown, in a fresh interpreter."""
+"""The README's Python snippets are true: each runs as shown, in a fresh interpreter; and
+every `optlab` command it shows is one the command line takes."""
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -44,6 +46,32 @@ expected = np.array([1.0, -2.0, 3.0]) - 0.1 * np.abs(g).mean() * np.sign(g)
 np.testing.assert_allclose(x.numpy(), expected, rtol=1e-6)
 print("ok", spec.source, optimizers.plugin_errors())
 """
+
+
+def optlab_commands() -> list[list[str]]:
+    """The arguments of every `optlab` command in the README's shell blocks."""
+    shell = "\n".join(re.findall(r"```sh\n(.*?)```", (ROOT / "README.md").read_text(), re.DOTALL))
+    commands = []
+    for line in shell.replace("\\\n", " ").splitlines():
+        for part in line.split("#")[0].split(";"):
+            words = shlex.split(part)
+            if words and words[0] == ".venv/bin/optlab":
+                commands.append(words[1:])
+    return commands
+
+
+@pytest.mark.parametrize("argv", optlab_commands(), ids=" ".join)
+def test_every_optlab_command_shown_parses(argv: list[str]) -> None:
+    from core.cli import build_parser
+    from core.optimizers import catalog
+
+    args = build_parser(list(catalog.BUILTIN), plugins=False).parse_args(argv)
+    assert args.command == argv[0]
+
+
+def test_the_readme_shows_the_commands() -> None:
+    shown = {argv[0] for argv in optlab_commands()}
+    assert {"train", "runs", "sweep", "resume", "fork", "export", "stop", "set"} <= shown
 
 
 def run(code: str, **env: str) -> str:
