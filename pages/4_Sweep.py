@@ -31,17 +31,20 @@ from ui import forms, state, texts
 
 st.title(":material/explore: Sweep")
 st.caption(
-    "Grid or sampled search over any knob; Optuna prunes trials whose validation "
-    "accuracy trails the others'. Studies live in the lab's store, beside its runs."
+    "Grid or sampled search over any knob, scored by the best validation accuracy (for a "
+    "regression, the lowest validation MAE); Optuna prunes trials that trail the others. "
+    "Studies live in the lab's store, beside its runs."
 )
 
 ERRORS = "sweep_errors"
 STARTED = "sweep:started"  # the study this session started last, shown until a pick
-TARGET = "val_accuracy"  # a trial's value
 TRIAL_COLUMNS = {
     "trial": st.column_config.NumberColumn("trial", format="%d", pinned=True),
     "value": st.column_config.NumberColumn(
-        "value", format="%.3f", help="Best validation accuracy (a pruned trial's last one)."
+        "value",
+        format="%.3f",
+        help="The run's best validation accuracy, or lowest validation MAE for a regression "
+        "(a pruned trial's last one).",
     ),
     "step": st.column_config.NumberColumn("step", format="%d"),
 }
@@ -340,8 +343,9 @@ def sweep_view(sweep: Sweep) -> None:
     picked = trials_table(sweep, rows)
     scored = [r for r in rows if r.value is not None]
     if scored:
-        figure_rows = parallel_rows([r.params for r in scored], TARGET, [r.value for r in scored])
-        st.plotly_chart(hyperparameter_figure(figure_rows, TARGET), key="chart:sweep")
+        target = sweep.plan.objective.metric
+        figure_rows = parallel_rows([r.params for r in scored], target, [r.value for r in scored])
+        st.plotly_chart(hyperparameter_figure(figure_rows, target), key="chart:sweep")
     actions(sweep, status, rows, picked)
 
 

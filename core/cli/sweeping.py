@@ -25,6 +25,7 @@ from core.sweep.plan import MAX_PARALLEL
 if TYPE_CHECKING:
     from core.engine import Engine
     from core.sweep import SweepStatus, TrialRow
+    from core.sweep.objective import Objective
 
 #: Seconds between two looks at the trials.
 POLL_SECONDS = 0.5
@@ -133,7 +134,7 @@ def _follow(search: Sweep, out: TextIO) -> int:
             interrupted = True
     status = search.wait()
     table.update(search.results())
-    print(summary(status), file=out, flush=True)
+    print(summary(status, search.plan.objective), file=out, flush=True)
     if interrupted:
         return EXIT_INTERRUPTED
     if status.state == "failed":
@@ -168,7 +169,7 @@ class TrialTable:
         print(line.rstrip(), file=self.out, flush=True)
 
 
-def summary(status: SweepStatus) -> str:
+def summary(status: SweepStatus, objective: Objective) -> str:
     """The last lines: how the trials ended, then the best trial's value and settings."""
     head = (
         f"sweep {status.study_name} {status.state}: {status.finished}/{status.n_trials} "
@@ -178,7 +179,7 @@ def summary(status: SweepStatus) -> str:
         return head
     settings = " ".join(f"{k}={_shown(v)}" for k, v in (status.best_params or {}).items())
     return (
-        f"{head}\nbest: {status.best_value:.4f} (trial {status.best_trial}, run "
+        f"{head}\nbest {objective.label}: {status.best_value:.4f} (trial {status.best_trial}, run "
         f"{status.best_run_id}) {settings}"
     )
 

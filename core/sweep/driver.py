@@ -1,7 +1,7 @@
 """The loop a sweep's driver thread executes: ask trials, start runs, watch them, tell.
 
-Every `poll_interval` seconds the driver reads each in-flight run's new validation
-accuracies (reporting them, and stopping the run if the pruner says so), tells the study
+Every `poll_interval` seconds the driver reads each in-flight run's new objective values
+(reporting them, and stopping the run if the pruner says so), tells the study
 how each ended run went, and starts new trials while fewer than `parallel` are in flight
 and the budget is not spent. The budget counts every trial of the study (across resumes,
 and across machines sharing a storage) except those cut short from outside, whose values
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from core.knobs import InvalidInput
 from core.store import UnknownRunError, owner
+from core.sweep.objective import OBJECTIVE_ATTR, named
 from core.sweep.trial_run import (
     CUT_SHORT,
     DRIVER,
@@ -99,7 +100,7 @@ class Driver:
             raise
         trial.set_user_attr(DRIVER, owner.current())  # before the run id: see `settle_abandoned`
         trial.set_user_attr(RUN_ID, run_id)
-        self.in_flight[trial.number] = TrialRun(trial, run_id)
+        self.in_flight[trial.number] = TrialRun(trial, run_id, self.plan.objective)
 
     def _poll(self) -> None:
         for number, trial_run in list(self.in_flight.items()):
@@ -159,7 +160,7 @@ def settle_abandoned(engine: Engine, study: optuna.Study, *, driven_here: bool) 
     A trial is abandoned when it is left RUNNING by a driver that no longer drives: its
     process is gone (a sweep killed mid-trial), or it is this process and `driven_here` is
     false (a driver whose storage failed). Once its run has ended, the trial ends as the
-    run did (see `TrialRun`): COMPLETE with its best validation accuracy, or FAIL, cut
+    run did (see `TrialRun`): COMPLETE with its best objective value, or FAIL, cut
     short when the run was interrupted so that a resume runs its values again. Trials whose
     run still trains, or is not in this store (another machine's), stay as they are; so
     do trials of a driver at work here when `driven_here`, and of live processes.
@@ -167,13 +168,15 @@ def settle_abandoned(engine: Engine, study: optuna.Study, *, driven_here: bool) 
     import optuna
 
     told = 0
+    objective = named(study.user_attrs.get(OBJECTIVE_ATTR))
     for frozen in study.get_trials(deepcopy=False, states=(_state("RUNNING"),)):
         if not abandoned(engine, frozen, driven_here=driven_here):
             continue
         # Optuna has no public way to take over a running trial after a restart.
         trial = optuna.Trial(study, frozen._trial_id)
         run_id = frozen.user_attrs[RUN_ID]
-        trial_run = TrialRun(trial, run_id, max(frozen.intermediate_values, default=None))
+        last_step = max(frozen.intermediate_values, default=None)
+        trial_run = TrialRun(trial, run_id, objective, last_step)
         try:
             if (outcome := trial_run.poll(engine, pruning=False)) is not None:
                 trial_run.tell(study, outcome)

@@ -1,7 +1,8 @@
 """`SweepPlan`: the checked, storable definition of a sweep, and the Optuna parts it makes.
 
 A plan is what a sweep is, independent of where it runs: the base config, the space, the
-sampler, the trial budget, pruning, parallelism and seed. It is kept in its study (a
+sampler, the trial budget, pruning, parallelism and seed (and, from the base config's
+dataset, the objective). It is kept in its study (a
 user attribute), so `Sweep.load` can resume a sweep from its storage alone.
 
 Importing this module imports neither TensorFlow nor Optuna.
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, cast
 from core import data
 from core.engine import RunConfig
 from core.knobs import InvalidInput
+from core.sweep.objective import OBJECTIVES, Objective
 from core.sweep.space import Axis, SearchSpace
 
 if TYPE_CHECKING:
@@ -45,6 +47,8 @@ class SweepPlan:
         pruning: Whether unpromising trials are stopped early.
         parallel: How many trials train at once (the engine may queue some of them).
         seed: The sampler's seed.
+        objective: What the trials are scored by: the validation metric of the base
+            config's dataset's problem (see `core.sweep.objective`).
     """
 
     base_config: RunConfig
@@ -55,6 +59,7 @@ class SweepPlan:
     pruning: bool
     parallel: int
     seed: int
+    objective: Objective = OBJECTIVES["classification"]
 
     @classmethod
     def create(
@@ -76,6 +81,7 @@ class SweepPlan:
         """
         errors: dict[str, str] = {}
         axes: tuple[Axis, ...] = ()
+        objective = OBJECTIVES["classification"]
         if not isinstance(base_config, RunConfig):
             errors["base_config"] = f"must be a RunConfig (got {type(base_config).__name__})"
         elif not isinstance(space, SearchSpace):
@@ -86,11 +92,7 @@ class SweepPlan:
             except InvalidInput as exc:
                 errors |= exc.errors
             dataset = data.registry.info(base_config.dataset, data_dir=base_config.data_dir)
-            if dataset.problem != "classification":
-                errors["dataset"] = (
-                    f"{base_config.dataset} is a {dataset.problem}; a sweep maximizes the "
-                    "validation accuracy of a classification"
-                )
+            objective = OBJECTIVES[dataset.problem]
         if sampler not in SAMPLERS:
             errors["sampler"] = f"must be one of {', '.join(SAMPLERS)} (got {sampler!r})"
         if not isinstance(pruning, bool):
@@ -112,8 +114,9 @@ class SweepPlan:
         if errors:
             raise InvalidInput(errors)
         assert n_trials is not None  # refused above otherwise
+        sampler_name = cast(SamplerName, sampler)
         return cls(
-            base_config, space, axes, cast(SamplerName, sampler), n_trials, pruning, parallel, seed
+            base_config, space, axes, sampler_name, n_trials, pruning, parallel, seed, objective
         )
 
     def with_changes(self, **changes: Any) -> SweepPlan:

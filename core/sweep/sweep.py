@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from core.knobs import InvalidInput
 from core.store import StoreError, UnknownRunError
 from core.sweep.driver import Driver, settle_abandoned
+from core.sweep.objective import OBJECTIVE_ATTR, Objective
 from core.sweep.plan import MAX_SEED, SweepPlan
 from core.sweep.studies import DRIVERS, PLAN_ATTR, open_storage, storage_url
 from core.sweep.trial_run import REASON, RUN_ID, RUN_STATUS, TrialCounts
@@ -37,7 +38,8 @@ class SweepStatus:
             `done` (the budget is spent), `stopped`, or `failed` (see `error`).
         n_trials: The budget.
         finished, running, pruned, failed: Trials by state (see `TrialCounts`).
-        best_value: The best validation accuracy of a completed trial, if any.
+        best_value: The best objective value of a completed trial, if any: its run's
+            best validation accuracy, or validation MAE for a regression (lower is better).
         best_params: That trial's sampled values.
         best_trial: That trial's number.
         best_run_id: That trial's run.
@@ -84,7 +86,7 @@ class TrialRow:
         number: The trial's number in its study.
         state: `WAITING`, `RUNNING`, `COMPLETE`, `PRUNED` or `FAIL`.
         params: The sampled values.
-        value: The run's best validation accuracy (COMPLETE), or its last reported one
+        value: The run's best objective value (COMPLETE), or its last reported one
             (PRUNED); None otherwise.
         run_id: The trial's run, once started.
         run_status: The run's status: read live while the trial runs, as it ended after.
@@ -118,7 +120,7 @@ class Sweep:
         n_trials: How many trials to run. Default (grid only): every grid point; a
             larger number is lowered to the grid size.
         sampler: `grid`, `random` or `tpe`.
-        pruning: Stop trials whose validation accuracy trails the others' at the same
+        pruning: Stop trials whose objective value trails the others' at the same
             step (`default_pruner` in `samplers.py`, unless `pruner` is given).
         pruner: An Optuna pruner to use instead of the default; needs `pruning`. It
             sees every validation accuracy a run logs, at the run's step.
@@ -215,9 +217,11 @@ class Sweep:
         except KeyError:
             raise InvalidInput({"study_name": f"no study {study_name!r} in {url}"}) from None
         stored = study.user_attrs.get(PLAN_ATTR)
-        if stored is None or study.directions != [optuna.study.StudyDirection.MAXIMIZE]:
+        if stored is None or len(study.directions) != 1:
             raise InvalidInput({"study_name": f"{study_name} is not an Optimizer Lab sweep"})
         plan = SweepPlan.from_dict(stored)
+        if study.direction.name.lower() != plan.objective.direction:
+            raise InvalidInput({"study_name": f"{study_name} is not an Optimizer Lab sweep"})
         changes = {"n_trials": n_trials, "parallel": parallel}
         plan = plan.with_changes(**{k: v for k, v in changes.items() if v is not None})
         if pruner is not None and not plan.pruning:
@@ -327,7 +331,7 @@ class Sweep:
             self._settle(study)
         trials = study.get_trials(deepcopy=False) if study is not None else []
         counts = TrialCounts.of(trials)
-        best = _best(trials)
+        best = _best(trials, self.plan.objective)
         return SweepStatus(
             study_name=self.study_name,
             state=state,
@@ -354,7 +358,8 @@ class Sweep:
         """The base config with the best completed trial's values; raises `LookupError`
         while no trial has completed."""
         study = self.study
-        best = _best(study.get_trials(deepcopy=False)) if study is not None else None
+        trials = study.get_trials(deepcopy=False) if study is not None else []
+        best = _best(trials, self.plan.objective)
         if best is None:
             raise LookupError(f"no trial of sweep {self.study_name} has completed yet")
         return self.plan.config_for(best.params)
@@ -382,13 +387,14 @@ class Sweep:
                 sampler=make_sampler(self.plan, 0),
                 pruner=pruner,
                 study_name=self.study_name,
-                direction="maximize",
+                direction=self.plan.objective.direction,
             )
         except optuna.exceptions.DuplicatedStudyError:
             raise InvalidInput(
                 {"study_name": f"{self.study_name} exists; Sweep.load resumes it"}
             ) from None
         study.set_user_attr(PLAN_ATTR, self.plan.to_dict())
+        study.set_user_attr(OBJECTIVE_ATTR, self.plan.objective.metric)
         return study
 
     def _settle(self, study: optuna.Study) -> None:
@@ -433,9 +439,14 @@ class Sweep:
         )
 
 
-def _best(trials: list[optuna.trial.FrozenTrial]) -> optuna.trial.FrozenTrial | None:
+def _best(
+    trials: list[optuna.trial.FrozenTrial], objective: Objective
+) -> optuna.trial.FrozenTrial | None:
     complete = [t for t in trials if t.state.name == "COMPLETE" and t.value is not None]
-    return max(complete, key=lambda t: t.value, default=None)
+    if not complete:
+        return None
+    value = objective.best([t.value for t in complete])
+    return next(t for t in complete if t.value == value)
 
 
 def _poll_interval_error(value: Any) -> str | None:

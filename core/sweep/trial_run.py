@@ -1,7 +1,8 @@
 """`TrialRun`: one Optuna trial trained as one engine run, from launch to the trial's end.
 
-The trial reports every new validation accuracy of its run as an intermediate value at
-the run's step. It ends with the run: a completed run tells its best validation accuracy;
+The trial reports every new value of its objective's validation metric (the accuracy of
+a classification, the mean absolute error of a regression) as an intermediate value at
+the run's step. It ends with the run: a completed run tells its best value;
 a run stopped because the pruner said so ends PRUNED; every other end is a FAIL, with the
 run's status and the reason in the trial's user attributes. A diverged run is a FAIL too:
 its configuration did not train, and a made-up value (0, or chance accuracy) would mix a
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from core.knobs import InvalidInput
 from core.store import FINAL_STATUSES, UnknownRunError
+from core.sweep.objective import Objective
 
 if TYPE_CHECKING:
     import optuna
@@ -97,15 +99,22 @@ class Outcome:
 class TrialRun:
     """A trial in flight and its run; used by the sweep's driver thread only."""
 
-    def __init__(self, trial: optuna.Trial, run_id: str, last_step: int | None = None) -> None:
+    def __init__(
+        self,
+        trial: optuna.Trial,
+        run_id: str,
+        objective: Objective,
+        last_step: int | None = None,
+    ) -> None:
         """`last_step`: the run's step up to which the trial has reported already."""
         self.trial = trial
         self.run_id = run_id
+        self.objective = objective
         self.last_step = last_step  # the largest step of the run's metrics read so far
         self.stop_reason: str | None = None  # set once the sweep has asked the run to stop
 
     def poll(self, engine: Engine, pruning: bool) -> Outcome | None:
-        """Reports the run's new validation accuracies and asks the pruner about them
+        """Reports the run's new objective values and asks the pruner about them
         (when `pruning`); returns the outcome once the run has ended, else None."""
         try:
             # The status first: a run's metrics are all stored before it ends, so once the
@@ -147,10 +156,11 @@ class TrialRun:
         if not len(metrics):
             return False
         self.last_step = metrics.last_step
-        if "val_accuracy" not in metrics:
+        metric = self.objective.metric
+        if metric not in metrics:
             return False
         reported = False
-        steps, values = metrics.steps.tolist(), metrics["val_accuracy"].tolist()
+        steps, values = metrics.steps.tolist(), metrics[metric].tolist()
         for step, value in zip(steps, values, strict=True):
             if math.isfinite(value):
                 self.trial.report(value, step)
@@ -159,7 +169,7 @@ class TrialRun:
 
     def _outcome(self, status: RunStatus) -> Outcome:
         final = status.final_metrics or {}
-        best = final.get("best_val_accuracy")
+        best = final.get(self.objective.best_key)
         match status.status:
             case "completed" if best is not None:
                 return Outcome("COMPLETE", float(best), "completed")

@@ -14,6 +14,7 @@ import pytest
 
 from core.engine import Engine, RunConfig
 from core.knobs import InvalidHyperparameters
+from core.optimizers import load_plugins
 from core.store import Store
 from core.sweep import (
     MAX_SEED,
@@ -237,6 +238,30 @@ def test_a_random_sweep_runs_each_trial_as_an_engine_run(engine) -> None:
         Sweep(engine, BASE, space(LR), n_trials=1, study_name=sweep.study_name).start()
     with Store(engine.store.path) as reopened:  # Optuna's tables do not upset the store
         assert len(reopened.list_runs()) == 4
+
+
+def test_a_regression_sweep_minimizes_the_validation_mae(engine) -> None:
+    load_plugins(PROJECT_ROOT / "plugins")  # the example regression, diabetes
+    base = BASE.replace(dataset="diabetes", max_steps=20, epochs=10, val_every=5)
+    rates = space(Dimension("learning_rate", 1e-3, 1e-1, log=True))
+    sweep = Sweep(engine, base, rates, n_trials=3, sampler="random", parallel=2, seed=1, **FAST)
+    assert sweep.plan.objective.metric == "val_mae"
+    sweep.start()
+    status = sweep.wait(120)
+    assert status.state == "done" and status.finished == 3
+
+    study = load_study(engine, sweep.study_name)
+    assert study.direction.name == "MINIMIZE"
+    runs = {run.id: run for run in engine.list()}
+    trials = study.get_trials()
+    for trial in trials:
+        run = runs[trial.user_attrs["run_id"]]
+        assert trial.value == run.final_metrics["best_val_mae"]
+        assert sorted(trial.intermediate_values) == [5, 10, 15, 20]
+    assert status.best_value == min(trial.value for trial in trials)
+    assert Sweep.load(engine, sweep.study_name).status().best_value == status.best_value
+    [summary] = list_studies(engine)
+    assert summary.best_value == status.best_value
 
 
 def test_a_grid_sweep_enumerates_exactly_the_grid(engine) -> None:

@@ -45,7 +45,9 @@ def test_a_sweep_prints_each_trial_and_the_best(tmp_path) -> None:
         )
     assert lines[-2] == "sweep cli done: 3/3 trials finished (0 pruned, 0 failed)"
     best = max(complete.values(), key=lambda row: float(row[2]))
-    assert lines[-1].startswith(f"best: {best[2]} (trial {best[0]}, run {best[4]}) learning_rate=")
+    assert lines[-1].startswith(
+        f"best validation accuracy: {best[2]} (trial {best[0]}, run {best[4]}) learning_rate="
+    )
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,6 @@
 """Regression, chosen by the dataset: the squared error trained, the absolute error
-reported, a one-output head, and what a regression cannot do (multi-task, sweeps)."""
+reported, a one-output head, what a regression cannot do (multi-task), and the objective
+of its sweeps."""
 
 from __future__ import annotations
 
@@ -63,18 +64,23 @@ def test_a_regression_has_any_finite_targets_and_one_output() -> None:
 
 
 @pytest.mark.slow  # loads the example plugins, each tried in a child process first
-def test_multitask_runs_and_sweeps_refuse_a_regression(examples) -> None:
+def test_multitask_refuses_a_regression_and_its_sweeps_minimize_the_mae(examples) -> None:
     with pytest.raises(InvalidInput) as refused:
         RunConfig.from_dict({"dataset": "diabetes", "model": "mlp", "multitask": True})
     assert "diabetes is a regression" in refused.value.errors["multitask"]
-    base = RunConfig.from_dict({"dataset": "diabetes", "model": "mlp"})
     space = SearchSpace.from_rows([{"name": "learning_rate", "low": 1e-4, "high": 1e-1}])
-    with pytest.raises(InvalidInput) as sweep:
-        SweepPlan.create(
+    objectives = {}
+    for dataset in ("diabetes", "digits"):
+        base = RunConfig.from_dict({"dataset": dataset, "model": "mlp"})
+        plan = SweepPlan.create(
             base, space, n_trials=4, sampler="random", pruning=False, parallel=1, seed=0
         )
-    assert "maximizes the validation accuracy" in sweep.value.errors["dataset"]
-    assert set(sweep.value.errors) == {"dataset"}
+        assert SweepPlan.from_dict(plan.to_dict()).objective == plan.objective
+        objectives[dataset] = (plan.objective.metric, plan.objective.direction)
+    assert objectives == {
+        "diabetes": ("val_mae", "minimize"),
+        "digits": ("val_accuracy", "maximize"),
+    }
 
 
 def test_regressions_are_charted_by_their_absolute_error() -> None:
