@@ -42,9 +42,11 @@ def _is_tf_data(split: Any) -> bool:
 
 
 def _read(split: Any) -> tuple[np.ndarray, np.ndarray]:
-    """A `tf.data` split of `(x, y)` examples, batched or not, as two arrays."""
+    """A `tf.data` split of `(x, y)` examples, batched or not, as two arrays. An example's
+    label is one number (a class, or a regression's target), so labels with a dimension
+    are a batch's, whether its size is known (`drop_remainder=True`) or not."""
     xs, ys = [], []
-    batched = len(split.element_spec[0].shape) > 0 and split.element_spec[0].shape[0] is None
+    batched = len(split.element_spec[1].shape) > 0
     for x, y in split.as_numpy_iterator():
         xs.append(x if batched else x[np.newaxis])
         ys.append(np.reshape(y, (-1,)))

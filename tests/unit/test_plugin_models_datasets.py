@@ -107,6 +107,12 @@ def test_every_dataset_form_is_read_alike_and_broken_plugins_are_reported(
             train = tf.data.Dataset.from_tensor_slices((X[:30], Y[:30])).batch(7)
             return train, tf.data.Dataset.from_tensor_slices((X[30:], Y[30:]))
 
+        @register_dataset("t_full_batches", description="tf.data, batches of a known size")
+        def full_batches():
+            train = tf.data.Dataset.from_tensor_slices((X[:30], Y[:30]))
+            test = tf.data.Dataset.from_tensor_slices((X[30:], Y[30:]))
+            return train.batch(10, drop_remainder=True), test.batch(5, drop_remainder=True)
+
         @register_dataset("t_junk", description="returns junk")
         def junk():
             return "not data"
@@ -128,7 +134,8 @@ def test_every_dataset_form_is_read_alike_and_broken_plugins_are_reported(
     )
     errors = optimizers.load_plugins()
     assert "a model named 'lenet' is already registered" in errors[str(tmp_path / "taken.py")]
-    loaded = [data.load(name) for name in ("t_mapping", "t_tuple", "t_tfdata")]
+    forms = ("t_mapping", "t_tuple", "t_tfdata", "t_full_batches")
+    loaded = [data.load(name) for name in forms]
     for dataset in loaded[1:]:
         for split in ("train", "test"):
             for mine, theirs in zip(dataset.split(split), loaded[0].split(split), strict=True):
