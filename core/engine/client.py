@@ -9,6 +9,7 @@ that watches a run costs the training process nothing but the store's reads.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -31,6 +32,9 @@ from core.store.paths import Location, files_base
 ENGINE = "engine"  # the service role of a process that takes new runs
 DASHBOARD = "dashboard"  # the role of a dashboard process, which keeps an engine alive
 POLL_SECONDS = 0.1
+#: How long one read of the engine's service row answers for what it published (its
+#: plugins): one script run of a page asks for them many times.
+INFO_SECONDS = 1.0
 
 
 def log_path(location: Location) -> Path:
@@ -64,6 +68,8 @@ class EngineClient(RunReader):
         self.store = store
         self._launch = launch
         self.engine_wait = engine_wait
+        self._info_lock = threading.Lock()  # the client serves every session's thread
+        self._info: tuple[float, dict[str, Any]] | None = None  # read when, what
 
     # The engine process ---------------------------------------------------------------
 
@@ -112,8 +118,16 @@ class EngineClient(RunReader):
         return list(self._service_info().get("plugin_datasets", [])), {}
 
     def _service_info(self) -> dict[str, Any]:
+        """What the serving engine published, read at most once per `INFO_SECONDS`."""
+        now = time.monotonic()
+        with self._info_lock:
+            if self._info is not None and now - self._info[0] < INFO_SECONDS:
+                return self._info[1]
         service = self.engine()
-        return service.info if service is not None else {}
+        info = service.info if service is not None else {}
+        with self._info_lock:
+            self._info = (now, info)
+        return info
 
     # Starting and steering runs -------------------------------------------------------
 

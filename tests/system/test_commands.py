@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from core.engine import Engine, RunConfig
-from core.engine.client import DASHBOARD, ENGINE, EngineClient, EngineUnavailable
+from core.engine.client import DASHBOARD, ENGINE, INFO_SECONDS, EngineClient, EngineUnavailable
 from core.engine.server import IDLE_GRACE_SECONDS, EngineService, lock_path, serve
 from core.knobs import InvalidHyperparameters
 from core.optimizers import catalog
@@ -181,6 +181,23 @@ def test_tags_and_deleting_an_ended_run(served) -> None:
     assert run_id not in {r.id for r in client.list()}
     for run in client.list():
         client.settle(client.stop(run.id))
+
+
+def test_what_the_engine_published_is_read_at_most_once_a_second(served, monkeypatch) -> None:
+    """A page asks for the plugins many times per script run: one read serves them."""
+    _engine, client = served
+    reads = []
+    services = client.store.services
+    monkeypatch.setattr(
+        client.store, "services", lambda *a, **k: reads.append(a) or services(*a, **k)
+    )
+    time.sleep(INFO_SECONDS)  # what an earlier call read has aged
+    for _ in range(5):
+        client.plugins(), client.plugin_models(), client.plugin_datasets()
+    assert len(reads) == 1
+    time.sleep(INFO_SECONDS)
+    client.plugin_models()
+    assert len(reads) == 2
 
 
 def test_without_an_engine_the_client_says_how_to_start_one(tmp_path) -> None:
