@@ -1,4 +1,5 @@
-"""Figure 9: a run's speed while two browser tabs watch it on Live, against no tab.
+"""Figure 9: a run's speed while two browser tabs watch it on Live, against no tab; and
+figure 11: the demo race, from the click to the end of its last run, watched.
 
 The lab as a user runs it, on this machine's cores: the engine process, `streamlit run
 app.py`, and Debian's Chromium with two tabs on the Live page of a LeNet run. Windows
@@ -15,19 +16,73 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from bench.figures import Settings
 from bench.rows import Measured, NotMeasured, Quantity
 from bench.timing import interleave
 from core.engine.client import EngineClient
-from core.store import Store
+from core.store import RunRecord, Store
 
 TABS = 2
 WINDOW_SECONDS = 8.0
 # Opening a tab loads and compiles the app's scripts (seconds of CPU): the figure is about
 # tabs that are open, so each watched window starts this long after they were.
 SETTLE_SECONDS = 8.0
+#: How long a demo race may take before it counts as stuck.
+RACE_PATIENCE = 180.0
 RUN = {"model": "lenet", "dataset": "mnist-5k", "epochs": 10_000, "name": "watched"}
+
+
+def race(page: Any, url: str, client: EngineClient) -> tuple[float, list[RunRecord]]:
+    """Clicks "Start the demo race" on the Home page at `url` (open in `page`) and waits
+    for its three runs to end, watched by the Live tab it switches to; returns the click's
+    time and the three runs."""
+    page.goto(url)
+    page.get_by_role("button", name="Start the demo race").wait_for(timeout=60_000)
+    clicked = time.time()
+    page.get_by_role("button", name="Start the demo race").click()
+    page.wait_for_url(f"{url}/Live**", timeout=60_000)
+    deadline = time.monotonic() + RACE_PATIENCE
+    while any(run.active for run in client.list()):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the race did not end within {RACE_PATIENCE:.0f} s")
+        time.sleep(0.2)
+    return clicked, client.list()[:3]
+
+
+def demo_race(settings: Settings) -> Measured:
+    """Seconds from the click to the end of the demo race's last run, the lab warm."""
+    from tests import app_server
+    from tests.browser import chromium
+
+    if not app_server.CHROMIUM.exists():
+        raise NotMeasured("no Chromium at /usr/bin/chromium (apt-get install chromium)")
+    with tempfile.TemporaryDirectory() as folder:
+        store = Path(folder) / "lab.sqlite"
+        engine = app_server.start_engine(store, Path(folder) / "engine.log")
+        app, port = app_server.start(store, Path(folder) / "streamlit.log")
+        client = EngineClient(Store(store))
+        try:
+            deadline = time.monotonic() + 60
+            while not (client.engine() or {}).info.get("ready"):  # type: ignore[union-attr]
+                if time.monotonic() > deadline:
+                    raise NotMeasured("the engine did not warm up within 60 s")
+                time.sleep(0.2)
+            with chromium() as browser:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                clicked, runs = race(page, f"http://127.0.0.1:{port}", client)
+        finally:
+            client.close()
+            app_server.stop(app)
+            app_server.end(engine)
+    ends = [run.finished - clicked for run in runs if run.finished is not None]
+    if len(ends) < 3 or {run.status for run in runs} != {"completed"}:
+        raise NotMeasured(f"the race's runs ended {sorted(run.status for run in runs)}")
+    return Measured(
+        a=Quantity(max(ends), "s"),
+        detail="Its runs ended " + ", ".join(f"{end:.1f}" for end in ends) + " s after it.",
+    )
 
 
 def steps_per_second(client: EngineClient, run_id: str, seconds: float) -> float:

@@ -3,8 +3,10 @@
 - Watching never changes a run: three runs watched with every knob expander open, a
   reload, a second tab, and the runs ending under the user's eyes record no knob change
   (nor pause, resume or stop) that nobody asked for.
-- The demo race starts its three runs at once and all three finish, watched, within
-  30 s of the click, with data in every chart and instrument.
+- The demo race starts its three runs at once and all three finish, watched, with data
+  in every chart and instrument. Its target (≤ 30 s from the click) is `make bench`
+  figure 11's; here the time is printed and held under a looser guard that the old
+  queued race (140-260 s) fails and a slow machine does not.
 - Two Live tabs refreshing slow training little: the steps per second of a run with two
   tabs open against none, in interleaved windows. The target (≥ 0.90×) is `make bench`
   figure 9's; here the ratio is printed and held above a looser floor, so that a noisy
@@ -24,6 +26,7 @@ from typing import Any
 import pytest
 
 from bench.watching import SETTLE_SECONDS, steps_per_second
+from bench.watching import race as demo_race
 from core.engine.client import EngineClient
 from core.store import Store
 from tests import app_server
@@ -31,7 +34,7 @@ from tests.browser import ARTIFACTS, NEEDS_CHROMIUM, charts_with_data, chromium,
 
 pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
 
-RACE_SECONDS = 30.0  # issue 10, target 3
+RACE_GUARD = 90.0  # seconds; the target, 30, is bench figure 11's (issue 10, target 3)
 STOP_SECONDS = 5.0  # from the stop command to the run's end, final validation included
 # A guard against the regression of issue 10 (watched runs ran at 0.03-0.25x), loose
 # enough for a loaded 2-core CI runner (0.73 seen there); the target, 0.90, is measured
@@ -90,7 +93,8 @@ def open_live(browser: Any, url: str, run_ids: list[str]) -> Any:
     """A new tab on the Live page of `run_ids`, once its charts are drawn."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{url}/Live?runs={','.join(run_ids)}")
-    page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+    # Attached, not visible: on a slow machine a chart is redrawn by each refresh.
+    page.wait_for_selector(".js-plotly-plot", state="attached", timeout=60_000)
     return page
 
 
@@ -100,21 +104,11 @@ def open_knob_expanders(page: Any) -> None:
     page.wait_for_timeout(500)
 
 
-def test_the_demo_race_ends_within_30_seconds_of_the_click_watched(lab, browser) -> None:
+def test_the_demo_race_starts_at_once_and_ends_watched(lab, browser) -> None:
     url, client, _ = lab
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(url)
-    page.get_by_role("button", name="Start the demo race").wait_for(timeout=60_000)
-    clicked = time.time()
-    page.get_by_role("button", name="Start the demo race").click()
-    page.wait_for_url(f"{url}/Live**", timeout=60_000)
-    deadline = time.monotonic() + 120
-    while any(run.active for run in client.list()):
-        assert time.monotonic() < deadline, "the race did not end"
-        time.sleep(0.2)
-    runs = client.list()
-    assert sorted(r.config["optimizer"] for r in runs[:3]) == ["adamw", "projected_gd", "sgd"]
-    race = runs[:3]
+    clicked, race = demo_race(page, url, client)
+    assert sorted(r.config["optimizer"] for r in race) == ["adamw", "projected_gd", "sgd"]
     starts = [r.started - clicked for r in race]
     ends = [r.finished - clicked for r in race]
     record(
@@ -126,7 +120,7 @@ def test_the_demo_race_ends_within_30_seconds_of_the_click_watched(lab, browser)
     )
     assert {r.status for r in race} == {"completed"}
     assert max(starts) < 2.0, "the three runs did not start at once"
-    assert max(ends) <= RACE_SECONDS
+    assert max(ends) <= RACE_GUARD
 
     for run in race:  # every instrument measured
         metrics = client.metrics(run.id)
@@ -152,22 +146,27 @@ def test_watching_never_changes_a_run(lab, browser) -> None:
     url, client, _ = lab
     base = {"model": "mlp", "dataset": "digits", "epochs": 10_000, "log_every": 1}
     ids = [client.start({**base, **run, "name": f"watched {run['optimizer']}"}) for run in WATCHED]
-    first = open_live(browser, url, ids)
-    open_knob_expanders(first)
-    first.wait_for_timeout(15_000)
-    first.reload()
-    first.wait_for_selector(".js-plotly-plot", timeout=60_000)
-    open_knob_expanders(first)
-    second = open_live(browser, url, ids)
-    open_knob_expanders(second)
-    second.wait_for_timeout(25_000)
-    stop_seconds = []
-    for run_id in ids:  # the runs end while both tabs watch
-        asked = time.monotonic()
-        assert client.settle(client.stop(run_id)).error is None
-        assert client.wait(run_id, 30).status == "stopped"
-        stop_seconds.append(time.monotonic() - asked)
-        first.wait_for_timeout(3000)
+    try:
+        first = open_live(browser, url, ids)
+        open_knob_expanders(first)
+        first.wait_for_timeout(15_000)
+        first.reload()
+        first.wait_for_selector(".js-plotly-plot", state="attached", timeout=60_000)
+        open_knob_expanders(first)
+        second = open_live(browser, url, ids)
+        open_knob_expanders(second)
+        second.wait_for_timeout(25_000)
+        stop_seconds = []
+        for run_id in ids:  # the runs end while both tabs watch
+            asked = time.monotonic()
+            assert client.settle(client.stop(run_id)).error is None
+            assert client.wait(run_id, 30).status == "stopped"
+            stop_seconds.append(time.monotonic() - asked)
+            first.wait_for_timeout(3000)
+    finally:  # a failure leaves no run training into the next test
+        for run_id in ids:
+            if client.status(run_id).active:
+                client.settle(client.stop(run_id))
     assert max(stop_seconds) < STOP_SECONDS, stop_seconds
     first.wait_for_function("document.body.innerText.split('stopped').length > 3", timeout=30_000)
     screenshot(first, "live-watched", height=2400)
