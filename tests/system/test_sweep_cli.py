@@ -4,6 +4,7 @@ and one study worked by two processes (two machines) on a shared PostgreSQL stor
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -114,4 +115,7 @@ def test_two_machines_work_one_study_on_a_postgresql_store(postgres) -> None:
     assert {run.status for run in runs} == {"completed"}
     drivers = {run.owner.split(":")[1] for run in runs}  # the processes that trained them
     assert len(drivers) == 2 and str(first.pid) in drivers
-    assert "done: 8/8 trials finished" in rest and "done: 8/8" in second.stdout
+    # Each driver is done when the budget is spent; the other's last trial may still run.
+    for output in (rest, second.stdout):
+        assert re.search(r"^sweep shared done: [1-8]/8 trials finished", output, re.MULTILINE)
+        assert "best validation accuracy: " in output
