@@ -11,10 +11,12 @@ the row.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +53,11 @@ def race(page: Any, url: str, client: EngineClient) -> tuple[float, list[RunReco
     return clicked, client.list()[:3]
 
 
-def demo_race(settings: Settings) -> Measured:
-    """Seconds from the click to the end of the demo race's last run, the lab warm."""
+@contextlib.contextmanager
+def lab_with_a_browser() -> Iterator[tuple[EngineClient, str, Any, dict[str, set[int]]]]:
+    """The lab as a user runs it, on a fresh store: its engine process (warm), `streamlit
+    run app.py`, and Chromium. Yields the engine's client, the app's URL, the browser, and
+    the pids of the engine and the page server."""
     from tests import app_server
     from tests.browser import chromium
 
@@ -70,12 +75,19 @@ def demo_race(settings: Settings) -> Measured:
                     raise NotMeasured("the engine did not warm up within 60 s")
                 time.sleep(0.2)
             with chromium() as browser:
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                clicked, runs = race(page, f"http://127.0.0.1:{port}", client)
+                pids = {"engine": {engine.pid}, "page server": {app.pid}}
+                yield client, f"http://127.0.0.1:{port}", browser, pids
         finally:
             client.close()
             app_server.stop(app)
             app_server.end(engine)
+
+
+def demo_race(settings: Settings) -> Measured:
+    """Seconds from the click to the end of the demo race's last run, the lab warm."""
+    with lab_with_a_browser() as (client, url, browser, _):
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        clicked, runs = race(page, url, client)
     ends = [run.finished - clicked for run in runs if run.finished is not None]
     if len(ends) < 3 or {run.status for run in runs} != {"completed"}:
         raise NotMeasured(f"the race's runs ended {sorted(run.status for run in runs)}")
@@ -123,49 +135,35 @@ def chromium_pids() -> set[int]:
 
 def two_live_tabs(settings: Settings) -> Measured:
     """Median steps/s of a LeNet run with two Live tabs open (A) and none (B)."""
-    from tests import app_server
-    from tests.browser import chromium
-
-    if not app_server.CHROMIUM.exists():
-        raise NotMeasured("no Chromium at /usr/bin/chromium (apt-get install chromium)")
-    with tempfile.TemporaryDirectory() as folder:
-        store = Path(folder) / "lab.sqlite"
-        engine = app_server.start_engine(store, Path(folder) / "engine.log")
-        app, port = app_server.start(store, Path(folder) / "streamlit.log")
-        client = EngineClient(Store(store))
+    with lab_with_a_browser() as (client, url, browser, groups):
         run_id = client.start(RUN)
         try:
             time.sleep(settings.pick(10.0, 6.0))  # past the first traces
-            with chromium() as browser:
-                groups = {"engine": {engine.pid}, "page server": {app.pid}}
-                shares: Counter[str] = Counter()
+            shares: Counter[str] = Counter()
 
-                def watched() -> float:
-                    tabs = [browser.new_page() for _ in range(TABS)]
-                    for tab in tabs:
-                        tab.goto(f"http://127.0.0.1:{port}/Live?runs={run_id}")
-                    for tab in tabs:
-                        tab.wait_for_selector(".js-plotly-plot", timeout=60_000)
-                    time.sleep(SETTLE_SECONDS)
-                    groups["browser"] = chromium_pids()
-                    before = cpu_seconds(groups)
-                    speed = steps_per_second(client, run_id, WINDOW_SECONDS)
-                    shares.update(cpu_seconds(groups) - before)
-                    for tab in tabs:
-                        tab.close()
-                    return speed
+            def watched() -> float:
+                tabs = [browser.new_page() for _ in range(TABS)]
+                for tab in tabs:
+                    tab.goto(f"{url}/Live?runs={run_id}")
+                for tab in tabs:
+                    tab.wait_for_selector(".js-plotly-plot", timeout=60_000)
+                time.sleep(SETTLE_SECONDS)
+                groups["browser"] = chromium_pids()
+                before = cpu_seconds(groups)
+                speed = steps_per_second(client, run_id, WINDOW_SECONDS)
+                shares.update(cpu_seconds(groups) - before)
+                for tab in tabs:
+                    tab.close()
+                return speed
 
-                paired = interleave(
-                    watched,
-                    lambda: steps_per_second(client, run_id, WINDOW_SECONDS),
-                    pairs=settings.pairs,
-                    warmup=settings.warmup,
-                )
+            paired = interleave(
+                watched,
+                lambda: steps_per_second(client, run_id, WINDOW_SECONDS),
+                pairs=settings.pairs,
+                warmup=settings.warmup,
+            )
         finally:
             client.settle(client.stop(run_id))
-            client.close()
-            app_server.stop(app)
-            app_server.end(engine)
     watched_seconds = WINDOW_SECONDS * (settings.pairs + settings.warmup)
     cores = ", ".join(
         f"{group} {seconds / watched_seconds:.0%}" for group, seconds in shares.most_common()

@@ -33,3 +33,13 @@ def finished_run(engine: Any, **changes: Any) -> str:
     run_id = engine.start(RunConfig.from_dict({**SHORT, **changes}))
     engine.wait(run_id, 60)
     return run_id
+
+
+def fill_sweep_form(at: AppTest, n_trials: int) -> None:
+    """The Sweep page's form set for a short random sweep of sgd on an MLP and digits."""
+    at.selectbox(key="sweep:optimizer").select("sgd").run()
+    at.selectbox(key="sweep:model").select("mlp").run()
+    at.selectbox(key="sweep:dataset").select("digits").run()
+    at.number_input(key="sweep:epochs").set_value(1).run()
+    at.number_input(key="sweep:n_trials").set_value(n_trials).run()
+    at.radio(key="sweep:sampler").set_value("random").run()

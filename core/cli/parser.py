@@ -431,7 +431,7 @@ def _layer_rule(text: str) -> dict[str, Any]:
     two `:`-fields, so a pattern may hold colons; validation checks the regex and ranges."""
     parts = text.split(":")
     numbers: list[float] = []
-    while len(parts) > 1 and len(numbers) < 2 and _is_number(parts[-1]):
+    while len(parts) > 1 and len(numbers) < 2 and is_number(parts[-1]):
         numbers.insert(0, float(parts.pop()))
     if not numbers:
         raise argparse.ArgumentTypeError(
@@ -448,10 +448,11 @@ def _task_weight(text: str) -> tuple[str, Any]:
     task, sep, weight = text.partition("=")
     if not sep or not task:
         raise argparse.ArgumentTypeError(f"needs TASK=WEIGHT, e.g. 'parity=0.5' (got {text!r})")
-    return task, float(weight) if _is_number(weight) else weight
+    return task, float(weight) if is_number(weight) else weight
 
 
-def _is_number(text: str) -> bool:
+def is_number(text: str) -> bool:
+    """Whether `text` reads as a float."""
     try:
         float(text)
     except ValueError:

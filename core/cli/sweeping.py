@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from core.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError, report
-from core.cli.parser import run_config
+from core.cli.parser import is_number, run_config
 from core.sweep import MAX_SEED, SearchSpace, Sweep, SweepPlan, list_studies
 from core.sweep.plan import MAX_PARALLEL
 
@@ -50,7 +50,7 @@ def parse_params(texts: Sequence[str]) -> SearchSpace:
         low, high, *rest = value.split(":")
         log = bool(rest) and rest[0] == "log"
         points = rest[1:] if log else rest
-        if len(points) > 1 or not all(_is_number(p) for p in (low, high, *points)):
+        if len(points) > 1 or not all(is_number(p) for p in (low, high, *points)):
             raise UsageError(f"param: {text!r} is not {PARAM_FORMS}")
         rows.append(
             {
@@ -186,11 +186,3 @@ def summary(status: SweepStatus, objective: Objective) -> str:
 
 def _shown(value: Any) -> str:
     return "" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True

@@ -15,7 +15,7 @@ from core import optimizers
 from core.data import files
 from core.engine import RunConfig
 from core.knobs import InvalidInput
-from tests.apptest import ROOT, SHORT, finished_run, page
+from tests.apptest import ROOT, SHORT, fill_sweep_form, finished_run, page
 
 
 def test_home_page_without_runs(lab) -> None:
@@ -215,12 +215,7 @@ def test_sweep_page_starts_a_sweep_whose_trials_are_runs(lab) -> None:
     at = page("pages/4_Sweep.py").run()
     assert not at.exception
     assert any("No sweeps yet" in info.value for info in at.info)
-    at.selectbox(key="sweep:optimizer").select("sgd").run()
-    at.selectbox(key="sweep:model").select("mlp").run()
-    at.selectbox(key="sweep:dataset").select("digits").run()
-    at.number_input(key="sweep:epochs").set_value(1).run()
-    at.number_input(key="sweep:n_trials").set_value(2).run()
-    at.radio(key="sweep:sampler").set_value("random").run()
+    fill_sweep_form(at, n_trials=2)
     at.button(key="sweep:start").click().run()
     assert not at.exception
     assert not at.error, [e.value for e in at.error]

@@ -20,7 +20,7 @@ from streamlit.testing.v1 import AppTest
 from core.engine import RunConfig
 from core.engine.client import EngineClient
 from core.sweep import Dimension, SearchSpace, Sweep
-from tests.apptest import ROOT, SHORT, finished_run, page
+from tests.apptest import ROOT, SHORT, fill_sweep_form, finished_run, page
 from tests.waiting import wait_for
 
 # Trials of about a second: 8×8 digits, validated every 11 steps.
@@ -132,12 +132,7 @@ def test_compare_shows_the_optimizer_and_every_knob_that_differs(lab: EngineClie
 
 
 def start_from_the_form(at: AppTest, seed: int | None) -> None:
-    at.selectbox(key="sweep:optimizer").select("sgd").run()
-    at.selectbox(key="sweep:model").select("mlp").run()
-    at.selectbox(key="sweep:dataset").select("digits").run()
-    at.number_input(key="sweep:epochs").set_value(1).run()
-    at.number_input(key="sweep:n_trials").set_value(1).run()
-    at.radio(key="sweep:sampler").set_value("random").run()
+    fill_sweep_form(at, n_trials=1)
     at.number_input(key="sweep:seed").set_value(seed).run()
     at.button(key="sweep:start").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]

@@ -16,7 +16,7 @@ import pytest
 
 from core.engine.client import EngineClient
 from core.store import Store
-from tests.apptest import ROOT, SHORT, finished_run, page
+from tests.apptest import ROOT, SHORT, fill_sweep_form, finished_run, page
 from tests.cli import run_main
 from tests.conftest import app_serving
 from tests.waiting import wait_for
@@ -122,12 +122,7 @@ def test_the_dashboard_lists_and_shows_runs_of_a_postgresql_store(pg_lab) -> Non
 @pytest.mark.slow
 def test_a_sweep_keeps_its_study_in_the_postgresql_store(pg_lab) -> None:
     at = page("pages/4_Sweep.py").run()
-    at.selectbox(key="sweep:optimizer").select("sgd").run()
-    at.selectbox(key="sweep:model").select("mlp").run()
-    at.selectbox(key="sweep:dataset").select("digits").run()
-    at.number_input(key="sweep:epochs").set_value(1).run()
-    at.number_input(key="sweep:n_trials").set_value(2).run()
-    at.radio(key="sweep:sampler").set_value("random").run()
+    fill_sweep_form(at, n_trials=2)
     at.button(key="sweep:start").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     deadline = time.monotonic() + 120
