@@ -10,9 +10,9 @@ One engine serves a store at a time: it holds an exclusive lock on `STORE.engine
 beside the store's file (for a PostgreSQL store, an advisory lock in the database, from
 whichever machine) for its whole life, so a second one exits at once. It registers
 itself in the store's `services` table (the dashboard finds it there, after a reload or a
-restart of Streamlit), beats a heartbeat every second, and imports TensorFlow, loads the plugins
-and the default dataset in the background at start, so that the first run does not wait
-for them; the optimizer plugins it loaded are published in its service row for the
+restart of Streamlit), beats a heartbeat every second, and imports TensorFlow, loads the
+plugins and the default dataset in the background at start, so that the first run does
+not wait for them; the optimizer plugins it loaded are published in its service row for the
 dashboard's forms. Launched by a dashboard (`launch`), it exits once no run is queued or
 training and no dashboard process of the store lives, after a grace period.
 """

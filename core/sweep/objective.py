@@ -1,9 +1,9 @@
 """What a sweep optimizes: the validation metric of its dataset's problem, and which way.
 
 A classification's trials are scored by their run's best validation accuracy (higher is
-better), a regression's by its best validation mean absolute error (lower is better):
-the runs log both as `val_<metric>` and end with `best_val_<metric>` (see
-`core.engine.execution.BEST`).
+better), a regression's by its best validation mean absolute error (lower is better): a
+run logs `val_accuracy` or `val_mae` each time it validates, and ends with the best of
+them as `best_val_accuracy` or `best_val_mae` (see `core.engine.execution.BEST`).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ class Objective:
         return f"best_{self.metric}"
 
     def best(self, values: list[float]) -> float:
+        """The best of `values`, which must not be empty."""
         return max(values) if self.direction == "maximize" else min(values)
 
 
