@@ -169,6 +169,14 @@ FIGURES: tuple[Figure, ...] = (
         Target("<=", 30.0, on="a", unit="s"),
         "bench.watching:demo_race",
     ),
+    Figure(
+        12,
+        "12",
+        "Steady steps/s of a LeNet run trained as a Ray actor on a one-node local cluster "
+        "(A) vs as a thread of the engine (B)",
+        Target(">=", 0.90),
+        "bench.cluster:ray_actor_vs_thread",
+    ),
 )
 
 

@@ -105,6 +105,8 @@ run_settings = [
     "precision",
     "name",
     "data_dir",
+    # What a run asks of a Ray cluster, when the engine trains on one.
+    *(("num_cpus", "num_gpus") if state.engine().cluster() is not None else ()),
 ]
 columns = st.columns(3)
 for i, name in enumerate(run_settings):

@@ -66,6 +66,31 @@ with optimizers_page:
     st.page_link("pages/5_Optimizers.py", label="Browse the optimizers", icon=":material/function:")
 
 
+@st.fragment(run_every=5 if engine.cluster() is not None else None)
+def cluster_field() -> None:
+    """Where the runs train, when the engine trains on a Ray cluster."""
+    cluster = engine.cluster()
+    if cluster is None:
+        return
+    if "error" in cluster:
+        st.warning(
+            f"Ray cluster at {cluster['address']}: {texts.literal(cluster['error'])}",
+            icon=":material/lan:",
+        )
+        return
+    nodes = ", ".join(cluster["nodes"])
+    st.info(
+        f"Runs train on the Ray cluster at {cluster['address']}: "
+        f"{len(cluster['nodes'])} node(s) ({nodes}), "
+        f"{cluster['free_cpus']:g} of {cluster['cpus']:g} CPUs free, "
+        f"{cluster['free_gpus']:g} of {cluster['gpus']:g} GPUs free.",
+        icon=":material/lan:",
+    )
+
+
+cluster_field()
+
+
 def matches(run: RunStatus, text: str, statuses: list[str]) -> bool:
     """Whether the run passes the filters: `text` found in its name, id, optimizer, model,
     dataset or a tag (case-insensitive), and its status among `statuses` (if any)."""
@@ -192,6 +217,7 @@ def runs_table(was_active: bool) -> None:
                 "knobs": texts.knobs(run),
                 "tags": list(run.tags),
                 "progress": run.progress,
+                **({"node": run.node} if engine.cluster() is not None else {}),
                 "best val acc": (run.final_metrics or {}).get("best_val_accuracy"),
                 **(
                     {"best val MAE": (run.final_metrics or {}).get("best_val_mae")}

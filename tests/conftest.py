@@ -25,20 +25,21 @@ tf.config.set_logical_device_configuration(
 import contextlib  # noqa: E402
 from collections.abc import Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
 import pytest  # noqa: E402
 
 
 @contextlib.contextmanager
-def served(path: Path | str) -> Iterator:
+def served(path: Path | str, **engine_args: Any) -> Iterator:
     """An engine serving the store at `path` (or URL) in this process, as `python -m core serve`
     serves it in its own; yields the `Engine`. The dashboard's client finds it and hands
-    it its runs, and nothing is launched."""
+    it its runs, and nothing is launched. `engine_args` go to the `Engine`."""
     from core.engine import Engine
     from core.engine.client import use_engine_plugins
     from core.engine.server import EngineService
 
-    engine = Engine(path, max_concurrent=3)
+    engine = Engine(path, **{"max_concurrent": 3, **engine_args})
     service = EngineService(engine, warm_up=False)
     try:
         yield engine
@@ -49,14 +50,16 @@ def served(path: Path | str) -> Iterator:
 
 
 @contextlib.contextmanager
-def app_serving(location: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def app_serving(
+    location: str, monkeypatch: pytest.MonkeyPatch, **engine_args: Any
+) -> Iterator[None]:
     """The app on the store at `location`, as `OPTLAB_STORE`, served by an in-process
-    engine, with the app's cached client cleared before and after."""
+    engine (of `engine_args`), with the app's cached client cleared before and after."""
     import streamlit as st
 
     monkeypatch.setenv("OPTLAB_STORE", location)
     st.cache_resource.clear()
-    with served(location):
+    with served(location, **engine_args):
         yield
     st.cache_resource.clear()
 

@@ -21,6 +21,7 @@ from core.cli.sweeping import run_sweep
 from core.engine import Engine
 from core.engine.checkpoints import RunCheckpoints
 from core.engine.client import EngineClient
+from core.engine.cluster import ClusterError, check_reachable
 from core.engine.live import TASK_WEIGHT
 from core.export import safe_path, write_csv, write_tensorboard
 from core.knobs import InvalidInput
@@ -44,7 +45,7 @@ STEER_SECONDS = 60.0
 def train(args: argparse.Namespace) -> int:
     """Trains one run in an engine of its own, drawing its progress; Ctrl-C stops it."""
     config = run_config(args)  # before the store: bad input writes nothing
-    engine = Engine(open_store(args.store, must_exist=False), max_concurrent=1)
+    engine = open_engine(args, max_concurrent=1, must_exist=False)
     try:
         run_id = engine.start(config)
         print(run_id, flush=True)
@@ -173,7 +174,15 @@ def serve(args: argparse.Namespace) -> int:
         Store(location).close()  # a corrupt or foreign store is refused before anything starts
     except StoreError as exc:
         raise UsageError(str(exc)) from None
-    return serve(location, max_concurrent=args.max_concurrent, exit_when_idle=args.exit_when_idle)
+    try:
+        return serve(
+            location,
+            max_concurrent=args.max_concurrent,
+            exit_when_idle=args.exit_when_idle,
+            ray_address=args.ray_address,
+        )
+    except ClusterError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def runs(args: argparse.Namespace) -> int:
@@ -196,7 +205,8 @@ def run_json(record: RunRecord, saved: RunCheckpoints | None = None) -> dict[str
     """A run for `runs --json`: `id`, `name`, `status`, `optimizer`, `model`, `dataset`,
     `created`, `started`, `finished` (ISO 8601, UTC, or null), `step`, `total_steps`,
     `final_metrics`, `error`, `config`, `parent` and `forked_at` (a fork's origin, else
-    null), and with its checkpoints `saved`, their steps (`checkpoints`) and size on disk
+    null), `node` (the machine or Ray node that trains it, null before it starts), and
+    with its checkpoints `saved`, their steps (`checkpoints`) and size on disk
     (`checkpoint_bytes`); NaN and infinities become null."""
     checkpoints = saved.list() if saved is not None else []
     return _strict_json(
@@ -217,6 +227,7 @@ def run_json(record: RunRecord, saved: RunCheckpoints | None = None) -> dict[str
             "config": record.config,
             "parent": record.parent,
             "forked_at": record.forked_at,
+            "node": record.node,
             "checkpoints": [checkpoint.step for checkpoint in checkpoints],
             "checkpoint_bytes": sum(checkpoint.bytes for checkpoint in checkpoints),
         }
@@ -306,6 +317,23 @@ def _writing(field: str, write: Callable[[], T]) -> T:
         raise UsageError(str(exc)) from None
 
 
+def open_engine(args: argparse.Namespace, *, max_concurrent: int, must_exist: bool) -> Engine:
+    """An engine of the store `args.store`, on the Ray cluster `args.ray_address` if
+    given; `UsageError` if either cannot be used (a cluster that does not answer, before
+    the store is opened)."""
+    try:
+        if args.ray_address:
+            check_reachable(args.ray_address)
+    except ClusterError as exc:
+        raise UsageError(str(exc)) from None
+    store = open_store(args.store, must_exist=must_exist)
+    try:
+        return Engine(store, max_concurrent=max_concurrent, ray_address=args.ray_address)
+    except ClusterError as exc:
+        store.close()
+        raise UsageError(str(exc)) from None
+
+
 def open_store(location: str | None, *, must_exist: bool) -> Store:
     """The store at `location`, a path or a URL (default: `default_location()`). With
     `must_exist`, a missing file is refused rather than created (a PostgreSQL database
@@ -346,8 +374,7 @@ def sweep(args: argparse.Namespace) -> int:
     """Runs or joins a hyperparameter sweep in an engine of its own (see `sweeping`)."""
     joins = not args.params  # a study to join is in a store that exists
     return run_sweep(
-        lambda: Engine(open_store(args.store, must_exist=joins), max_concurrent=args.parallel),
-        args,
+        lambda: open_engine(args, max_concurrent=args.parallel, must_exist=joins), args
     )
 
 

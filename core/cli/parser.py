@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -15,6 +16,7 @@ from core import data, models, optimizers
 from core.cli.exits import UsageError
 from core.data import files
 from core.engine import FIELDS, RunConfig, fields
+from core.engine.cluster import ADDRESS_VAR
 from core.knobs import Knob, read_number
 from core.optimizers import catalog
 from core.optimizers.catalog import OptimizerSpec
@@ -84,9 +86,20 @@ def build_parser(
         ),
     )
 
+    cluster = argparse.ArgumentParser(add_help=False)
+    cluster.add_argument(
+        "--ray-address",
+        metavar="HOST:PORT",
+        default=os.environ.get(ADDRESS_VAR) or None,
+        help=(
+            "Train on this Ray cluster: each run an actor on a node with its --num-cpus and "
+            f"--num-gpus free (default: ${ADDRESS_VAR}; none: in this process)."
+        ),
+    )
+
     train = commands.add_parser(
         "train",
-        parents=[store],
+        parents=[store, cluster],
         help="Train one run, showing its progress; Ctrl-C stops it.",
         description="Train one run: print its id, its progress on stderr, then its final\n"
         "metrics. Optimizer knobs not given keep the optimizer's own defaults.",
@@ -98,7 +111,7 @@ def build_parser(
 
     sweep = commands.add_parser(
         "sweep",
-        parents=[store],
+        parents=[store, cluster],
         help="Search hyperparameters: trials that are runs, drawn as a live table.",
         description="Run an Optuna study whose trials are runs of the config the run flags "
         "give, varying each --param; print each trial as it starts and ends, then the best. "
@@ -272,7 +285,7 @@ def build_parser(
 
     serve = commands.add_parser(
         "serve",
-        parents=[store],
+        parents=[store, cluster],
         help="Train the runs the dashboard starts, in this process (the dashboard launches "
         "one when none serves the store).",
         description="Serve the store: train the runs that the dashboard (or any client) "

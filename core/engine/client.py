@@ -117,6 +117,11 @@ class EngineClient(RunReader):
         """The plugin datasets the engine process loaded and read."""
         return list(self._service_info().get("plugin_datasets", [])), {}
 
+    def cluster(self) -> dict[str, Any] | None:
+        """The Ray cluster the engine trains on: `address`, `nodes`, `cpus`, `gpus`,
+        `free_cpus`, `free_gpus` (or `error` if it cannot be read); None without one."""
+        return self._service_info().get("cluster")
+
     def _service_info(self) -> dict[str, Any]:
         """What the serving engine published, read at most once per `INFO_SECONDS`."""
         now = time.monotonic()

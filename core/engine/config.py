@@ -146,6 +146,24 @@ FIELDS: tuple[Knob, ...] = (
         choices=STRATEGIES,
     ),
     Knob("data_dir", "text", None, "TFDS data dir, for TFDS datasets.", optional=True),
+    Knob(
+        "num_cpus",
+        "float",
+        1.0,
+        "CPUs the run asks of a Ray cluster (an engine with a Ray address places it on a "
+        "node that has them free); an engine without one ignores it.",
+        low=0.0,
+        high=1024.0,
+    ),
+    Knob(
+        "num_gpus",
+        "float",
+        0.0,
+        "GPUs the run asks of a Ray cluster (fractions share one); an engine without one "
+        "ignores it.",
+        low=0.0,
+        high=64.0,
+    ),
 )
 DEFAULTS: dict[str, Any] = {f.name: f.default for f in FIELDS}
 FIELD_NAMES = (*(f.name for f in FIELDS), "hyperparameters", "task_weights")
@@ -185,6 +203,8 @@ class RunConfig:
     strategy: str = DEFAULTS["strategy"]
     name: str | None = DEFAULTS["name"]
     data_dir: str | None = DEFAULTS["data_dir"]
+    num_cpus: float = DEFAULTS["num_cpus"]
+    num_gpus: float = DEFAULTS["num_gpus"]
 
     def __post_init__(self) -> None:
         for key, value in _check(asdict(self)).items():

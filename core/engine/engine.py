@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from core.engine.checkpoints import RunCheckpoints
+from core.engine.cluster import RayCluster
 from core.engine.commands import CommandListener
 from core.engine.config import RunConfig
 from core.engine.execution import RunControl, RunExecution
@@ -38,15 +39,24 @@ class Engine(RunReader):
             `runs/optlab.sqlite`). Runs left active by a process that died are marked
             interrupted when the engine starts; other live processes' runs are not.
         max_concurrent: How many runs train at the same time.
+        ray_address: A Ray cluster to train on (see `core.engine.cluster`): each run
+            becomes an actor on a node with the run's `num_cpus` and `num_gpus` free,
+            instead of a thread here. Raises `ClusterError` if it cannot be joined, or
+            cannot reach this store.
     """
 
     def __init__(
-        self, store: Store | str | os.PathLike[str] | None = None, *, max_concurrent: int = 2
+        self,
+        store: Store | str | os.PathLike[str] | None = None,
+        *,
+        max_concurrent: int = 2,
+        ray_address: str | None = None,
     ) -> None:
         if isinstance(max_concurrent, bool) or not 1 <= int(max_concurrent) <= 64:
             raise ValueError(f"max_concurrent: must be in [1, 64] (got {max_concurrent!r})")
         self.store = store if isinstance(store, Store) else Store(store)
         self.max_concurrent = int(max_concurrent)
+        self.cluster = RayCluster(ray_address, self.store) if ray_address else None
         self.owner = owner.current()
         self.interrupted_at_start = self.store.mark_interrupted(is_alive=owner.alive)
         self._lock = threading.RLock()
@@ -191,6 +201,8 @@ class Engine(RunReader):
         deadline = time.monotonic() + timeout
         for control in controls:
             control.done.wait(max(0.0, deadline - time.monotonic()))
+        if self.cluster is not None:
+            self.cluster.close()
         self.store.close()
 
     # Internals ------------------------------------------------------------------------
@@ -244,7 +256,10 @@ class Engine(RunReader):
 
     def _execute(self, control: RunControl) -> None:
         try:
-            RunExecution(control, self.store)()
+            if self.cluster is not None:
+                self.cluster.execute(control, self.store)
+            else:
+                RunExecution(control, self.store)()
         finally:
             with self._lock:
                 self._running.discard(control.run_id)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import gc
 import math
 import queue
+import socket
 import threading
 import time
 import traceback
@@ -62,6 +63,7 @@ class RunControl:
     stop_reason: str | None = None  # "stopped" or "interrupted" once requested
     paused: bool = False
     status: str = "queued"
+    node: str = field(default_factory=socket.gethostname)  # the machine that trains it
     _trained_seconds: float = 0.0  # finished training intervals, pauses excluded
     _resumed_at: float | None = None  # start of the current training interval
     updates: queue.SimpleQueue[tuple[str, float]] = field(default_factory=queue.SimpleQueue)
@@ -114,6 +116,7 @@ class RunExecution:
         self.checkpoints = RunCheckpoints(store.checkpoint_folder(self.run_id))
         self.schedule = CheckpointSchedule(self.config.checkpoint_every)
         self.trainer: Any = None
+        self.writer: Any = None  # the run's metrics writer, while it trains
 
     def __call__(self) -> str:
         """Trains until the run ends; returns its final status."""
@@ -124,6 +127,7 @@ class RunExecution:
             from core.engine.trainer import Trainer
 
             self._set_status("running")  # preparing data and model is part of the run
+            self.store.set_node(self.run_id, self.control.node)
             start = self.control.step
             trainer = Trainer(self.config, make_strategy(self.config.strategy), start=start)
             self.trainer = trainer
@@ -132,7 +136,7 @@ class RunExecution:
                 self._restore(trainer, start)
             else:
                 self.store.add_event(self.run_id, 0, "init", _init_event(trainer))
-            writer = self.store.metrics_writer(self.run_id)
+            writer = self.writer = self.store.metrics_writer(self.run_id)
             try:
                 status = self._train(trainer, writer)
             finally:
@@ -196,6 +200,10 @@ class RunExecution:
         if self.config.checkpoint_every == 0 or self.trainer is None or step == 0:
             return
         began = time.perf_counter()
+        # The metrics up to the checkpoint are stored before it: a process (or node) lost
+        # after it leaves no gap between them and a resume from it.
+        if self.writer is not None:
+            self.writer.flush()
         seconds = self.control.training_seconds
         self.checkpoints.save(step, seconds, self.trainer.save, val_accuracy)
         self.schedule.saved(time.perf_counter() - began, self.control.training_seconds)

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from core.store.postgres import PostgresConnection
 
 HEARTBEAT_SECONDS = 1.0
+CLUSTER_SECONDS = 5.0  # how often the cluster's nodes and free resources are published
 IDLE_GRACE_SECONDS = 60.0  # a dashboard restarting within this finds its engine again
 
 
@@ -90,11 +91,25 @@ class EngineService:
             self.store.remove_service(self.owner, ENGINE)
 
     def _heartbeat(self) -> None:
+        beats_per_look = round(CLUSTER_SECONDS / HEARTBEAT_SECONDS)
+        beats = 0
         while not self._stop.wait(HEARTBEAT_SECONDS):
+            if self.engine.cluster is not None and beats % beats_per_look == 0:
+                self._publish_cluster()
+            beats += 1
             try:
                 self.store.heartbeat(self.owner, ENGINE, self.info)
             except StoreError:
                 continue
+
+    def _publish_cluster(self) -> None:
+        """The Ray cluster's nodes and free CPUs and GPUs, for the Home page."""
+        assert self.engine.cluster is not None
+        try:
+            cluster = self.engine.cluster.info().to_dict()
+        except Exception as exc:  # a cluster that went away: say so, keep beating
+            cluster = {"address": self.engine.cluster.address, "error": str(exc)}
+        self.info = {**self.info, "cluster": cluster}
 
     def _warm_up(self) -> None:
         """What every first run would otherwise wait for: TensorFlow, the trainer's
@@ -132,10 +147,12 @@ def serve(
     max_concurrent: int,
     exit_when_idle: bool = False,
     stop: threading.Event | None = None,
+    ray_address: str | None = None,
 ) -> int:
     """Serves the store until SIGTERM, SIGINT, `stop`, or (with `exit_when_idle`) no work
-    and no dashboard; then interrupts what still trains. Returns an exit status: 0, also
-    when another engine serves the store already."""
+    and no dashboard; then interrupts what still trains. With `ray_address`, its runs
+    train on that Ray cluster. Returns an exit status: 0, also when another engine serves
+    the store already."""
     location = absolute(location)
     lock = _lock(location)
     if lock is None:
@@ -146,7 +163,7 @@ def serve(
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, _setter(stop))
     try:
-        engine = Engine(Store(location), max_concurrent=max_concurrent)
+        engine = Engine(Store(location), max_concurrent=max_concurrent, ray_address=ray_address)
         service = EngineService(engine)
         print(f"engine {engine.owner} serves {engine.store.name}", file=sys.stderr, flush=True)
         idle_since: float | None = None

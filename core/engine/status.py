@@ -43,6 +43,7 @@ class RunStatus:
     steerable: bool = False
     parent: str | None = None  # a fork's parent run
     forked_at: int | None = None  # the parent's checkpoint step it started from
+    node: str | None = None  # the machine (or Ray node) that trains it
 
     @classmethod
     def of(
@@ -83,6 +84,7 @@ class RunStatus:
             steerable=steerable and status in ACTIVE_STATUSES,
             parent=record.parent,
             forked_at=record.forked_at,
+            node=record.node,
         )
 
     @property

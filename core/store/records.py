@@ -60,6 +60,7 @@ class RunRecord:
     speed: float | None = None  # steps per second, while it trains
     parent: str | None = None  # the run it was forked from
     forked_at: int | None = None  # the parent's checkpoint step it started from
+    node: str | None = None  # the machine (or Ray node) that trains it
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "RunRecord":

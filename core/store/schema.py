@@ -21,7 +21,7 @@ from core.store.records import STATUSES
 APPLICATION_ID: Final = 0x4F504C41
 #: Stored in the header's user_version field; raise it with every change to the tables,
 #: and add the change to `MIGRATIONS`.
-SCHEMA_VERSION: Final = 3
+SCHEMA_VERSION: Final = 4
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _STATUS_LIST = ", ".join(f"'{status}'" for status in STATUSES)
@@ -113,6 +113,11 @@ MIGRATIONS: Final = {
         "ALTER TABLE runs ADD COLUMN parent TEXT",
         "ALTER TABLE runs ADD COLUMN forked_at INTEGER",
         "PRAGMA user_version = 3",
+    ),
+    3: (
+        # The machine (or Ray node) that trains the run.
+        "ALTER TABLE runs ADD COLUMN node TEXT",
+        "PRAGMA user_version = 4",
     ),
 }
 

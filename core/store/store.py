@@ -200,6 +200,10 @@ class Store:
             (status, error, now, status, now),
         )
 
+    def set_node(self, run_id: str, node: str) -> None:
+        """Record the machine (or Ray node) that trains the run."""
+        self._update_run(run_id, "node = ?, updated = ?", (node, time.time()))
+
     def set_progress(
         self,
         run_id: str,

@@ -194,3 +194,24 @@ def test_a_fork_refuses_what_its_checkpoint_cannot_take(engine: Engine) -> None:
     with pytest.raises(InvalidInput, match="no checkpoint of step 15"):
         engine.fork(parent, 15)
     assert [run.parent for run in engine.list()].count(parent) == 0
+
+
+def test_a_checkpoint_is_never_ahead_of_the_stored_metrics(tmp_path: Path) -> None:
+    """Metrics are flushed every half second, checkpoints come at their own steps: each
+    checkpoint first stores the metrics up to it, so a process lost just after it (a
+    node of a cluster) leaves no gap before a resume from it."""
+    from core.store import Store
+
+    engine = Engine(Store(tmp_path / "lab.sqlite", flush_interval=3600.0), max_concurrent=1)
+    try:
+        run_id = engine.start({**BASE, "max_steps": None, "epochs": 10_000, "checkpoint_every": 5})
+        deadline = time.monotonic() + 60
+        while not engine.checkpoints(run_id):
+            assert time.monotonic() < deadline, "no checkpoint was saved"
+            time.sleep(0.02)
+        first = engine.checkpoints(run_id)[0].step
+        assert (engine.store.last_step(run_id) or 0) >= first
+        engine.stop(run_id)
+        engine.wait(run_id, 60)
+    finally:
+        engine.close()

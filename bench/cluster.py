@@ -1,0 +1,87 @@
+"""Figure 12: a run as a Ray actor against the same run as a thread of the engine.
+
+Both engines train the same LeNet run (figure 1's: adamw, telemetry every step) on one
+store of their own; the Ray side on a one-node Ray cluster started here with this
+machine's cores. Its metrics are written by the actor's process, so the steady rate is
+read from what both sides store: the wall time logged with every step.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from bench.figures import Settings
+from bench.machine import available_cores
+from bench.rows import Measured, Quantity
+from bench.timing import interleave
+from bench.training import _config, _wait, _window
+from core.engine import Engine, RunConfig
+
+
+def ray_actor_vs_thread(settings: Settings) -> Measured:
+    """Figure 12: steady steps/s of a run trained as a Ray actor (A) and as a thread (B),
+    from the end of its first epoch to a later epoch's end; interleaved pairs."""
+    import ray
+
+    first, last = _window(settings)
+    config = _config(last, telemetry=True)
+    ray.init(
+        address="local",  # a cluster of its own, even where this machine is in another
+        num_cpus=available_cores(),
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level=logging.WARNING,
+    )
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            actors = _Side(Engine(Path(folder) / "ray.sqlite", ray_address="auto"))
+            threads = _Side(Engine(Path(folder) / "thread.sqlite"))
+            try:
+                paired = interleave(
+                    lambda: actors.rate(config, first, last),
+                    lambda: threads.rate(config, first, last),
+                    pairs=settings.pairs,
+                    warmup=settings.warmup,
+                    settle=gc.collect,
+                )
+            finally:
+                actors.engine.close()
+                threads.engine.close()
+    finally:
+        ray.shutdown()
+    return Measured(
+        a=Quantity(paired.a_median, "steps/s"),
+        b=Quantity(paired.b_median, "steps/s"),
+        ratio=paired.ratio,
+        detail=(
+            f"from start to first step: {actors.first_step():.1f} s as an actor (a worker "
+            f"process, TensorFlow's import, tracing), {threads.first_step():.1f} s as a thread"
+        ),
+        diagnose=lambda: "An actor trains in a process of its own beside the engine's.",
+    )
+
+
+class _Side:
+    """One engine of figure 12, and the start-to-first-step times its runs took."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.setup: list[float] = []
+
+    def rate(self, config: RunConfig, first: int, last: int) -> float:
+        """Trains one run; returns its steps/s from step `first` to step `last`."""
+        started = time.time()
+        run_id = self.engine.start(config)
+        _wait(self.engine, run_id)
+        metrics = self.engine.store.read_metrics(run_id)
+        wall = dict(zip(metrics.steps.tolist(), metrics["wall_time"].tolist(), strict=True))
+        self.setup.append(wall[min(wall)] - started)
+        return (last - first) / (wall[last] - wall[first])
+
+    def first_step(self) -> float:
+        return statistics.median(self.setup)

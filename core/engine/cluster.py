@@ -1,0 +1,262 @@
+"""Runs on a Ray cluster: each run a Ray actor, placed by Ray on any node with room.
+
+With a cluster address (`--ray-address`, `$OPTLAB_RAY_ADDRESS`), the engine does not train
+in its own threads: each run becomes an actor asking for the run's `num_cpus` and
+`num_gpus`. The actor opens the same store (so the store must be one every node reaches:
+a PostgreSQL URL, or a SQLite file when every node is this machine), executes the run
+with the same `RunExecution` a thread would, and writes its metrics straight to the
+store. The engine keeps a thread per run that relays the run's control to the actor
+(stop, pause, live knob changes, which reach the engine as store commands) and its
+progress back, every `RELAY_SECONDS`. A node that dies takes its actors with it: the run
+ends `interrupted`, resumable from its last checkpoint (on a folder the nodes share, see
+`OPTLAB_FILES`).
+
+Ray is imported only here, and only when a cluster is named.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import socket
+from dataclasses import dataclass
+from typing import Any
+
+from core.engine.config import RunConfig
+from core.engine.execution import RunControl, RunExecution
+from core.store import Store, StoreError, is_url
+from core.store.paths import FILES_VAR
+
+#: Environment variable naming the cluster's address (`host:port`, or `auto`).
+ADDRESS_VAR = "OPTLAB_RAY_ADDRESS"
+#: The Ray namespace the lab's actors live in.
+NAMESPACE = "optlab"
+CONNECT_SECONDS = 5.0  # how long a cluster's address may take to answer
+RELAY_SECONDS = 0.2  # a stop, pause or knob change reaches the actor within this
+# What an actor's process needs from the engine's environment.
+PASSED_VARS = (FILES_VAR, "OPTLAB_PLUGINS")
+
+
+class ClusterError(RuntimeError):
+    """The cluster cannot be reached, or cannot serve this store; the message says why."""
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    """What the Home page shows of a cluster: its live nodes and their resources."""
+
+    address: str
+    nodes: tuple[str, ...]  # node names (Ray's default: the node's IP address)
+    cpus: float
+    gpus: float
+    free_cpus: float
+    free_gpus: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "address": self.address,
+            "nodes": list(self.nodes),
+            "cpus": self.cpus,
+            "gpus": self.gpus,
+            "free_cpus": self.free_cpus,
+            "free_gpus": self.free_gpus,
+        }
+
+
+class RayCluster:
+    """The engine's connection to a Ray cluster (see the module docstring).
+
+    Args:
+        address: The cluster's address, as `ray.init` takes it (`HOST:PORT`, or `auto`
+            for the cluster this machine belongs to).
+        store: The store its runs write to; a SQLite store is refused when a node of the
+            cluster is another machine, which could not reach the file.
+    """
+
+    def __init__(self, address: str, store: Store) -> None:
+        import ray
+
+        self.address = address
+        self.location = store.location if is_url(store.location) else str(store.path)
+        self._joined = not ray.is_initialized()  # whether `close` leaves the cluster
+        if self._joined:
+            check_reachable(address)  # Ray itself would retry for minutes
+            try:
+                ray.init(
+                    address=address,
+                    namespace=NAMESPACE,
+                    log_to_driver=False,  # a run's output is its metrics and its error
+                    logging_level=logging.WARNING,
+                    runtime_env={"env_vars": _passed_env()},
+                )
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise ClusterError(
+                    f"ray_address: cannot join the cluster at {address}: {exc}"
+                ) from None
+        if not is_url(self.location):
+            others = remote_nodes(ray.nodes(), ray.util.get_node_ip_address())
+            if others:
+                self.close()
+                raise ClusterError(
+                    f"store: a SQLite file on this machine cannot be shared with the cluster's "
+                    f"other machines ({', '.join(others)}); use a PostgreSQL store "
+                    "(--store postgresql://...) that every node reaches"
+                )
+        self._actor_class = ray.remote(max_concurrency=2)(RunActor)
+
+    def close(self) -> None:
+        """Leaves the cluster, if this object joined it (its actors end with it)."""
+        import ray
+
+        if self._joined:
+            ray.shutdown()
+
+    def info(self) -> ClusterInfo:
+        """The cluster's live nodes and their total and free CPUs and GPUs."""
+        import ray
+
+        total, free = ray.cluster_resources(), ray.available_resources()
+        return ClusterInfo(
+            address=self.address,
+            nodes=tuple(sorted(n["NodeName"] for n in ray.nodes() if n["Alive"])),
+            cpus=total.get("CPU", 0.0),
+            gpus=total.get("GPU", 0.0),
+            free_cpus=free.get("CPU", 0.0),
+            free_gpus=free.get("GPU", 0.0),
+        )
+
+    def execute(self, control: RunControl, store: Store) -> None:
+        """Trains `control`'s run as an actor and relays its control until it ends; a
+        run whose actor dies (its node lost, its process killed) ends `interrupted`."""
+        import ray
+        from ray.exceptions import RayActorError
+
+        config = control.config
+        if not self._fits(config):
+            control.status = "failed"
+            store.finish(
+                control.run_id,
+                "failed",
+                {"steps": control.step},
+                f"num_cpus, num_gpus: no node of the cluster has {config.num_cpus:g} CPUs and "
+                f"{config.num_gpus:g} GPUs",
+            )
+            return
+        actor = self._actor_class.options(
+            num_cpus=config.num_cpus, num_gpus=config.num_gpus, name=f"run-{control.run_id}"
+        ).remote(self.location, control.run_id, config.to_dict(), control.step)
+        done = actor.train.remote()
+        try:
+            while not ray.wait([done], timeout=RELAY_SECONDS)[0]:
+                status, step, seconds = ray.get(
+                    actor.relay.remote(control.stop_reason, control.paused, _drain(control))
+                )
+                control.status, control.step = status, step
+                control.clock_continue(seconds)
+            control.status = ray.get(done)
+        except RayActorError as exc:
+            control.status = "interrupted"
+            _interrupted(store, control, exc)
+        finally:
+            ray.kill(actor, no_restart=True)
+
+    def _fits(self, config: RunConfig) -> bool:
+        """Whether a live node of the cluster has the run's CPUs and GPUs at all (a run
+        that waits for them to be free is placed once they are)."""
+        import ray
+
+        return any(
+            n["Alive"]
+            and n["Resources"].get("CPU", 0.0) >= config.num_cpus
+            and n["Resources"].get("GPU", 0.0) >= config.num_gpus
+            for n in ray.nodes()
+        )
+
+
+class RunActor:
+    """A run's actor (see the module docstring): `train` executes the run while `relay`,
+    on a second thread of the actor, passes the engine's requests in and progress out."""
+
+    def __init__(self, location: str, run_id: str, config: dict[str, Any], step: int) -> None:
+        import ray
+
+        self.control = RunControl(run_id, RunConfig.from_dict(config), step, node=node_name(ray))
+        self.store = Store(location)
+
+    def train(self) -> str:
+        try:
+            return RunExecution(self.control, self.store)()
+        finally:
+            self.store.close()
+
+    def relay(
+        self, stop_reason: str | None, paused: bool, updates: list[tuple[str, float]]
+    ) -> tuple[str, int, float]:
+        """Takes the engine's requests; returns (status, step, training seconds)."""
+        if stop_reason is not None:
+            self.control.request_stop(stop_reason)
+        if paused != self.control.paused:
+            self.control.request_pause(paused)
+        for update in updates:
+            self.control.updates.put(update)
+        return self.control.status, self.control.step, self.control.training_seconds
+
+
+def check_reachable(address: str, timeout: float = CONNECT_SECONDS) -> None:
+    """Raises `ClusterError` unless something answers at `address` (`HOST:PORT`;
+    `auto` and `local` are Ray's to resolve)."""
+    if address in ("auto", "local"):
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise ClusterError(f"ray_address: must be HOST:PORT (got {address!r})")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ClusterError(
+            f"ray_address: no Ray cluster answers at {address} ({exc.strerror or exc}); "
+            "start one with `ray start --head`"
+        ) from None
+
+
+def node_name(ray: Any) -> str:
+    """The name of the Ray node this process runs on (`ray start --node-name`; by
+    default the node's IP address)."""
+    node_id = ray.get_runtime_context().get_node_id()
+    names = [n["NodeName"] for n in ray.nodes() if n["NodeID"] == node_id]
+    return names[0] if names else socket.gethostname()
+
+
+def remote_nodes(nodes: list[dict[str, Any]], here: str) -> list[str]:
+    """The live nodes of `nodes` (as `ray.nodes()` gives them) on another machine than
+    `here` (this machine's IP address), by name."""
+    return [n["NodeName"] for n in nodes if n["Alive"] and n["NodeManagerAddress"] != here]
+
+
+def _passed_env() -> dict[str, str]:
+    return {name: os.environ[name] for name in PASSED_VARS if os.environ.get(name)}
+
+
+def _drain(control: RunControl) -> list[tuple[str, float]]:
+    updates = []
+    while True:
+        try:
+            updates.append(control.updates.get_nowait())
+        except queue.Empty:
+            return updates
+
+
+def _interrupted(store: Store, control: RunControl, exc: Exception) -> None:
+    """Ends the run of an actor that died, with what the store holds of it."""
+    try:
+        steps = store.last_step(control.run_id) or 0
+        store.finish(
+            control.run_id,
+            "interrupted",
+            {"steps": steps},
+            f"its Ray actor died (node lost or process killed) after step {steps}: "
+            f"{type(exc).__name__}",
+        )
+    except StoreError:
+        pass  # `finish` keeps the status in memory; the next write carries it

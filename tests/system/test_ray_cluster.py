@@ -1,0 +1,192 @@
+"""The lab on a two-node Ray cluster on this machine: a head node and a second node
+(`ray.cluster_utils.Cluster`, one CPU each, named `head` and `second`), its store on the
+session's PostgreSQL server, as machines of a real cluster would share it.
+
+The tests run in file order: the last one kills the second node.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from core.engine import Engine
+from core.engine.cluster import ClusterError
+from tests.apptest import page
+from tests.conftest import app_serving
+from tests.system.test_postgres_lab import core
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.slow
+
+TRIAL = ["--model", "mlp", "--dataset", "digits", "--batch-size", "32", "--max-steps", "30"]
+TRIAL += ["--log-every", "5", "--no-telemetry"]
+# A run that trains until it is stopped.
+LONG = {"model": "mlp", "dataset": "digits", "optimizer": "sgd", "epochs": 10_000}
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    """Two Ray nodes of one CPU each; yields the cluster (its `address`, and the second
+    node as `second`)."""
+    import ray
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={"num_cpus": 1, "node_name": "head", "include_dashboard": False},
+    )
+    cluster.second = cluster.add_node(num_cpus=1, node_name="second")
+    cluster.wait_for_nodes()
+    try:
+        yield cluster
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
+
+def started(engine: Any, run_id: str) -> str:
+    """The node of a run once it has taken a step there."""
+    wait_for(lambda: engine.status(run_id).step > 0, timeout=120, what=f"run {run_id} to train")
+    node = engine.status(run_id).node
+    assert node is not None
+    return node
+
+
+def test_a_sweep_from_the_cli_spreads_its_trials_over_the_nodes(cluster, postgres) -> None:
+    """Four trials, two at a time, one CPU each: both nodes train some, each trial is a
+    run of the shared store that says where it trained."""
+    url = postgres.create_schema()
+    swept = core(
+        "sweep",
+        "--ray-address",
+        cluster.address,
+        "--store",
+        url,
+        "--param",
+        "learning_rate=0.01:0.3:log",
+        "--trials",
+        "4",
+        "--parallel",
+        "2",
+        "--sampler",
+        "random",
+        *TRIAL,
+    )
+    assert swept.returncode == 0, swept.stderr
+    listed = core("runs", "--json", "--store", url)
+    runs = json.loads(listed.stdout)
+    assert [run["status"] for run in runs] == ["completed"] * 4
+    assert {run["node"] for run in runs} == {"head", "second"}
+
+
+def test_the_dashboard_shows_the_cluster_and_stops_a_run_on_it(
+    cluster, postgres, monkeypatch
+) -> None:
+    """The engine behind the dashboard trains on the cluster: Home names its nodes and
+    free CPUs and where each run trains; Live's Stop reaches the actor through the store."""
+    from ui import state
+
+    with app_serving(postgres.create_schema(), monkeypatch, ray_address=cluster.address):
+        lab = state.shared_engine()
+        run_ids = [lab.start({**LONG, "seed": seed}) for seed in (0, 1)]
+        nodes = {started(lab, run_id) for run_id in run_ids}
+        assert nodes == {"head", "second"}
+        wait_for(lambda: lab.cluster() is not None and lab.cluster()["free_cpus"] == 0, 30)
+
+        home = page("app.py").run()
+        assert not home.exception
+        (field,) = [info.value for info in home.info if "Ray cluster" in info.value]
+        assert "2 node(s) (head, second)" in field and "0 of 2 CPUs free" in field
+        table = home.dataframe[0].value
+        assert sorted(table["node"]) == ["head", "second"]
+
+        live = page("pages/2_Live.py")
+        live.session_state["watch"] = [run_ids[0]]
+        live.run()
+        assert not live.exception
+        live.button(key=f"stop:{run_ids[0]}").click().run()
+        assert lab.wait(run_ids[0], 60).status == "stopped"
+        assert lab.status(run_ids[1]).status == "running"
+        lab.stop(run_ids[1])
+        assert lab.wait(run_ids[1], 60).status == "stopped"
+
+
+def test_live_knobs_and_pause_reach_a_run_on_the_cluster(cluster, postgres) -> None:
+    engine = Engine(postgres.create_schema(), ray_address=cluster.address)
+    try:
+        run_id = engine.start({**LONG, "hyperparameters": {"learning_rate": 0.05}})
+        started(engine, run_id)
+        engine.update(run_id, learning_rate=0.02)
+        wait_for(lambda: engine.status(run_id).knobs["learning_rate"] == 0.02, 30)
+        engine.pause(run_id)
+        wait_for(lambda: engine.status(run_id).status == "paused", 30)
+        step = engine.status(run_id).step
+        time.sleep(1.0)
+        assert engine.status(run_id).step == step  # a paused actor takes no step
+        engine.resume(run_id)
+        wait_for(lambda: engine.status(run_id).step > step, 30)
+        engine.stop(run_id)
+        assert engine.wait(run_id, 60).status == "stopped"
+        (change,) = [e.payload for e in engine.events(run_id) if e.kind == "knob"]
+        assert change == {"name": "learning_rate", "value": 0.02, "previous": 0.05}
+    finally:
+        engine.close()
+
+
+def test_a_run_asking_more_than_any_node_has_fails_saying_so(cluster, postgres) -> None:
+    engine = Engine(postgres.create_schema(), ray_address=cluster.address)
+    try:
+        run_id = engine.start({**LONG, "num_cpus": 2})
+        status = engine.wait(run_id, 60)
+        assert status.status == "failed"
+        assert "no node of the cluster has 2 CPUs" in status.error
+    finally:
+        engine.close()
+
+
+def test_a_sqlite_store_is_refused_for_a_cluster_with_other_machines(
+    cluster, tmp_path, monkeypatch
+) -> None:
+    """Here every node is this machine; seen from another address, they are not."""
+    import ray
+
+    engine = Engine(tmp_path / "local.sqlite", ray_address=cluster.address)  # one machine
+    engine.close()
+    monkeypatch.setattr(ray.util, "get_node_ip_address", lambda: "203.0.113.9")
+    with pytest.raises(ClusterError, match="store: a SQLite file on this machine cannot be"):
+        Engine(tmp_path / "refused.sqlite", ray_address=cluster.address)
+    assert not ray.is_initialized()  # it left the cluster it joined
+
+
+def test_a_run_on_a_node_that_dies_ends_interrupted_and_resumes(cluster, postgres) -> None:
+    """Last: it kills the second node. Its run ends `interrupted` with what it had
+    logged; the run on the head trains on; the lost run resumes from its checkpoint (the
+    nodes share OPTLAB_FILES, here one folder) on the node that is left."""
+    engine = Engine(postgres.create_schema(), ray_address=cluster.address)
+    try:
+        run_ids = [engine.start({**LONG, "seed": seed, "checkpoint_every": 5}) for seed in (0, 1)]
+        where = {started(engine, run_id): run_id for run_id in run_ids}
+        doomed, spared = where["second"], where["head"]
+        wait_for(lambda: engine.checkpoints(doomed), 60, "a checkpoint of the run to lose")
+        cluster.remove_node(cluster.second)
+        status = engine.wait(doomed, 60)
+        assert status.status == "interrupted", status
+        assert "Ray actor died" in status.error
+        assert engine.store.last_step(doomed) > 0  # its metrics are kept
+        assert engine.status(spared).status == "running"
+        engine.stop(spared)
+        assert engine.wait(spared, 60).status == "stopped"
+
+        engine.resume(doomed)
+        resumed_from = engine.checkpoints(doomed)[-1].step
+        wait_for(lambda: engine.status(doomed).step > resumed_from, 120, "the resumed run")
+        assert engine.status(doomed).node == "head"
+        engine.stop(doomed)
+        assert engine.wait(doomed, 60).status == "stopped"
+    finally:
+        engine.close()
