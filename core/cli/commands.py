@@ -9,6 +9,7 @@ import contextlib
 import json
 import math
 import sys
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,11 +19,12 @@ from core.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError, r
 from core.cli.parser import given_changes, run_config
 from core.cli.progress import ProgressBar, RunWatch, failure, format_summary
 from core.cli.sweeping import run_sweep
-from core.engine import Engine
+from core.engine import Engine, RunConfig
 from core.engine.checkpoints import RunCheckpoints
 from core.engine.client import EngineClient
 from core.engine.cluster import ClusterError, check_reachable
 from core.engine.live import TASK_WEIGHT
+from core.engine.workers import this_worker
 from core.export import safe_path, write_csv, write_tensorboard
 from core.knobs import InvalidInput
 from core.store import (
@@ -43,8 +45,26 @@ STEER_SECONDS = 60.0
 
 
 def train(args: argparse.Namespace) -> int:
-    """Trains one run in an engine of its own, drawing its progress; Ctrl-C stops it."""
+    """Trains one run in an engine of its own, drawing its progress; Ctrl-C stops it.
+    A worker of a multi-worker run other than the chief trains in step with the chief,
+    which records the run (see `core.engine.workers`): its own copy goes to a store of
+    its own that it deletes."""
     config = run_config(args)  # before the store: bad input writes nothing
+    if config.strategy == "multiworker":
+        try:
+            worker = this_worker()
+        except InvalidInput as exc:
+            raise UsageError(str(exc)) from None
+        if not worker.chief:
+            print(f"{worker}: the chief records this run", file=sys.stderr, flush=True)
+            with tempfile.TemporaryDirectory() as folder:
+                unrecorded = argparse.Namespace(**vars(args))
+                unrecorded.store = str(Path(folder) / "worker.sqlite")
+                return _train(unrecorded, config)
+    return _train(args, config)
+
+
+def _train(args: argparse.Namespace, config: RunConfig) -> int:
     engine = open_engine(args, max_concurrent=1, must_exist=False)
     try:
         run_id = engine.start(config)

@@ -8,6 +8,9 @@ The tests run in file order: the last one kills the second node.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -16,15 +19,16 @@ import pytest
 
 from core.engine import Engine
 from core.engine.cluster import ClusterError
-from tests.apptest import page
+from tests.apptest import ROOT, page
 from tests.conftest import app_serving
 from tests.system.test_postgres_lab import core
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 
-TRIAL = ["--model", "mlp", "--dataset", "digits", "--batch-size", "32", "--max-steps", "30"]
-TRIAL += ["--log-every", "5", "--no-telemetry"]
+# A trial: long enough to be seen training (a few seconds), logging every 10 steps.
+TRIAL = ["--model", "mlp", "--dataset", "digits", "--batch-size", "32", "--max-steps", "1500"]
+TRIAL += ["--log-every", "10", "--no-telemetry"]
 # A run that trains until it is stopped.
 LONG = {"model": "mlp", "dataset": "digits", "optimizer": "sgd", "epochs": 10_000}
 
@@ -57,63 +61,57 @@ def started(engine: Any, run_id: str) -> str:
     return node
 
 
-def test_a_sweep_from_the_cli_spreads_its_trials_over_the_nodes(cluster, postgres) -> None:
-    """Four trials, two at a time, one CPU each: both nodes train some, each trial is a
-    run of the shared store that says where it trained."""
-    url = postgres.create_schema()
-    swept = core(
-        "sweep",
-        "--ray-address",
-        cluster.address,
-        "--store",
-        url,
-        "--param",
-        "learning_rate=0.01:0.3:log",
-        "--trials",
-        "4",
-        "--parallel",
-        "2",
-        "--sampler",
-        "random",
-        *TRIAL,
-    )
-    assert swept.returncode == 0, swept.stderr
-    listed = core("runs", "--json", "--store", url)
-    runs = json.loads(listed.stdout)
-    assert [run["status"] for run in runs] == ["completed"] * 4
-    assert {run["node"] for run in runs} == {"head", "second"}
-
-
-def test_the_dashboard_shows_the_cluster_and_stops_a_run_on_it(
+def test_a_sweep_spreads_its_trials_over_the_nodes_and_the_dashboard_stops_one(
     cluster, postgres, monkeypatch
 ) -> None:
-    """The engine behind the dashboard trains on the cluster: Home names its nodes and
-    free CPUs and where each run trains; Live's Stop reaches the actor through the store."""
+    """`optlab sweep` in a process of its own places four trials, two at a time, one CPU
+    each, on both nodes; the dashboard (its engine on the same cluster and store) shows
+    the cluster and the trials live, where each trains; its Stop reaches a trial through
+    the store, the sweep's engine and the actor; the sweep goes on to its end."""
     from ui import state
 
-    with app_serving(postgres.create_schema(), monkeypatch, ray_address=cluster.address):
-        lab = state.shared_engine()
-        run_ids = [lab.start({**LONG, "seed": seed}) for seed in (0, 1)]
-        nodes = {started(lab, run_id) for run_id in run_ids}
-        assert nodes == {"head", "second"}
-        wait_for(lambda: lab.cluster() is not None and lab.cluster()["free_cpus"] == 0, 30)
+    url = postgres.create_schema()
+    where = ["--ray-address", cluster.address, "--store", url]
+    search = ["--param", "learning_rate=0.01:0.3:log", "--trials", "4", "--parallel", "2"]
+    sweep = subprocess.Popen(
+        [sys.executable, "-m", "core", "sweep", *where, *search, "--sampler", "random", *TRIAL],
+        cwd=ROOT,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        with app_serving(url, monkeypatch, ray_address=cluster.address):
+            lab = state.shared_engine()
 
-        home = page("app.py").run()
-        assert not home.exception
-        (field,) = [info.value for info in home.info if "Ray cluster" in info.value]
-        assert "2 node(s) (head, second)" in field and "0 of 2 CPUs free" in field
-        table = home.dataframe[0].value
-        assert sorted(table["node"]) == ["head", "second"]
+            def training() -> list[Any]:
+                return [run for run in lab.list() if run.status == "running" and run.step > 0]
 
-        live = page("pages/2_Live.py")
-        live.session_state["watch"] = [run_ids[0]]
-        live.run()
-        assert not live.exception
-        live.button(key=f"stop:{run_ids[0]}").click().run()
-        assert lab.wait(run_ids[0], 60).status == "stopped"
-        assert lab.status(run_ids[1]).status == "running"
-        lab.stop(run_ids[1])
-        assert lab.wait(run_ids[1], 60).status == "stopped"
+            wait_for(lambda: len(training()) == 2, 120, "two trials training")
+            wait_for(lambda: lab.cluster() is not None and lab.cluster()["free_cpus"] == 0, 30)
+            home = page("app.py").run()
+            assert not home.exception
+            (field,) = [info.value for info in home.info if "Ray cluster" in info.value]
+            assert "2 node(s) (head, second)" in field and "0 of 2 CPUs free" in field
+            table = home.dataframe[0].value
+            live = table[table["status"] == "running"]
+            assert sorted(live["node"]) == ["head", "second"]
+
+            chosen = training()[0].id
+            watch = page("pages/2_Live.py")
+            watch.session_state["watch"] = [chosen]
+            watch.run()
+            assert not watch.exception
+            watch.button(key=f"stop:{chosen}").click().run()
+            assert lab.wait(chosen, 60).status == "stopped"
+            _, err = sweep.communicate(timeout=300)
+    finally:
+        sweep.kill()
+    assert sweep.returncode == 0, err[-2000:]
+    runs = json.loads(core("runs", "--json", "--store", url).stdout)
+    assert sorted(run["status"] for run in runs) == ["completed"] * 3 + ["stopped"]
+    assert {run["node"] for run in runs} == {"head", "second"}
 
 
 def test_live_knobs_and_pause_reach_a_run_on_the_cluster(cluster, postgres) -> None:
