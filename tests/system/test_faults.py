@@ -16,6 +16,7 @@ import hashlib
 import io
 import os
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -27,8 +28,10 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import psycopg
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -36,7 +39,7 @@ from core import optimizers
 from core.cli import main
 from core.engine import Engine
 from core.engine.server import EngineService
-from core.store import Store, StoreError
+from core.store import Store, StoreError, is_url
 from core.store.connections import ConnectionPool
 from tests import app_server
 from tests.browser import NEEDS_CHROMIUM, chromium, settle
@@ -323,10 +326,12 @@ def test_the_runs_outlive_a_sigkill_of_the_app_which_finds_them_again(tmp_path: 
 
 
 class SmallDisk:
-    """A folder whose store can be made unable to grow (`fill`) and then freed (`free`).
+    """A store that can be made unable to grow (`fill`) and then freed (`free`).
 
-    `whole` says whether a fill leaves no byte at all: a full file system does, while
-    `max_page_count` leaves the file's free pages (a new small run may fit in them).
+    `location` is the store's (a file in `folder`, or a database whose tables live
+    there), and `says` what its error says when full. `whole` says whether a fill leaves
+    no byte at all: a full file system does, while `max_page_count` leaves the file's
+    free pages (a new small run may fit in them).
     """
 
     def __init__(
@@ -336,6 +341,8 @@ class SmallDisk:
         self.fill = fill
         self.free = free
         self.whole = whole
+        self.location = str(folder / "lab.sqlite")
+        self.says = "database or disk is full"
 
 
 def _mount(*args: str) -> bool:
@@ -396,12 +403,38 @@ def page_limited_disk(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator
     yield SmallDisk(folder, fill, lambda: limit.update(pages=2**30), whole=False)
 
 
-@pytest.fixture(params=["tmpfs", "max_page_count"])
+@contextmanager
+def postgres_disk(postgres: Any) -> Iterator[SmallDisk]:
+    """A database of the test server whose tables live on an 8 MiB tmpfs (a tablespace
+    mounted in the server's folder, which its user can reach)."""
+    name = f"small_{uuid.uuid4().hex[:8]}"
+    with tmpfs_disk(postgres.folder / name) as disk:
+        shutil.chown(disk.folder, "postgres", "postgres")
+        with psycopg.connect(postgres.url(), autocommit=True) as conn:
+            conn.execute(f"CREATE TABLESPACE {name} LOCATION '{disk.folder}'")
+            conn.execute(f"CREATE DATABASE {name} TABLESPACE {name}")
+        disk.location, disk.says = postgres.url(name), "No space left on device"
+        try:
+            yield disk
+        finally:
+            with contextlib.suppress(FileNotFoundError):  # the test's fill, if it is left
+                disk.free()
+            with psycopg.connect(postgres.url(), autocommit=True) as conn:
+                conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+                conn.execute(f"DROP TABLESPACE IF EXISTS {name}")
+
+
+@pytest.fixture(
+    params=["tmpfs", "max_page_count", pytest.param("postgresql", marks=pytest.mark.slow)]
+)
 def small_disk(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[SmallDisk]:
     if request.param == "tmpfs":
         with tmpfs_disk(tmp_path / "disk") as disk:
+            yield disk
+    elif request.param == "postgresql":  # the server's disk full
+        with postgres_disk(request.getfixturevalue("postgres")) as disk:
             yield disk
     else:
         with page_limited_disk(tmp_path / "disk", monkeypatch) as disk:
@@ -411,9 +444,9 @@ def small_disk(
 def test_a_full_disk_fails_the_run_and_the_engine_keeps_serving(small_disk: SmallDisk) -> None:
     """When the store's disk fills up mid-run, the run ends `failed` saying the disk is
     full, every other call still works, nothing stored before is lost, a new run trains
-    once space is back, and the failed run's status reaches the file."""
-    path = small_disk.folder / "lab.sqlite"
-    engine = Engine(path, max_concurrent=2)
+    once space is back, and the failed run's status reaches the store (a file, or the
+    server's database)."""
+    engine = Engine(small_disk.location, max_concurrent=2)
     try:
         kept = engine.start({**FAST, "max_steps": 20})
         assert engine.wait(kept, 120).status == "completed"
@@ -426,7 +459,7 @@ def test_a_full_disk_fails_the_run_and_the_engine_keeps_serving(small_disk: Smal
         small_disk.fill()
         failed = engine.wait(victim, 60)
         assert failed.status == "failed", failed
-        assert "database or disk is full" in failed.error
+        assert small_disk.says in failed.error
         assert not (lingering := new_threads(threads, 10)), f"threads linger: {lingering}"
 
         # Still serving: reads, the other run's metrics, the failed run's rows up to the fill.
@@ -442,10 +475,10 @@ def test_a_full_disk_fails_the_run_and_the_engine_keeps_serving(small_disk: Smal
             try:
                 doomed = engine.start({**FAST, "max_steps": 20})
             except StoreError as exc:
-                assert "full" in str(exc)
+                assert small_disk.says in str(exc)
             else:
                 status = engine.wait(doomed, 120)
-                assert status.status == "failed" and "full" in status.error, status
+                assert status.status == "failed" and small_disk.says in status.error, status
 
         small_disk.free()
         again = engine.start({**FAST, "max_steps": 20})
@@ -453,12 +486,13 @@ def test_a_full_disk_fails_the_run_and_the_engine_keeps_serving(small_disk: Smal
     finally:
         engine.close()
 
-    with Store(path) as store:
+    with Store(small_disk.location) as store:
         record = store.get_run(victim)
         assert (record.status, record.error) == (failed.status, failed.error)
         assert store.get_run(kept).status == "completed"
         np.testing.assert_array_equal(store.read_metrics(kept)["loss"], kept_metrics["loss"])
-    assert integrity(path) == "ok"
+    if not is_url(small_disk.location):
+        assert integrity(Path(small_disk.location)) == "ok"
 
 
 def test_a_store_on_a_read_only_file_system_is_refused_and_left(tmp_path: Path) -> None:
