@@ -8,7 +8,6 @@ read from what both sides store: the wall time logged with every step.
 
 from __future__ import annotations
 
-import gc
 import logging
 import statistics
 import tempfile
@@ -18,8 +17,7 @@ from pathlib import Path
 from bench.figures import Settings
 from bench.machine import available_cores
 from bench.rows import Measured, Quantity
-from bench.timing import interleave
-from bench.training import _config, _wait, _window
+from bench.training import _config, _wait, _window, interleave_engines
 from core.engine import Engine, RunConfig
 
 
@@ -41,17 +39,12 @@ def ray_actor_vs_thread(settings: Settings) -> Measured:
         with tempfile.TemporaryDirectory() as folder:
             actors = _Side(Engine(Path(folder) / "ray.sqlite", ray_address="auto"))
             threads = _Side(Engine(Path(folder) / "thread.sqlite"))
-            try:
-                paired = interleave(
-                    lambda: actors.rate(config, first, last),
-                    lambda: threads.rate(config, first, last),
-                    pairs=settings.pairs,
-                    warmup=settings.warmup,
-                    settle=gc.collect,
-                )
-            finally:
-                actors.engine.close()
-                threads.engine.close()
+            paired = interleave_engines(
+                lambda: actors.rate(config, first, last),
+                lambda: threads.rate(config, first, last),
+                (actors.engine, threads.engine),
+                settings,
+            )
     finally:
         ray.shutdown()
     return Measured(

@@ -25,7 +25,7 @@ import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ from bench.machine import available_cores
 from bench.rows import Measured, Quantity
 from bench.sampler import StackSampler
 from bench.step_clock import ClockedStore
-from bench.timing import Sampler, interleave
+from bench.timing import Paired, Sampler, interleave
 from core import data, models
 from core.engine import Engine, RunConfig, RunStatus, checkpoints, execution
 from core.engine.config import instrument_intervals
@@ -186,17 +186,12 @@ def two_runs_at_once(settings: Settings) -> Measured:
     with tempfile.TemporaryDirectory() as folder:
         at_once = _Pair(Path(folder) / "at_once.sqlite", max_concurrent=2)
         in_turn = _Pair(Path(folder) / "in_turn.sqlite", max_concurrent=1)
-        try:
-            paired = interleave(
-                lambda: at_once.train(configs, first, last),
-                lambda: in_turn.train(configs, first, last),
-                pairs=settings.pairs,
-                warmup=settings.warmup,
-                settle=gc.collect,
-            )
-        finally:
-            at_once.engine.close()
-            in_turn.engine.close()
+        paired = interleave_engines(
+            lambda: at_once.train(configs, first, last),
+            lambda: in_turn.train(configs, first, last),
+            (at_once.engine, in_turn.engine),
+            settings,
+        )
     return Measured(
         a=Quantity(paired.a_median, "steps/s"),
         b=Quantity(paired.b_median, "steps/s"),
@@ -206,6 +201,18 @@ def two_runs_at_once(settings: Settings) -> Measured:
             f"one at a time, {in_turn.describe()} (of {available_cores()} cores)."
         ),
     )
+
+
+def interleave_engines(
+    a: Sampler, b: Sampler, engines: Iterable[Engine], settings: Settings
+) -> Paired:
+    """Interleaved pairs of `a` and `b` (garbage collected between samples), then the
+    `engines` they train in closed."""
+    try:
+        return interleave(a, b, pairs=settings.pairs, warmup=settings.warmup, settle=gc.collect)
+    finally:
+        for engine in engines:
+            engine.close()
 
 
 class _Pair:
