@@ -98,6 +98,10 @@ def test_a_sweep_spreads_its_trials_over_the_nodes_and_the_dashboard_stops_one(
             live = table[table["status"] == "running"]
             assert sorted(live["node"]) == ["head", "second"]
 
+            train = page("pages/1_Train.py").run()  # asks for the run's share of the cluster
+            assert train.text_input(key="run:num_cpus").value == "1"
+            assert train.text_input(key="run:num_gpus").value == "0"
+
             chosen = training()[0].id
             watch = page("pages/2_Live.py")
             watch.session_state["watch"] = [chosen]
