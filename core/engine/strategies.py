@@ -28,6 +28,11 @@ def make_strategy(name: str) -> tf.distribute.Strategy:
     raise ValueError(f"strategy: unknown strategy {name!r}")
 
 
+def collective() -> bool:
+    """Whether this process set up the multi-worker strategy (and its runtime)."""
+    return _multiworker.cache_info().currsize > 0
+
+
 @functools.cache
 def _multiworker() -> tf.distribute.Strategy:
     # TensorFlow allows one collective setup per process: every multiworker run shares it.
