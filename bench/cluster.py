@@ -1,9 +1,9 @@
 """Figure 12: a run as a Ray actor against the same run as a thread of the engine.
 
-Both engines train the same LeNet run (figure 1's: adamw, telemetry every step) on one
-store of their own; the Ray side on a one-node Ray cluster started here with this
-machine's cores. Its metrics are written by the actor's process, so the steady rate is
-read from what both sides store: the wall time logged with every step.
+Both engines train the same LeNet run (figure 1's: adamw, telemetry every step, asking
+for every core) on one store of their own; the Ray side on a one-node Ray cluster
+started here with this machine's cores. The actor's process writes its metrics, so the
+steady rate is read from what both sides store: the wall time logged with every step.
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ def ray_actor_vs_thread(settings: Settings) -> Measured:
     import ray
 
     first, last = _window(settings)
-    config = _config(last, telemetry=True)
+    # Every core for the actor, as the thread has them: Ray sets an actor's thread pools
+    # (OMP_NUM_THREADS) to the CPUs it asked for.
+    config = _config(last, telemetry=True).replace(num_cpus=float(available_cores()))
     ray.init(
         address="local",  # a cluster of its own, even where this machine is in another
         num_cpus=available_cores(),

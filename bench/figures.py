@@ -172,8 +172,8 @@ FIGURES: tuple[Figure, ...] = (
     Figure(
         12,
         "12",
-        "Steady steps/s of a LeNet run trained as a Ray actor on a one-node local cluster "
-        "(A) vs as a thread of the engine (B)",
+        "Steady steps/s of a LeNet run trained as a Ray actor asking for every core, on a "
+        "one-node local cluster (A) vs as a thread of the engine (B)",
         Target(">=", 0.90),
         "bench.cluster:ray_actor_vs_thread",
     ),
