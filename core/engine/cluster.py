@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import re
 import socket
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,8 @@ ADDRESS_VAR = "OPTLAB_RAY_ADDRESS"
 NAMESPACE = "optlab"
 CONNECT_SECONDS = 5.0  # how long a cluster's address may take to answer
 RELAY_SECONDS = 0.2  # a stop, pause or knob change reaches the actor within this
+# A traceback's last line: `package.module.SomeError: what happened`.
+_EXCEPTION_LINE = re.compile(r"^(?:\w+\.)*(\w+(?:Error|Exception|Exit)): (.*)$")
 # What an actor's process needs from the engine's environment.
 PASSED_VARS = (FILES_VAR, "OPTLAB_PLUGINS")
 
@@ -78,7 +81,8 @@ class RayCluster:
         import ray
 
         self.address = address
-        self.location = store.location if is_url(store.location) else str(store.path)
+        # As every node finds it: a URL, or the file's absolute path.
+        self.location = store.location if is_url(store.location) else str(store.path.resolve())
         self._joined = not ray.is_initialized()  # whether `close` leaves the cluster
         if self._joined:
             check_reachable(address)  # Ray itself would retry for minutes
@@ -130,7 +134,7 @@ class RayCluster:
         """Trains `control`'s run as an actor and relays its control until it ends; a
         run whose actor dies (its node lost, its process killed) ends `interrupted`."""
         import ray
-        from ray.exceptions import RayActorError
+        from ray.exceptions import RayActorError, RayTaskError
 
         config = control.config
         if not self._fits(config):
@@ -146,20 +150,47 @@ class RayCluster:
         actor = self._actor_class.options(
             num_cpus=config.num_cpus, num_gpus=config.num_gpus, name=f"run-{control.run_id}"
         ).remote(self.location, control.run_id, config.to_dict(), control.step)
-        done = actor.train.remote()
         try:
-            while not ray.wait([done], timeout=RELAY_SECONDS)[0]:
-                status, step, seconds = ray.get(
-                    actor.relay.remote(control.stop_reason, control.paused, _drain(control))
-                )
-                control.status, control.step = status, step
-                control.clock_continue(seconds)
-            control.status = ray.get(done)
+            self._relay(actor, control, store)
         except RayActorError as exc:
-            control.status = "interrupted"
-            _interrupted(store, control, exc)
+            _lost(store, control, exc)
+        except RayTaskError as exc:  # raised by the run's execution, which should not
+            control.status = "failed"
+            store.finish(
+                control.run_id,
+                "failed",
+                {"steps": control.step},
+                f"its Ray actor failed: {_reason(exc)}",
+            )
         finally:
             ray.kill(actor, no_restart=True)
+
+    def _relay(self, actor: Any, control: RunControl, store: Store) -> None:
+        """Passes the engine's requests to the actor and its progress back until its run
+        ends. A stop while the run waits for a node ends it there and then."""
+        import ray
+        from ray.exceptions import ActorUnavailableError
+
+        done = actor.train.remote()
+        relayed = None  # the relay call in flight
+        placed = False  # whether the actor has answered one
+        while not ray.wait([done], timeout=RELAY_SECONDS)[0]:
+            if relayed is None:
+                relayed = actor.relay.remote(control.stop_reason, control.paused, _drain(control))
+            elif ray.wait([relayed], timeout=0)[0]:
+                try:
+                    status, step, seconds = ray.get(relayed)
+                except ActorUnavailableError:  # a passing network fault: ask again
+                    relayed = None
+                    continue
+                relayed, placed = None, True
+                control.status, control.step = status, step
+                control.clock_continue(seconds)
+            elif control.stop_reason is not None and not placed:
+                control.status = control.stop_reason
+                store.finish(control.run_id, control.stop_reason, {"steps": control.step})
+                return
+        control.status = ray.get(done)
 
     def _fits(self, config: RunConfig) -> bool:
         """Whether a live node of the cluster has the run's CPUs and GPUs at all (a run
@@ -247,16 +278,32 @@ def _drain(control: RunControl) -> list[tuple[str, float]]:
             return updates
 
 
-def _interrupted(store: Store, control: RunControl, exc: Exception) -> None:
-    """Ends the run of an actor that died, with what the store holds of it."""
+def _lost(store: Store, control: RunControl, exc: Exception) -> None:
+    """Ends the run of an actor that died: `failed` if it could not start (its node
+    could not import the lab or open the store), else `interrupted`, with what the store
+    holds of it."""
     try:
-        steps = store.last_step(control.run_id) or 0
-        store.finish(
-            control.run_id,
-            "interrupted",
-            {"steps": steps},
-            f"its Ray actor died (node lost or process killed) after step {steps}: "
-            f"{type(exc).__name__}",
-        )
+        steps = store.last_step(control.run_id) or control.step
     except StoreError:
-        pass  # `finish` keeps the status in memory; the next write carries it
+        steps = control.step
+    if getattr(exc, "actor_init_failed", False):
+        control.status = "failed"
+        error = f"its Ray actor could not start on its node: {_reason(exc)}"
+    else:
+        control.status = "interrupted"
+        error = (
+            f"its Ray actor died (node lost or process killed) after step {steps}: "
+            f"{type(exc).__name__}"
+        )
+    # Kept in memory if the store cannot take it now, and written with its next write.
+    store.finish(control.run_id, control.status, {"steps": steps}, error)
+
+
+def _reason(exc: Exception) -> str:
+    """`Type: message` of what a Ray error carries from the actor: its cause, or the
+    last exception line of its text (an actor's failed start carries only text)."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, BaseException):
+        return f"{type(cause).__name__}: {cause}".strip()
+    found = [m for line in str(exc).splitlines() if (m := _EXCEPTION_LINE.match(line.strip()))]
+    return ": ".join(found[-1].groups()) if found else str(exc).strip()

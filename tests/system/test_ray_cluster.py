@@ -26,8 +26,8 @@ from tests.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 
-# A trial: long enough to be seen training (a few seconds), logging every 10 steps.
-TRIAL = ["--model", "mlp", "--dataset", "digits", "--batch-size", "32", "--max-steps", "1500"]
+# A trial: long enough to be seen training and stopped (about 15 s), logging every 10 steps.
+TRIAL = ["--model", "mlp", "--dataset", "digits", "--batch-size", "32", "--max-steps", "6000"]
 TRIAL += ["--log-every", "10", "--no-telemetry"]
 # A run that trains until it is stopped.
 LONG = {"model": "mlp", "dataset": "digits", "optimizer": "sgd", "epochs": 10_000}
@@ -73,45 +73,45 @@ def test_a_sweep_spreads_its_trials_over_the_nodes_and_the_dashboard_stops_one(
     url = postgres.create_schema()
     where = ["--ray-address", cluster.address, "--store", url]
     search = ["--param", "learning_rate=0.01:0.3:log", "--trials", "4", "--parallel", "2"]
-    sweep = subprocess.Popen(
-        [sys.executable, "-m", "core", "sweep", *where, *search, "--sampler", "random", *TRIAL],
-        cwd=ROOT,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        with app_serving(url, monkeypatch, ray_address=cluster.address):
-            lab = state.shared_engine()
+    command = [sys.executable, "-m", "core", "sweep", *where, *search, "--sampler", "random"]
+    with app_serving(url, monkeypatch, ray_address=cluster.address):
+        lab = state.shared_engine()
+        watch = page("pages/2_Live.py").run()  # loaded once, so that a click later is quick
+        assert not watch.exception
 
-            def training() -> list[Any]:
-                return [run for run in lab.list() if run.status == "running" and run.step > 0]
+        def training() -> list[Any]:
+            return [run for run in lab.list() if run.status == "running" and run.step > 0]
 
-            wait_for(lambda: len(training()) == 2, 120, "two trials training")
-            wait_for(lambda: lab.cluster() is not None and lab.cluster()["free_cpus"] == 0, 30)
-            home = page("app.py").run()
-            assert not home.exception
-            (field,) = [info.value for info in home.info if "Ray cluster" in info.value]
-            assert "2 node(s) (head, second)" in field and "0 of 2 CPUs free" in field
-            table = home.dataframe[0].value
-            live = table[table["status"] == "running"]
-            assert sorted(live["node"]) == ["head", "second"]
-
-            train = page("pages/1_Train.py").run()  # asks for the run's share of the cluster
-            assert train.text_input(key="run:num_cpus").value == "1"
-            assert train.text_input(key="run:num_gpus").value == "0"
-
-            chosen = training()[0].id
-            watch = page("pages/2_Live.py")
+        sweep = subprocess.Popen(
+            [*command, *TRIAL],
+            cwd=ROOT,
+            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            wait_for(training, 120, "a trial training")
+            chosen = min(training(), key=lambda run: run.step).id  # the most left to train
             watch.session_state["watch"] = [chosen]
             watch.run()
             assert not watch.exception
             watch.button(key=f"stop:{chosen}").click().run()
             assert lab.wait(chosen, 60).status == "stopped"
+
+            wait_for(lambda: lab.cluster() is not None and lab.cluster()["free_cpus"] == 0, 30)
+            home = page("app.py").run()
+            assert not home.exception
+            (field,) = [info.value for info in home.info if "Ray cluster" in info.value]
+            assert "2 node(s) (head, second)" in field and " of 2 CPUs free" in field
+            table = home.dataframe[0].value
+            assert set(table["node"].dropna()) <= {"head", "second"}
+            train = page("pages/1_Train.py").run()  # asks for the run's share of the cluster
+            assert train.text_input(key="run:num_cpus").value == "1"
+            assert train.text_input(key="run:num_gpus").value == "0"
             _, err = sweep.communicate(timeout=300)
-    finally:
-        sweep.kill()
+        finally:
+            sweep.kill()
     assert sweep.returncode == 0, err[-2000:]
     runs = json.loads(core("runs", "--json", "--store", url).stdout)
     assert sorted(run["status"] for run in runs) == ["completed"] * 3 + ["stopped"]
@@ -147,6 +147,53 @@ def test_a_run_asking_more_than_any_node_has_fails_saying_so(cluster, postgres) 
         status = engine.wait(run_id, 60)
         assert status.status == "failed"
         assert "no node of the cluster has 2 CPUs" in status.error
+    finally:
+        engine.close()
+
+
+def test_a_run_waits_for_a_free_cpu_and_can_be_stopped_while_it_waits(cluster, postgres) -> None:
+    engine = Engine(postgres.create_schema(), max_concurrent=3, ray_address=cluster.address)
+    try:
+        busy = [engine.start({**LONG, "seed": seed}) for seed in (0, 1)]
+        for run_id in busy:
+            started(engine, run_id)
+        waiting = engine.start(LONG)
+        time.sleep(2.0)
+        assert (engine.status(waiting).status, engine.status(waiting).step) == ("queued", 0)
+        engine.stop(waiting)
+        assert engine.wait(waiting, 10).status == "stopped"
+        for run_id in busy:
+            engine.stop(run_id)
+            assert engine.wait(run_id, 60).status == "stopped"
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize(
+    ("store_there", "error"),
+    [
+        # The actor cannot start: its node cannot reach the database.
+        (
+            "postgresql://nobody@127.0.0.1:9/nowhere",
+            "its Ray actor could not start on its node: StoreError: cannot use the store",
+        ),
+        # The actor starts, and finds another store, without the run.
+        ("{tmp}/elsewhere.sqlite", "its Ray actor failed: UnknownRunError: run_id: no run"),
+    ],
+    ids=["unreachable", "another store"],
+)
+def test_a_node_that_cannot_use_the_store_fails_the_run_saying_why(
+    cluster, postgres, tmp_path, store_there, error
+) -> None:
+    """As a node of another network, or with another file at the store's path, would."""
+    engine = Engine(postgres.create_schema(), ray_address=cluster.address)
+    try:
+        assert engine.cluster is not None
+        engine.cluster.location = store_there.format(tmp=tmp_path)
+        run_id = engine.start(LONG)
+        status = engine.wait(run_id, 60)
+        assert status.status == "failed", status
+        assert status.error.startswith(error), status.error
     finally:
         engine.close()
 
