@@ -1,5 +1,8 @@
 """`Engine`: starts runs in background threads, queues the rest, and answers for them.
 
+With a Ray address, its runs train as actors on the cluster's nodes instead, each
+steered from a thread here (see `core.engine.cluster`).
+
 At most `max_concurrent` runs train at once; the others wait in a FIFO queue. Every
 method is thread-safe and returns at once (except `wait` and `close`): a server, a CLI
 and tests all drive the same object. Runs and metrics live in the `Store`; the engine
@@ -19,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from core.engine.checkpoints import RunCheckpoints
-from core.engine.cluster import RayCluster
+from core.engine.cluster import ClusterError, RayCluster
 from core.engine.commands import CommandListener
 from core.engine.config import RunConfig
 from core.engine.execution import RunControl, RunExecution
@@ -56,7 +59,12 @@ class Engine(RunReader):
             raise ValueError(f"max_concurrent: must be in [1, 64] (got {max_concurrent!r})")
         self.store = store if isinstance(store, Store) else Store(store)
         self.max_concurrent = int(max_concurrent)
-        self.cluster = RayCluster(ray_address, self.store) if ray_address else None
+        try:
+            self.cluster = RayCluster(ray_address, self.store) if ray_address else None
+        except ClusterError:
+            if not isinstance(store, Store):  # the store it opened, not the caller's
+                self.store.close()
+            raise
         self.owner = owner.current()
         self.interrupted_at_start = self.store.mark_interrupted(is_alive=owner.alive)
         self._lock = threading.RLock()
