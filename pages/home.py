@@ -74,13 +74,14 @@ def cluster_field() -> None:
         return
     if "error" in cluster:
         st.warning(
-            f"Ray cluster at {cluster['address']}: {texts.literal(cluster['error'])}",
+            f"Ray cluster at {texts.literal(cluster['address'])}: "
+            f"{texts.literal(cluster['error'])}",
             icon=":material/lan:",
         )
         return
-    nodes = ", ".join(cluster["nodes"])
+    nodes = texts.literal(", ".join(cluster["nodes"]))  # names its operator chose
     st.info(
-        f"Runs train on the Ray cluster at {cluster['address']}: "
+        f"Runs train on the Ray cluster at {texts.literal(cluster['address'])}: "
         f"{len(cluster['nodes'])} node(s) ({nodes}), "
         f"{cluster['free_cpus']:g} of {cluster['cpus']:g} CPUs free, "
         f"{cluster['free_gpus']:g} of {cluster['gpus']:g} GPUs free.",
