@@ -30,6 +30,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from core.engine.instruments import INSTRUMENTS
+from core.engine.lr_find import RangeTest
 from core.series import downsample, flags_to_steps, robust_range
 from core.store import DIVERGED_EVENT, HISTOGRAM_EVENT, KNOB_EVENT, Event, Metrics
 
@@ -213,6 +214,57 @@ def hyperparameter_figure(rows: Sequence[Mapping[str, float | str]], target: str
             }
         )
     return _figure(f"hyperparameters/{target}", f"Hyperparameters and {target}", traces)
+
+
+def range_test_figure(curve: RangeTest) -> go.Figure:
+    """A learning-rate range test: each step's loss and the smoothed loss against the
+    rate (log axis), the suggested rate starred. The y range ends a little above the
+    smoothed loss before its lowest point, so that the explosion leaves the chart top."""
+    traces: list[dict[str, Any]] = []
+    yaxis: dict[str, Any] = {"title": {"text": "loss"}, "tickformat": TICK_FORMAT}
+    if len(curve.rates):
+        lowest = int(np.argmin(curve.smoothed))
+        top, bottom = float(curve.smoothed[: lowest + 1].max()), float(curve.smoothed.min())
+        yaxis["range"] = [bottom - 0.1 * (top - bottom), top + 0.25 * (top - bottom)]
+        hover = "rate %{x:.3~g}<br>loss %{y:" + HOVER_FORMAT + "}<extra>%{fullData.name}</extra>"
+        traces = [
+            {
+                "type": "scatter",
+                "x": curve.rates,
+                "y": curve.losses,
+                "mode": "markers",
+                "name": "loss",
+                "marker": {"size": 4, "color": PALETTE[6], "opacity": 0.6},
+                "hovertemplate": hover,
+            },
+            {
+                "type": "scatter",
+                "x": curve.rates,
+                "y": curve.smoothed,
+                "mode": "lines",
+                "name": "smoothed",
+                "line": {"color": PALETTE[0], "width": 2},
+                "hovertemplate": hover,
+            },
+        ]
+    if curve.suggested_at is not None:
+        traces.append(
+            {
+                "type": "scatter",
+                "x": [curve.suggestion],
+                "y": [curve.smoothed[curve.suggested_at]],
+                "mode": "markers+text",
+                "name": "suggested",
+                "text": [f"{curve.suggestion:.3g}"],
+                "textposition": "top right",
+                "marker": {"size": 14, "symbol": "star", "color": PALETTE[2]},
+                "hovertemplate": hover.replace("<extra>", " (suggested)<extra>"),
+            }
+        )
+    xaxis = {"type": "log", "title": {"text": "learning rate"}, "tickformat": TICK_FORMAT}
+    xaxis |= _log_ticks(None)
+    xaxis["hoverformat"] = HOVER_FORMAT
+    return _figure("lr_find", "Loss as the learning rate grows", traces, xaxis=xaxis, yaxis=yaxis)
 
 
 # What a chart is, and how the figures are drawn -------------------------------------------

@@ -8,9 +8,11 @@ from core import optimizers
 from core.data import files
 from core.engine import TASKS, run_fields
 from core.knobs import Knob
-from ui import forms, state, texts
+from core.store import UnknownRunError
+from ui import forms, range_test, state, texts
 from ui.train_form import (
     ERRORS,
+    RANGE_TEST,
     STARTED,
     TRANSFORMER_RULES,
     UPLOAD,
@@ -20,7 +22,9 @@ from ui.train_form import (
     seed_knobs,
     seed_widgets,
     submit,
+    take_suggested_rate,
     upload,
+    use_rate,
     use_rules,
     weight_key,
 )
@@ -35,6 +39,7 @@ def field(knob: Knob, key: str, errors: dict[str, str]) -> None:
 
 
 seed_widgets(st.session_state.pop(state.PREFILL, None))
+take_suggested_rate()
 errors: dict[str, str] = st.session_state.get(ERRORS, {})
 
 model_col, data_col, optimizer_col = st.columns(3)
@@ -131,10 +136,32 @@ other = {
 for name, reason in other.items():
     forms.error(name, reason)
 
-st.button(
+start_col, find_col = st.columns([1, 3])
+start_col.button(
     "Start training", icon=":material/play_arrow:", type="primary", on_click=submit, key="start"
+)
+find_col.button(
+    "Find a learning rate",
+    icon=":material/query_stats:",
+    on_click=submit,
+    args=(True,),
+    key="lr_find",
+    help="A learning-rate range test of this config: about 200 steps whose rate grows "
+    "from 1e-7 to 10 (the form's learning rate aside) until the loss explodes; then the "
+    "loss against the rate, and a suggested rate to use.",
 )
 if errors:
     st.warning(f"Nothing started: {len(errors)} field(s) need a fix.", icon=":material/warning:")
 if run_id := st.session_state.pop(STARTED, None):
     state.open_page("pages/2_Live.py", **{state.WATCH: [run_id]})
+try:
+    test = state.engine().status(test_id) if (test_id := st.session_state.get(RANGE_TEST)) else None
+except UnknownRunError:  # deleted since
+    test = st.session_state[RANGE_TEST] = None
+if test is not None:
+    with st.container(border=True):
+        st.fragment(range_test.panel, run_every=state.refresh_interval(test.active))(
+            test.id,
+            test.active,
+            lambda rate: use_rate(test.config["optimizer"], rate),
+        )

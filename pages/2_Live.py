@@ -7,12 +7,14 @@ from collections.abc import Callable
 import streamlit as st
 
 from core.charts import INSTRUMENT_HELP, instrument_figures, layer_figures, training_figures
-from core.engine import RunStatus
+from core.engine import RunConfig, RunStatus
 from core.engine.client import EngineUnavailable
+from core.engine.config import LR_FIND
 from core.engine.live import TASK_WEIGHT, live_knobs
+from core.engine.lr_find import training_config
 from core.knobs import InvalidInput, Knob, live_change
 from core.store import Command, UnknownRunError
-from ui import downloads, state, texts, views
+from ui import downloads, range_test, state, texts, views
 
 st.title(":material/monitoring: Live")
 
@@ -236,11 +238,21 @@ def run_panel(run: RunStatus) -> None:
             )
         if run.error:
             views.show_error(run)
+        if run.config.get("kind") == LR_FIND:
+            st.fragment(range_test.panel, run_every=state.refresh_interval(run.active))(
+                run.id, run.active, lambda rate: train_with(run, rate)
+            )
         if run.active and run.steerable:
             with st.expander("Change knobs while it trains", icon=":material/tune:"):
                 knob_form(run)
         elif run.active:
             st.caption("The process that trains this run has ended; it cannot be steered.")
+
+
+def train_with(test: RunStatus, rate: float) -> None:
+    """Opens Train with the config of a range test's run, at the rate it suggests."""
+    config = training_config(RunConfig.from_dict(test.config), float(f"{rate:.3g}"))
+    state.open_page("pages/1_Train.py", **{state.PREFILL: config.to_dict()})
 
 
 def progress(run_id: str, was_active: bool) -> None:

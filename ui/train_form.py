@@ -14,12 +14,15 @@ import streamlit as st
 from core import optimizers
 from core.data import files, tfds_source
 from core.engine import TASKS, RunConfig, run_fields
+from core.engine.lr_find import range_test_config
 from core.knobs import InvalidInput
 from ui import forms, state
 
 ERRORS = "train_errors"
 STARTED = "train_started"
 UPLOAD = "train_upload"
+RANGE_TEST = "train_lr_find"  # the range test started from the form
+SUGGESTED = "train_suggested_rate"  # (optimizer, rate) that "Use this rate" hands over
 
 
 def run_key(name: str) -> str:
@@ -116,8 +119,28 @@ def upload() -> None:
     st.session_state[ERRORS] = errors
 
 
-def submit() -> None:
-    """Validates the form; starts the run, or keeps every error for display."""
+def use_rate(optimizer: str, rate: float) -> None:
+    """Hands `rate` over to the form, for `take_suggested_rate` on the next run of the
+    page (a widget's value cannot change once it is drawn), and reruns it."""
+    st.session_state[SUGGESTED] = (optimizer, rate)
+    st.rerun()
+
+
+def take_suggested_rate() -> None:
+    """Puts a rate that "Use this rate" handed over into the learning_rate field of its
+    optimizer, and picks that optimizer; before the widgets are drawn."""
+    handed = st.session_state.pop(SUGGESTED, None)
+    if handed is None:
+        return
+    optimizer, rate = handed
+    knob = next(k for k in optimizers.get_spec(optimizer).knobs if k.name == "learning_rate")
+    st.session_state[run_key("optimizer")] = optimizer
+    st.session_state[knob_key(optimizer, knob.name)] = forms.initial(knob, float(f"{rate:.3g}"))
+
+
+def submit(range_test: bool = False) -> None:
+    """Validates the form; starts the run (a learning-rate range test of its config if
+    `range_test`), or keeps every error for display."""
     errors: dict[str, str] = {}
     values: dict[str, Any] = {}
     for name, knob in run_fields().items():
@@ -150,6 +173,9 @@ def submit() -> None:
     except InvalidInput as exc:
         errors = exc.errors | errors
     st.session_state[ERRORS] = errors
-    if not errors:
-        run_id = state.engine().start(config)
-        st.session_state[STARTED] = run_id
+    if errors:
+        return
+    if range_test:
+        st.session_state[RANGE_TEST] = state.engine().start(range_test_config(config))
+    else:
+        st.session_state[STARTED] = state.engine().start(config)

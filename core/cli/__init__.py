@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line on `argv` (default: `sys.argv[1:]`); returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     plugins = needs_plugins(argv)
-    trains = {"train", "sweep"} & set(argv) and not {"-h", "--help"} & set(argv)
+    trains = {"train", "sweep", "lr-find"} & set(argv) and not {"-h", "--help"} & set(argv)
     if (plugins or trains) and "TF_CPP_MIN_LOG_LEVEL" not in os.environ:
         _import_tensorflow_quietly()
     specs = optimizers.specs() if plugins else list(catalog.BUILTIN)

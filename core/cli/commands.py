@@ -1,4 +1,4 @@
-"""The commands: `train`, `sweep`, `resume`, `fork`, `runs`, `export`, `delete`, `serve`,
+"""The commands: `train`, `sweep`, `lr-find`, `resume`, `fork`, `runs`, `export`, `delete`, `serve`,
 and `stop`, `pause` and `set` to steer a run; each a function of the parsed arguments that
 returns the exit status."""
 
@@ -13,7 +13,9 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
+
+import numpy as np
 
 from core.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError, report
 from core.cli.parser import given_changes, run_config
@@ -24,10 +26,14 @@ from core.engine.checkpoints import RunCheckpoints
 from core.engine.client import EngineClient
 from core.engine.cluster import ClusterError, check_reachable
 from core.engine.live import TASK_WEIGHT
+from core.engine.lr_find import END as LR_FIND_END
+from core.engine.lr_find import STEPS as LR_FIND_STEPS
+from core.engine.lr_find import RangeTest, range_test_config
 from core.engine.workers import this_worker
 from core.export import safe_path, write_csv, write_tensorboard
 from core.knobs import InvalidInput
 from core.store import (
+    LR_FIND_ENDED_EVENT,
     RunRecord,
     Store,
     StoreError,
@@ -161,9 +167,9 @@ def steer(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _follow(engine: Engine, run_id: str) -> int:
-    """Draws the run's progress until it ends (Ctrl-C stops it), prints its summary,
-    and returns the exit status."""
+def _follow(engine: Engine, run_id: str, summary: TextIO | None = None) -> int:
+    """Draws the run's progress until it ends (Ctrl-C stops it), prints its summary to
+    `summary` (default: stdout), and returns the exit status."""
     watch = RunWatch(engine, run_id, ProgressBar(sys.stderr))
     try:
         status = watch.until_done()
@@ -174,7 +180,7 @@ def _follow(engine: Engine, run_id: str) -> int:
             engine.stop(run_id)
         status = watch.until_done()
         interrupted = True
-    print(format_summary(status), flush=True)
+    print(format_summary(status), file=summary or sys.stdout, flush=True)
     if interrupted:
         return EXIT_INTERRUPTED
     if status.status == "completed":
@@ -222,8 +228,8 @@ def runs(args: argparse.Namespace) -> int:
 
 
 def run_json(record: RunRecord, saved: RunCheckpoints | None = None) -> dict[str, Any]:
-    """A run for `runs --json`: `id`, `name`, `status`, `optimizer`, `model`, `dataset`,
-    `created`, `started`, `finished` (ISO 8601, UTC, or null), `step`, `total_steps`,
+    """A run for `runs --json`: `id`, `name`, `kind` (train, or lr_find for a
+    learning-rate range test), `status`, `optimizer`, `model`, `dataset`, `created`, `started`, `finished` (ISO 8601, UTC, or null), `step`, `total_steps`,
     `final_metrics`, `error`, `config`, `parent` and `forked_at` (a fork's origin, else
     null), `node` (the machine or Ray node that trains it, null before it starts), and
     with its checkpoints `saved`, their steps (`checkpoints`) and size on disk
@@ -233,6 +239,7 @@ def run_json(record: RunRecord, saved: RunCheckpoints | None = None) -> dict[str
         {
             "id": record.id,
             "name": record.name,
+            "kind": record.config.get("kind", "train"),
             "status": record.status,
             "optimizer": record.config.get("optimizer"),
             "model": record.config.get("model"),
@@ -390,6 +397,68 @@ def _strict_json(value: Any) -> Any:
     return value
 
 
+def lr_find(args: argparse.Namespace) -> int:
+    """Runs a learning-rate range test of the run flags' config in an engine of its own,
+    drawing its progress; prints its curve and, last, the suggested rate (or all of it as
+    JSON). Fails when the curve gives no suggestion."""
+    config = run_config(args)
+    test = range_test_config(
+        config,
+        steps=config.max_steps or LR_FIND_STEPS,
+        start=config.lr_find_start,
+        end=given_changes(args).get("learning_rate", LR_FIND_END),
+    )
+    engine = open_engine(args, max_concurrent=1, must_exist=False)
+    try:
+        run_id = engine.start(test)
+        if not args.json:
+            print(run_id, flush=True)
+        code = _follow(engine, run_id, summary=sys.stderr if args.json else None)
+        curve = RangeTest.of(engine.store.read_metrics(run_id))
+        ended = engine.store.events(run_id, LR_FIND_ENDED_EVENT)
+    finally:
+        engine.close()
+    reason = ended[-1].payload["reason"] if ended else None
+    if args.json:
+        print(json.dumps(_strict_json(range_test_json(run_id, curve, reason))), flush=True)
+    else:
+        print(format_range_test(curve, reason), flush=True)
+    if code == EXIT_OK and curve.suggestion is None:
+        report(f"run {run_id}: no suggestion: the loss never fell over the range")
+        return EXIT_FAILED
+    return code
+
+
+def range_test_json(run_id: str, curve: RangeTest, reason: str | None) -> dict[str, Any]:
+    return {
+        "run_id": run_id,
+        "learning_rate": curve.rates.tolist(),
+        "loss": curve.losses.tolist(),
+        "smoothed_loss": curve.smoothed.tolist(),
+        "ended_early": reason,
+        "suggested_learning_rate": curve.suggestion,
+    }
+
+
+def format_range_test(curve: RangeTest, reason: str | None, rows: int = 12) -> str:
+    """The curve as a few rows of rate and smoothed loss, why it ended early, and the
+    suggestion last."""
+    lines = [f"{'learning_rate':>14}  {'loss (smoothed)':>15}"]
+    shown = (
+        set(np.linspace(0, len(curve.rates) - 1, rows).astype(int)) if len(curve.rates) else set()
+    )
+    if curve.suggested_at is not None:
+        shown.add(curve.suggested_at)
+    for i in sorted(shown):
+        mark = "  <- suggested" if i == curve.suggested_at else ""
+        lines.append(f"{curve.rates[i]:>14.3g}  {curve.smoothed[i]:>15.4g}{mark}")
+    if reason:
+        lines.append(f"ended early: {reason}")
+    suggestion = "none" if curve.suggestion is None else f"{curve.suggestion:.3g}"
+    lines.append(f"suggested learning_rate: {suggestion}")
+    return "\n".join(lines)
+
+
 def sweep(args: argparse.Namespace) -> int:
     """Runs or joins a hyperparameter sweep in an engine of its own (see `sweeping`)."""
     joins = not args.params  # a study to join is in a store that exists
@@ -401,6 +470,7 @@ def sweep(args: argparse.Namespace) -> int:
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "train": train,
     "sweep": sweep,
+    "lr-find": lr_find,
     "catalog": catalog,
     "resume": resume,
     "fork": fork,

@@ -36,13 +36,13 @@ EPILOG = """exit status:
 
 
 def needs_plugins(argv: Sequence[str]) -> bool:
-    """Whether the command lists the plugins (`catalog`), or `train` or `sweep` may need
-    one: it names an optimizer, a model or a dataset that is not built in, or takes a
-    `--config` file (which may). Loading plugins imports TensorFlow, which `--help` and
-    the other commands do without."""
+    """Whether the command lists the plugins (`catalog`), or `train`, `sweep` or
+    `lr-find` may need one: it names an optimizer, a model or a dataset that is not
+    built in, or takes a `--config` file (which may). Loading plugins imports
+    TensorFlow, which `--help` and the other commands do without."""
     if "catalog" in argv:
         return True
-    if "train" not in argv and "sweep" not in argv:
+    if not {"train", "sweep", "lr-find"} & set(argv):
         return False
     builtin = {
         "--optimizer": catalog.BUILTIN_NAMES,
@@ -108,6 +108,28 @@ def build_parser(
     )
     _add_train_arguments(train, specs, plugins)
     train.set_defaults(command="train")
+
+    lr_find = commands.add_parser(
+        "lr-find",
+        parents=[store, cluster],
+        help="A learning-rate range test: the loss as the rate grows, and a suggested rate.",
+        description="Run a learning-rate range test of the config the run flags give (Smith "
+        "2017): the rate grows exponentially from --lr-find-start (default 1e-7) to "
+        "--learning-rate (default 10) over --max-steps steps (default 200), ending early "
+        "once the loss explodes. The test is kept as a run of kind lr_find, which the "
+        "dashboard shows again. Prints the loss against the rate, then `suggested "
+        "learning_rate: VALUE` last: the rate where the smoothed log-loss falls fastest.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    lr_find.add_argument(
+        "--json",
+        action="store_true",
+        help="Print one JSON object instead: the run id, each step's rate, loss and "
+        "smoothed loss, why the test ended, and the suggestion (null when there is none).",
+    )
+    _add_train_arguments(lr_find, specs, plugins)
+    lr_find.set_defaults(command="lr-find")
 
     sweep = commands.add_parser(
         "sweep",

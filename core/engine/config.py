@@ -29,6 +29,8 @@ PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 # empty (see `instrument_intervals`).
 MEASUREMENTS_PER_RUN = 20
 TASKS = ("digit", "parity")
+LR_FIND = "lr_find"
+RUN_KINDS = ("train", LR_FIND)
 
 FIELDS: tuple[Knob, ...] = (
     Knob("name", "text", None, "A label for the run (its id stays unique).", optional=True),
@@ -147,6 +149,23 @@ FIELDS: tuple[Knob, ...] = (
     ),
     Knob("data_dir", "text", None, "TFDS data dir, for TFDS datasets.", optional=True),
     Knob(
+        "kind",
+        "choice",
+        "train",
+        "train: a training run; lr_find: a learning-rate range test, whose rate grows "
+        "exponentially from lr_find_start to learning_rate over its steps and which ends "
+        "when the loss explodes (see `lr-find`).",
+        choices=RUN_KINDS,
+    ),
+    Knob(
+        "lr_find_start",
+        "float",
+        1e-7,
+        "The first learning rate of an lr_find run (below its learning_rate).",
+        low=1e-12,
+        high=100.0,
+    ),
+    Knob(
         "num_cpus",
         "float",
         1.0,
@@ -203,6 +222,8 @@ class RunConfig:
     strategy: str = DEFAULTS["strategy"]
     name: str | None = DEFAULTS["name"]
     data_dir: str | None = DEFAULTS["data_dir"]
+    kind: str = DEFAULTS["kind"]
+    lr_find_start: float = DEFAULTS["lr_find_start"]
     num_cpus: float = DEFAULTS["num_cpus"]
     num_gpus: float = DEFAULTS["num_gpus"]
 
@@ -369,6 +390,12 @@ def _check(values: Mapping[str, Any]) -> dict[str, Any]:
             checked["hyperparameters"] = spec.validate(hyperparameters)
         except InvalidInput as exc:
             errors |= exc.errors
+
+    rate = checked.get("hyperparameters", {}).get("learning_rate")
+    start = checked.get("lr_find_start")
+    range_test = checked.get("kind") == LR_FIND and start is not None
+    if range_test and isinstance(rate, float) and start >= rate:
+        errors["lr_find_start"] = f"must be below learning_rate, {rate:g} (got {start:g})"
 
     weights = values.get("task_weights", dict.fromkeys(TASKS, 1.0))
     reason = _task_weights_error(weights)

@@ -27,11 +27,13 @@ import numpy as np
 
 from core.data import DatasetUnavailable
 from core.engine.checkpoints import CheckpointSchedule, RunCheckpoints
-from core.engine.config import RunConfig
+from core.engine.config import LR_FIND, RunConfig
+from core.engine.lr_find import Explosion
 from core.store import (
     DIVERGED_EVENT,
     HISTOGRAM_EVENT,
     KNOB_EVENT,
+    LR_FIND_ENDED_EVENT,
     RESTORED_EVENT,
     Store,
     StoreError,
@@ -117,6 +119,8 @@ class RunExecution:
         self.schedule = CheckpointSchedule(self.config.checkpoint_every)
         self.trainer: Any = None
         self.writer: Any = None  # the run's metrics writer, while it trains
+        # A range test (kind lr_find) watches its loss and skips validation.
+        self.explosion = Explosion() if self.config.kind == LR_FIND else None
 
     def __call__(self) -> str:
         """Trains until the run ends; returns its final status."""
@@ -237,10 +241,12 @@ class RunExecution:
                 control.clock_stop()
                 self._wait_while_paused(step - 1)
                 control.clock_start()
+            # Before a stop too: a change its sender was told was taken is recorded, and
+            # the stop's checkpoint holds it for a resume.
+            self._apply_updates(trainer, writer, step)
             if control.stop_reason is not None:
                 self._checkpoint(control.step)
                 return control.stop_reason
-            self._apply_updates(trainer, writer, step)
 
             last_step = step == trainer.total_steps
             # A step that measures logs too: its instruments' values beside the loss,
@@ -254,13 +260,16 @@ class RunExecution:
             if measured.histograms is not None:
                 writer.add_event(step, HISTOGRAM_EVENT, measured.histograms)
             validate_every = config.val_every or trainer.steps_per_epoch
-            if step % validate_every == 0 or last_step:
+            if (step % validate_every == 0 or last_step) and self.explosion is None:
                 row |= trainer.evaluate()
             if row:
                 writer.append(step, row)
                 self._remember(row)
             self.diverged_at = measured.diverged_at or self.diverged_at
             control.step = step
+            if self.explosion is not None and (reason := self._exploded(row)):
+                self.store.add_event(self.run_id, step, LR_FIND_ENDED_EVENT, {"reason": reason})
+                return "completed"  # the range test's end; its curve is complete
             if self.diverged_at is not None:
                 self.store.add_event(
                     self.run_id, self.diverged_at, DIVERGED_EVENT, {"loss": row.get("loss")}
@@ -269,6 +278,13 @@ class RunExecution:
             if last_step or self.schedule.due(step, control.training_seconds):
                 self._checkpoint(step, row.get("val_accuracy"))
         return "completed"
+
+    def _exploded(self, row: dict[str, float]) -> str | None:
+        """Why a range test ends at the step of `row`: its loss exploded, or it diverged."""
+        assert self.explosion is not None
+        if self.diverged_at is not None:
+            return f"the loss or the weights stopped being finite at step {self.diverged_at}"
+        return self.explosion.ended(row["loss"]) if "loss" in row else None
 
     def _wait_while_paused(self, step: int) -> None:
         self._checkpoint(step)

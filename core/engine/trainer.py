@@ -24,12 +24,12 @@ import tensorflow as tf
 
 from core import data, models, optimizers
 from core.engine import precision
-from core.engine.config import RunConfig, instrument_intervals
+from core.engine.config import LR_FIND, RunConfig, instrument_intervals
 from core.engine.instruments import INSTRUMENTS, Instrument, Measurements, ReplicaStep
 from core.engine.live import TASK_WEIGHT
 from core.engine.tasks import task_of
 from core.engine.telemetry import Telemetry
-from core.optimizers.schedules import LiveSchedule
+from core.optimizers.schedules import RANGE_TEST, LiveSchedule
 
 __all__ = ["Measurements", "Trainer"]
 
@@ -124,15 +124,18 @@ class Trainer:
         self._eval_batch = tf.function(functools.partial(Trainer._eval_batch_fn, self))
 
     def _scheduled(self, hyperparameters: Mapping[str, Any]) -> dict[str, Any]:
-        """The hyperparameters, the learning rate a `LiveSchedule` when the run has one."""
+        """The hyperparameters, the learning rate a `LiveSchedule` when the run has one
+        (a range test always has one)."""
         config = self.config
-        if config.lr_schedule == "constant" and config.warmup_steps == 0:
+        range_test = config.kind == LR_FIND
+        if config.lr_schedule == "constant" and config.warmup_steps == 0 and not range_test:
             return dict(hyperparameters)
         schedule = LiveSchedule(
             hyperparameters["learning_rate"],  # every knob is filled in: the peak
-            config.lr_schedule,
+            RANGE_TEST if range_test else config.lr_schedule,
             config.warmup_steps,
             self.total_steps,
+            start_rate=config.lr_find_start if range_test else None,
         )
         return {**hyperparameters, "learning_rate": schedule}
 

@@ -92,6 +92,8 @@ DIVERGED_EVENT: Final = "diverged"
 HISTOGRAM_EVENT: Final = "histogram"
 #: A resumed run took up its checkpoint of this step; the steps after it were trained again.
 RESTORED_EVENT: Final = "restored"
+#: A learning-rate range test ended early at this step: `{"reason"}` (see `core.engine.lr_find`).
+LR_FIND_ENDED_EVENT: Final = "lr_find_ended"
 
 
 @dataclass(frozen=True, slots=True)
