@@ -32,7 +32,7 @@ from core.store import Store
 from tests import app_server
 from tests.browser import ARTIFACTS, NEEDS_CHROMIUM, charts_with_data, chromium, screenshot
 
-pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
+pytestmark = [pytest.mark.slow, pytest.mark.serial, NEEDS_CHROMIUM]
 
 RACE_GUARD = 90.0  # seconds; the target, 30, is bench figure 11's (issue 10, target 3)
 STOP_SECONDS = 5.0  # from the stop command to the run's end, final validation included
