@@ -31,6 +31,7 @@ import plotly.graph_objects as go
 
 from core.engine.instruments import INSTRUMENTS
 from core.engine.lr_find import RangeTest
+from core.group_comparison import mean_band
 from core.series import downsample, flags_to_steps, robust_range
 from core.store import DIVERGED_EVENT, HISTOGRAM_EVENT, KNOB_EVENT, Event, Metrics
 
@@ -265,6 +266,51 @@ def range_test_figure(curve: RangeTest) -> go.Figure:
     xaxis |= _log_ticks(None)
     xaxis["hoverformat"] = HOVER_FORMAT
     return _figure("lr_find", "Loss as the learning rate grows", traces, xaxis=xaxis, yaxis=yaxis)
+
+
+def group_figure(groups: Mapping[str, Sequence[Metrics]], key: str) -> go.Figure:
+    """Each group of repeats (label → its runs' metrics) as the mean of `key` over its runs,
+    with a band of the 95% t-interval of that mean at each step (`mean_band`)."""
+    traces: list[dict[str, Any]] = []
+    for i, (label, series) in enumerate(groups.items()):
+        steps, mean, margin = mean_band(series, key)
+        if not len(steps):
+            continue
+        colour = _run_colour(i)
+        name = f"{literal(label)} ({len(series)} runs)"
+        if not np.isnan(margin).all():
+            traces.append(
+                {
+                    "type": "scatter",
+                    "x": np.concatenate([steps, steps[::-1]]),
+                    "y": np.concatenate([mean + margin, (mean - margin)[::-1]]),
+                    "fill": "toself",
+                    "fillcolor": colour,
+                    "opacity": 0.2,
+                    "line": {"width": 0},
+                    "hoverinfo": "skip",
+                    "name": f"{name}: 95% interval of the mean",
+                    "legendgroup": label,
+                    "showlegend": False,
+                }
+            )
+        traces.append(
+            {
+                "type": "scatter",
+                "x": steps,
+                "y": mean,
+                "mode": "lines",
+                "name": name,
+                "legendgroup": label,
+                "line": {"color": colour},
+                "hovertemplate": "step %{x:,}<br>mean %{y:"
+                + HOVER_FORMAT
+                + "}<extra>%{fullData.name}</extra>",
+            }
+        )
+    title = f"{key}: each group's mean over its seeds, with its 95% t-interval"
+    yaxis = {"title": {"text": key}, "tickformat": TICK_FORMAT}
+    return _figure(f"groups/{key}", title, traces, yaxis=yaxis)
 
 
 # What a chart is, and how the figures are drawn -------------------------------------------

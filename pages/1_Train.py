@@ -7,15 +7,19 @@ import streamlit as st
 from core import optimizers
 from core.data import files
 from core.engine import TASKS, run_fields
+from core.engine.repeats import MAX_REPEATS
+from core.engine.repeats import VARY as VARY_CHOICES
 from core.knobs import Knob
 from core.store import UnknownRunError
 from ui import forms, range_test, state, texts
 from ui.train_form import (
     ERRORS,
     RANGE_TEST,
+    REPEATS,
     STARTED,
     TRANSFORMER_RULES,
     UPLOAD,
+    VARY,
     dataset_options,
     knob_key,
     run_key,
@@ -117,6 +121,23 @@ columns = st.columns(3)
 for i, name in enumerate(run_settings):
     with columns[i % 3]:
         field(FIELDS[name], run_key(name), errors)
+repeat_cols = st.columns(3)
+repeat_cols[0].number_input(
+    "repeats",
+    min_value=1,
+    max_value=MAX_REPEATS,
+    value=1,
+    key=REPEATS,
+    help="Train this config this many times, with seeds seed, seed+1, …, as one group: "
+    "Compare then says how sure a difference between groups is.",
+)
+if st.session_state[REPEATS] > 1:
+    repeat_cols[1].selectbox(
+        "the seeds vary",
+        VARY_CHOICES,
+        key=VARY,
+        help="both: the initial weights and the batch order; init or data: only one.",
+    )
 toggle_cols = st.columns(3)
 with toggle_cols[0]:
     field(FIELDS["telemetry"], run_key("telemetry"), errors)
@@ -152,8 +173,8 @@ find_col.button(
 )
 if errors:
     st.warning(f"Nothing started: {len(errors)} field(s) need a fix.", icon=":material/warning:")
-if run_id := st.session_state.pop(STARTED, None):
-    state.open_page("pages/2_Live.py", **{state.WATCH: [run_id]})
+if run_ids := st.session_state.pop(STARTED, None):
+    state.open_page("pages/2_Live.py", **{state.WATCH: run_ids})
 try:
     test = state.engine().status(test_id) if (test_id := st.session_state.get(RANGE_TEST)) else None
 except UnknownRunError:  # deleted since

@@ -1,5 +1,6 @@
 """Compare: overlay runs on the same charts; their final metrics and the settings that
-differ between them, as a table and as parallel coordinates."""
+differ between them, as a table and as parallel coordinates; and two groups of repeats
+compared with the uncertainty their seeds leave."""
 
 from __future__ import annotations
 
@@ -7,8 +8,16 @@ from typing import Any
 
 import streamlit as st
 
-from core.charts import INSTRUMENT_HELP, hyperparameter_figure, instrument_figures, live_figures
+from core.charts import (
+    INSTRUMENT_HELP,
+    group_figure,
+    hyperparameter_figure,
+    instrument_figures,
+    live_figures,
+)
 from core.engine import RunStatus
+from core.engine.repeats import group_label, groups
+from core.group_comparison import compare, describe, higher_is_better, time_to_target, value_at
 from core.sweep import numeric, parallel_rows, settings, varying
 from ui import downloads, state, texts, views
 
@@ -54,6 +63,64 @@ def alike(run: RunStatus, differ: list[str]) -> str:
     )
 
 
+GROUP_METRICS = ("val_accuracy", "val_loss", "accuracy", "loss", "val_mae")
+AT = ("the end", "a step", "time to reach")
+
+
+def group_comparison(runs: dict[str, RunStatus]) -> None:
+    """Is A better than B? Two groups of repeats, one metric at one point (or the steps
+    to reach a value), compared in words, with both groups drawn as mean and band."""
+    st.subheader("Is A better than B?")
+    found = groups(run for run in runs.values() if run.status == "completed")
+    if len(found) < 2:
+        st.caption(
+            "Train a config with **repeats** above 1 (on Train, or `train --repeats N`) for "
+            "each of two configs: each is a group of runs over seeds, and here one group is "
+            "compared with the other, with a 95% interval and p-values."
+        )
+        return
+    labels = {group: f"{group_label(members)} ×{len(members)}" for group, members in found.items()}
+    a_col, b_col, metric_col = st.columns(3)
+    a = a_col.selectbox("A", list(found), format_func=labels.get, key="compare:a")
+    b = b_col.selectbox("B", [g for g in found if g != a], format_func=labels.get, key="compare:b")
+    metric = metric_col.selectbox("metric", GROUP_METRICS, key="compare:metric")
+    at_col, where_col = st.columns(2)
+    at = at_col.radio("at", AT, horizontal=True, key="compare:at")
+    metrics = {g: [engine.metrics(run.id) for run in found[g]] for g in (a, b)}
+    if at == "a step":
+        step = int(where_col.number_input("step", min_value=1, value=100, key="compare:step"))
+        values = {g: [value_at(m, metric, step) for m in metrics[g]] for g in (a, b)}
+        what = f"{metric} at step {step:,}"
+    elif at == "time to reach":
+        target = where_col.number_input("target", value=0.9, format="%g", key="compare:target")
+        better = higher_is_better(metric)
+        values = {
+            g: [
+                time_to_target(m.steps, m[metric], target, higher_is_better=better)
+                if metric in m
+                else float("inf")
+                for m in metrics[g]
+            ]
+            for g in (a, b)
+        }
+        what = f"steps to {metric} {'≥' if better else '≤'} {target:g}"
+    else:
+        values = {g: [value_at(m, metric) for m in metrics[g]] for g in (a, b)}
+        what = f"final {metric}"
+    try:
+        result = compare(values[a], values[b])
+    except ValueError as exc:
+        st.warning(f"Not compared: {exc}.", icon=":material/warning:")
+    else:
+        percent = "accuracy" in metric and at != "time to reach"
+        text = describe(result, group_label(found[a]), group_label(found[b]), what, percent=percent)
+        st.markdown(texts.literal(text))
+    st.plotly_chart(
+        group_figure({labels[a]: metrics[a], labels[b]: metrics[b]}, metric),
+        key="chart:groups",
+    )
+
+
 runs, selected = views.pick_runs(
     engine,
     SELECTION,
@@ -65,6 +132,7 @@ if not selected:
         "Pick runs to compare (any number; finished runs are listed first on Home).",
         icon=":material/info:",
     )
+    group_comparison(runs)
     st.stop()
 
 chosen = [runs[i] for i in selected]
@@ -97,3 +165,4 @@ shown = [views.run_view(engine, run) for run in chosen]
 views.show_in_columns(live_figures(shown))
 st.subheader("Instruments")
 views.show_in_columns(instrument_figures(shown), captions=INSTRUMENT_HELP)
+group_comparison(runs)

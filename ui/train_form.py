@@ -15,11 +15,14 @@ from core import optimizers
 from core.data import files, tfds_source
 from core.engine import TASKS, RunConfig, run_fields
 from core.engine.lr_find import range_test_config
+from core.engine.repeats import repeat_configs
 from core.knobs import InvalidInput
 from ui import forms, state
 
 ERRORS = "train_errors"
-STARTED = "train_started"
+STARTED = "train_started"  # the ids of the runs just started
+REPEATS = "train:repeats"
+VARY = "train:vary"
 UPLOAD = "train_upload"
 RANGE_TEST = "train_lr_find"  # the range test started from the form
 SUGGESTED = "train_suggested_rate"  # (optimizer, rate) that "Use this rate" hands over
@@ -148,6 +151,7 @@ def submit(range_test: bool = False) -> None:
             values[name] = forms.parse(knob, forms.value(knob, run_key(name)))
         except ValueError as exc:
             errors[name] = str(exc)
+    values["group"] = None  # a clone of a repeat is not one more of its group
     spec = optimizers.get_spec(values["optimizer"])
     hyperparameters = {}
     for knob in spec.knobs:
@@ -172,10 +176,18 @@ def submit(range_test: bool = False) -> None:
         config = RunConfig.from_dict({**checked, "hyperparameters": hyperparameters})
     except InvalidInput as exc:
         errors = exc.errors | errors
+    if not errors and not range_test:
+        try:
+            configs = repeat_configs(
+                config, int(st.session_state.get(REPEATS, 1)), st.session_state.get(VARY, "both")
+            )
+        except InvalidInput as exc:
+            errors = exc.errors
     st.session_state[ERRORS] = errors
     if errors:
         return
+    engine = state.engine()
     if range_test:
-        st.session_state[RANGE_TEST] = state.engine().start(range_test_config(config))
+        st.session_state[RANGE_TEST] = engine.start(range_test_config(config))
     else:
-        st.session_state[STARTED] = state.engine().start(config)
+        st.session_state[STARTED] = [engine.start(c) for c in configs]

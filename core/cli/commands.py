@@ -29,8 +29,10 @@ from core.engine.live import TASK_WEIGHT
 from core.engine.lr_find import END as LR_FIND_END
 from core.engine.lr_find import STEPS as LR_FIND_STEPS
 from core.engine.lr_find import RangeTest, range_test_config
+from core.engine.repeats import repeat_configs
 from core.engine.workers import this_worker
 from core.export import safe_path, write_csv, write_tensorboard
+from core.group_comparison import mean_interval
 from core.knobs import InvalidInput
 from core.store import (
     LR_FIND_ENDED_EVENT,
@@ -48,6 +50,8 @@ T = TypeVar("T")
 #: How long `stop`, `pause` and `set` wait for the run's process to carry them out: it
 #: takes commands between two steps, so a step longer than this one times out.
 STEER_SECONDS = 60.0
+#: The final metrics that `train --repeats` sums up over its group.
+FINAL_GROUP_KEYS = ("loss", "accuracy", "val_loss", "val_accuracy", "best_val_accuracy", "val_mae")
 
 
 def train(args: argparse.Namespace) -> int:
@@ -56,6 +60,10 @@ def train(args: argparse.Namespace) -> int:
     which records the run (see `core.engine.workers`): its own copy goes to a store of
     its own that it deletes."""
     config = run_config(args)  # before the store: bad input writes nothing
+    if args.repeats != 1:
+        if config.strategy == "multiworker":
+            raise UsageError("--repeats: a multi-worker run is trained once at a time")
+        return _train_repeats(args, repeat_configs(config, args.repeats, args.vary))
     if config.strategy == "multiworker":
         try:
             worker = this_worker()
@@ -78,6 +86,44 @@ def _train(args: argparse.Namespace, config: RunConfig) -> int:
         return _follow(engine, run_id)
     finally:
         engine.close()
+
+
+def _train_repeats(args: argparse.Namespace, configs: Sequence[RunConfig]) -> int:
+    """Trains the repeats one after another, each with its progress (Ctrl-C stops the
+    one training and those still queued), then prints the group's final metrics."""
+    engine = open_engine(args, max_concurrent=1, must_exist=False)
+    try:
+        run_ids = [engine.start(config) for config in configs]
+        print("\n".join(run_ids), flush=True)
+        codes = []
+        for run_id in run_ids:
+            codes.append(_follow(engine, run_id))
+            if codes[-1] == EXIT_INTERRUPTED:
+                for queued in run_ids[len(codes) :]:
+                    with contextlib.suppress(InvalidInput):
+                        engine.stop(queued)
+                break
+        records = [engine.store.get_run(run_id) for run_id in run_ids]
+    finally:
+        engine.close()
+    print(format_group([r for r in records if r is not None]), flush=True)
+    return max(codes, key=[EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED].index)
+
+
+def format_group(records: Sequence[RunRecord]) -> str:
+    """The group's final metrics: each one's mean and 95% t-interval over the runs that
+    completed."""
+    completed = [r for r in records if r.status == "completed" and r.final_metrics]
+    group = records[0].config.get("group") if records else None
+    lines = [f"group {group}: {len(completed)} of {len(records)} runs completed"]
+    keys = [k for k in FINAL_GROUP_KEYS if all(k in r.final_metrics for r in completed)]
+    for key in keys if completed else ():
+        mean, margin = mean_interval([r.final_metrics[key] for r in completed])
+        spread = "" if margin is None else f" ± {margin:.4g}"
+        lines.append(f"  {key:<18} {mean:.6g}{spread}")
+    if len(completed) > 1:
+        lines.append("  (mean ± half the 95% t-interval over the runs)")
+    return "\n".join(lines)
 
 
 def resume(args: argparse.Namespace) -> int:
@@ -229,17 +275,20 @@ def runs(args: argparse.Namespace) -> int:
 
 def run_json(record: RunRecord, saved: RunCheckpoints | None = None) -> dict[str, Any]:
     """A run for `runs --json`: `id`, `name`, `kind` (train, or lr_find for a
-    learning-rate range test), `status`, `optimizer`, `model`, `dataset`, `created`, `started`, `finished` (ISO 8601, UTC, or null), `step`, `total_steps`,
-    `final_metrics`, `error`, `config`, `parent` and `forked_at` (a fork's origin, else
-    null), `node` (the machine or Ray node that trains it, null before it starts), and
-    with its checkpoints `saved`, their steps (`checkpoints`) and size on disk
-    (`checkpoint_bytes`); NaN and infinities become null."""
+    learning-rate range test), `group` (the repeats it is one of, else null), `status`,
+    `optimizer`, `model`, `dataset`, `created`, `started`, `finished` (ISO 8601, UTC, or
+    null), `step`, `total_steps`, `final_metrics`, `error`, `config`, `parent` and
+    `forked_at` (a fork's origin, else null), `node` (the machine or Ray node that trains
+    it, null before it starts), and with its checkpoints `saved`, their steps
+    (`checkpoints`) and size on disk (`checkpoint_bytes`); NaN and infinities become
+    null."""
     checkpoints = saved.list() if saved is not None else []
     return _strict_json(
         {
             "id": record.id,
             "name": record.name,
             "kind": record.config.get("kind", "train"),
+            "group": record.config.get("group"),
             "status": record.status,
             "optimizer": record.config.get("optimizer"),
             "model": record.config.get("model"),

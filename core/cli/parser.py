@@ -17,6 +17,7 @@ from core.cli.exits import UsageError
 from core.data import files
 from core.engine import FIELDS, RunConfig, fields
 from core.engine.cluster import ADDRESS_VAR
+from core.engine.repeats import VARY
 from core.knobs import Knob, read_number
 from core.optimizers import catalog
 from core.optimizers.catalog import OptimizerSpec
@@ -107,6 +108,23 @@ def build_parser(
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_train_arguments(train, specs, plugins)
+    repeats = train.add_argument_group("repeats")
+    repeats.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        metavar="N",
+        help="Train N runs of this config with seeds seed … seed+N−1, as one group "
+        "(`runs --json` gives each its group), one after another; then print the mean "
+        "and 95%% t-interval of each final metric over them. Default: 1.",
+    )
+    repeats.add_argument(
+        "--vary",
+        choices=VARY,
+        default="both",
+        help="What the repeats' seeds vary: both the initial weights and the batch order "
+        "(default), or only one of them.",
+    )
     train.set_defaults(command="train")
 
     lr_find = commands.add_parser(

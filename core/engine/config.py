@@ -82,9 +82,26 @@ FIELDS: tuple[Knob, ...] = (
         "seed",
         "int",
         0,
-        "Initial weights and batch order: same seed, same both.",
+        "Initial weights and batch order (unless data_seed is set): same seed, same both.",
         low=0,
         high=2**31 - 1,
+    ),
+    Knob(
+        "data_seed",
+        "int",
+        None,
+        "The batch order's own seed (empty: the seed's), so that repeats can vary the "
+        "initial weights alone.",
+        low=0,
+        high=2**31 - 1,
+        optional=True,
+    ),
+    Knob(
+        "group",
+        "text",
+        None,
+        "The repeats this run is one of: runs of one config over seeds (see `repeats`).",
+        optional=True,
     ),
     Knob("log_every", "int", 1, "Record telemetry every this many steps.", low=1, high=10**6),
     Knob(
@@ -208,6 +225,8 @@ class RunConfig:
     lr_schedule: str = DEFAULTS["lr_schedule"]
     warmup_steps: int = DEFAULTS["warmup_steps"]
     seed: int = DEFAULTS["seed"]
+    data_seed: int | None = DEFAULTS["data_seed"]
+    group: str | None = DEFAULTS["group"]
     log_every: int = DEFAULTS["log_every"]
     val_every: int | None = DEFAULTS["val_every"]
     telemetry: bool = DEFAULTS["telemetry"]
@@ -275,6 +294,11 @@ class RunConfig:
     def replace(self, **changes: Any) -> RunConfig:
         """A validated copy with `changes` applied."""
         return RunConfig.from_dict({**self.to_dict(), **changes})
+
+    @property
+    def batch_seed(self) -> int:
+        """The seed of the batch order: `data_seed`, else `seed`."""
+        return self.seed if self.data_seed is None else self.data_seed
 
     @property
     def label(self) -> str:

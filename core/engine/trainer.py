@@ -71,7 +71,7 @@ class Trainer:
         self.instrument_intervals = instrument_intervals(config, self.total_steps)
 
         split = functools.partial(
-            data.pipeline, dataset, seed=config.seed, multitask=config.multitask
+            data.pipeline, dataset, seed=config.batch_seed, multitask=config.multitask
         )
         epochs = math.ceil(self.total_steps / self.steps_per_epoch)
         batches = functools.partial(

@@ -119,7 +119,9 @@ def test_the_train_page_finds_a_rate_and_uses_it(lab) -> None:
     assert any(f"**{suggested:.3g}**" in m.value for m in at.markdown)
     at.button(key=f"lr_find:use:{run.id}").click().run()
     assert not at.exception
-    assert at.text_input(key="knob:momentum:learning_rate").value == f"{float(f'{suggested:.3g}'):g}"
+    assert (
+        at.text_input(key="knob:momentum:learning_rate").value == f"{float(f'{suggested:.3g}'):g}"
+    )
     assert at.text_input(key="run:max_steps").value == "77"  # the rest of the form stays
     assert len(lab.list()) == 1  # nothing else started
 

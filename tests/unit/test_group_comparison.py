@@ -1,0 +1,81 @@
+"""Comparing two groups of runs over seeds: the interval's coverage, the tests' error
+rates, time to a target, and the sentence."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from core.group_comparison import compare, describe, time_to_target
+
+
+def test_the_interval_holds_the_true_difference_95_times_in_100() -> None:
+    rng = np.random.default_rng(1)
+    covered = 0
+    for _ in range(1000):
+        a = rng.normal(0.91, 0.02, size=5)  # e.g. a final accuracy over 5 seeds
+        b = rng.normal(0.89, 0.05, size=6)  # unequal spreads: what Welch is for
+        c = compare(a, b, permutations=200)
+        covered += c.low <= 0.02 <= c.high
+    assert 0.92 <= covered / 1000 <= 0.98
+
+
+def test_under_no_difference_both_tests_reject_about_5_in_100() -> None:
+    rng = np.random.default_rng(2)
+    rejections = np.zeros(2)
+    for _ in range(1000):
+        c = compare(rng.normal(size=5), rng.normal(size=5))
+        rejections += [c.p_welch < 0.05, c.p_permutation < 0.05]
+    assert np.all(rejections / 1000 <= 0.08) and np.all(rejections / 1000 >= 0.02)
+
+
+def test_a_real_difference_is_found() -> None:
+    c = compare([0.95, 0.96, 0.94, 0.95, 0.97], [0.90, 0.91, 0.89, 0.92, 0.90])
+    assert c.difference == pytest.approx(0.05)
+    assert c.p_welch < 0.001 and c.p_permutation == pytest.approx(2 / 252)  # exact
+    assert c.low > 0
+
+
+def test_welch_matches_scipy() -> None:
+    a, b = [1.0, 2.0, 4.0, 3.5], [0.5, 0.7, 1.9]
+    c = compare(a, b)
+    assert c.p_welch == pytest.approx(stats.ttest_ind(a, b, equal_var=False).pvalue)
+    interval = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
+    assert (c.low, c.high) == pytest.approx((interval.low, interval.high))
+
+
+def test_one_run_a_group_has_no_interval_and_bad_input_is_refused() -> None:
+    c = compare([1.0], [0.5, 0.6])
+    assert c.low is None and c.p_welch is None
+    assert c.p_permutation == pytest.approx(
+        1 / 3
+    )  # the observed labelling is the most extreme of 3
+    with pytest.raises(ValueError, match="at least one run"):
+        compare([], [1.0])
+    with pytest.raises(ValueError, match="NaN"):
+        compare([math.nan], [1.0])
+
+
+def test_time_to_target_and_runs_that_never_reach_it() -> None:
+    steps = np.array([10, 20, 30, 40])
+    accuracy = np.array([0.5, 0.8, np.nan, 0.95])
+    assert time_to_target(steps, accuracy, 0.8, higher_is_better=True) == 20
+    assert time_to_target(steps, accuracy, 0.99, higher_is_better=True) == math.inf
+    assert time_to_target(steps, np.array([3.0, 1.0, 0.2, 0.1]), 0.5, higher_is_better=False) == 30
+    fast, slow = [100.0, 120.0, 110.0, 90.0], [300.0, math.inf, 280.0, math.inf]
+    c = compare(fast, slow)
+    assert c.difference == -math.inf and c.low is None
+    assert c.p_permutation == pytest.approx(2 / 70)  # by rank: every fast run came first
+    text = describe(c, "adamw", "sgd", "steps to val_accuracy 0.9")
+    assert "0 of 4 runs of adamw and 2 of 4 of sgd never reached it" in text
+
+
+def test_the_sentence_says_how_much_which_way_and_how_sure() -> None:
+    c = compare([0.95, 0.96, 0.94, 0.95, 0.97], [0.93, 0.94, 0.92, 0.95, 0.93])
+    text = describe(c, "adamw", "sgd", "val_accuracy at step 600", percent=True)
+    assert text.startswith("adamw's val_accuracy at step 600 is 2 ± ")
+    assert " points higher than sgd's over 5 and 5 seeds (95% Welch interval; p = " in text
+    assert "by Welch's t" in text and "by a permutation test" in text
