@@ -4,14 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import plotly.graph_objects as go
 import streamlit as st
 
-from core.charts import INSTRUMENT_HELP, instrument_figures, layer_figures, training_figures
+from core.charts import (
+    INSTRUMENT_HELP,
+    RunView,
+    group_figure,
+    instrument_figures,
+    layer_figures,
+    training_figures,
+)
 from core.engine import RunConfig, RunStatus
 from core.engine.client import EngineUnavailable
 from core.engine.config import LR_FIND
 from core.engine.live import TASK_WEIGHT, live_knobs
 from core.engine.lr_find import training_config
+from core.engine.repeats import group_label, groups
 from core.knobs import InvalidInput, Knob, live_change
 from core.store import Command, UnknownRunError
 from ui import downloads, range_test, state, texts, views
@@ -285,12 +294,26 @@ if not selected:
 any_active = any(runs[i].active for i in selected)
 
 
+def group_figures(shown: list[RunView]) -> dict[str, go.Figure]:
+    """Each group of repeats among the runs shown, as its mean and 95% band."""
+    metrics = {view.run_id: view.metrics for view in shown}
+    found = groups(runs[view.run_id] for view in shown)
+    series = {
+        f"{group_label(members)} ×{len(members)}": [metrics[run.id] for run in members]
+        for members in found.values()
+    }
+    return {f"groups/{key}": group_figure(series, key) for key in GROUP_KEYS}
+
+
 # One group of charts at a time: each chart is redrawn in every open tab at every refresh.
 VIEWS = {
     "Training": training_figures,
     "Per layer": layer_figures,
     "Instruments": instrument_figures,
 }
+GROUP_KEYS = ("loss", "val_accuracy")
+if any(len(members) > 1 for members in groups(runs[i] for i in selected).values()):
+    VIEWS["Groups"] = group_figures  # the repeats watched, as means with bands
 
 
 @st.fragment(run_every=state.refresh_interval(any_active, state.CHART_REFRESH_SECONDS))

@@ -85,3 +85,13 @@ def test_compare_says_whether_one_group_beats_the_other(lab) -> None:
     at.number_input(key="compare:target").set_value(0.5).run()
     assert not at.exception
     assert any("steps to val_loss ≤ 0.5" in m.value.replace("\\", "") for m in at.markdown)
+
+    live = page("pages/2_Live.py")
+    live.session_state["watch"] = run_ids[:3]  # the fast group
+    live.run()
+    live.segmented_control(key="live_charts").set_value("Groups").run()
+    assert not live.exception
+    figures = live.get("plotly_chart")
+    assert len(figures) == 2 and all(
+        "fast" in f.proto.spec and "(3 runs)" in f.proto.spec for f in figures
+    )
