@@ -98,16 +98,26 @@ def build_parser(
         ),
     )
 
-    train = commands.add_parser(
+    def training_command(name: str, help: str, description: str) -> argparse.ArgumentParser:
+        """A command that trains: the store and cluster flags, and the run flags."""
+        command = commands.add_parser(
+            name,
+            parents=[store, cluster],
+            help=help,
+            description=description,
+            epilog=EPILOG,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        _add_train_arguments(command, specs, plugins)
+        command.set_defaults(command=name)
+        return command
+
+    train = training_command(
         "train",
-        parents=[store, cluster],
         help="Train one run, showing its progress; Ctrl-C stops it.",
         description="Train one run: print its id, its progress on stderr, then its final\n"
         "metrics. Optimizer knobs not given keep the optimizer's own defaults.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _add_train_arguments(train, specs, plugins)
     repeats = train.add_argument_group("repeats")
     repeats.add_argument(
         "--repeats",
@@ -125,11 +135,9 @@ def build_parser(
         help="What the repeats' seeds vary: both the initial weights and the batch order "
         "(default), or only one of them.",
     )
-    train.set_defaults(command="train")
 
-    lr_find = commands.add_parser(
+    lr_find = training_command(
         "lr-find",
-        parents=[store, cluster],
         help="A learning-rate range test: the loss as the rate grows, and a suggested rate.",
         description="Run a learning-rate range test of the config the run flags give (Smith "
         "2017): the rate grows exponentially from --lr-find-start (default 1e-7) to "
@@ -137,8 +145,6 @@ def build_parser(
         "once the loss explodes. The test is kept as a run of kind lr_find, which the "
         "dashboard shows again. Prints the loss against the rate, then `suggested "
         "learning_rate: VALUE` last: the rate where the smoothed log-loss falls fastest.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     lr_find.add_argument(
         "--json",
@@ -146,20 +152,15 @@ def build_parser(
         help="Print one JSON object instead: the run id, each step's rate, loss and "
         "smoothed loss, why the test ended, and the suggestion (null when there is none).",
     )
-    _add_train_arguments(lr_find, specs, plugins)
-    lr_find.set_defaults(command="lr-find")
 
-    sweep = commands.add_parser(
+    sweep = training_command(
         "sweep",
-        parents=[store, cluster],
         help="Search hyperparameters: trials that are runs, drawn as a live table.",
         description="Run an Optuna study whose trials are runs of the config the run flags "
         "give, varying each --param; print each trial as it starts and ends, then the best. "
         "The study lives in the store: `--study NAME` alone joins a study (from another "
         "machine on a shared store, or a stopped one), and the dashboard's Sweep page shows "
         "it live. Ctrl-C stops the sweep and its runs.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     search = sweep.add_argument_group("search")
     search.add_argument(
@@ -199,8 +200,6 @@ def build_parser(
         metavar="S",
         help="The sampler's seed (default: a random one); give each joining machine its own.",
     )
-    _add_train_arguments(sweep, specs, plugins)
-    sweep.set_defaults(command="sweep")
 
     resume = commands.add_parser(
         "resume",

@@ -138,11 +138,10 @@ class RayCluster:
 
         config = control.config
         if not self._fits(config):
-            control.status = "failed"
-            store.finish(
-                control.run_id,
+            _end(
+                store,
+                control,
                 "failed",
-                {"steps": control.step},
                 f"num_cpus, num_gpus: no node of the cluster has {config.num_cpus:g} CPUs and "
                 f"{config.num_gpus:g} GPUs",
             )
@@ -155,13 +154,7 @@ class RayCluster:
         except RayActorError as exc:
             _lost(store, control, exc)
         except RayTaskError as exc:  # raised by the run's execution, which should not
-            control.status = "failed"
-            store.finish(
-                control.run_id,
-                "failed",
-                {"steps": control.step},
-                f"its Ray actor failed: {_reason(exc)}",
-            )
+            _end(store, control, "failed", f"its Ray actor failed: {_reason(exc)}")
         finally:
             ray.kill(actor, no_restart=True)
 
@@ -173,22 +166,23 @@ class RayCluster:
 
         done = actor.train.remote()
         relayed = None  # the relay call in flight
+        sent: list[tuple[str, float]] = []  # the knob changes it carries
         placed = False  # whether the actor has answered one
         while not ray.wait([done], timeout=RELAY_SECONDS)[0]:
             if relayed is None:
-                relayed = actor.relay.remote(control.stop_reason, control.paused, _drain(control))
+                sent += _drain(control)
+                relayed = actor.relay.remote(control.stop_reason, control.paused, sent)
             elif ray.wait([relayed], timeout=0)[0]:
                 try:
                     status, step, seconds = ray.get(relayed)
-                except ActorUnavailableError:  # a passing network fault: ask again
-                    relayed = None
+                except ActorUnavailableError:  # a passing network fault: ask again, with
+                    relayed = None  # the same knob changes (a change set twice is the same)
                     continue
-                relayed, placed = None, True
+                relayed, sent, placed = None, [], True
                 control.status, control.step = status, step
                 control.clock_continue(seconds)
             elif control.stop_reason is not None and not placed:
-                control.status = control.stop_reason
-                store.finish(control.run_id, control.stop_reason, {"steps": control.step})
+                _end(store, control, control.stop_reason)
                 return
         control.status = ray.get(done)
 
@@ -287,16 +281,29 @@ def _lost(store: Store, control: RunControl, exc: Exception) -> None:
     except StoreError:
         steps = control.step
     if getattr(exc, "actor_init_failed", False):
-        control.status = "failed"
+        status = "failed"
         error = f"its Ray actor could not start on its node: {_reason(exc)}"
     else:
-        control.status = "interrupted"
+        status = "interrupted"
         error = (
             f"its Ray actor died (node lost or process killed) after step {steps}: "
             f"{type(exc).__name__}"
         )
-    # Kept in memory if the store cannot take it now, and written with its next write.
-    store.finish(control.run_id, control.status, {"steps": steps}, error)
+    _end(store, control, status, error, steps)
+
+
+def _end(
+    store: Store,
+    control: RunControl,
+    status: str,
+    error: str | None = None,
+    steps: int | None = None,
+) -> None:
+    """Ends the run with `status` and `error` from this side, its actor gone or never
+    placed. Kept in memory if the store cannot take it now, and written with its next
+    write."""
+    control.status = status
+    store.finish(control.run_id, status, {"steps": control.step if steps is None else steps}, error)
 
 
 def _reason(exc: Exception) -> str:
