@@ -30,6 +30,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from core.engine.instruments import INSTRUMENTS
+from core.engine.landscape import Landscape
 from core.engine.lr_find import RangeTest
 from core.group_comparison import mean_band
 from core.series import downsample, flags_to_steps, robust_range
@@ -311,6 +312,74 @@ def group_figure(groups: Mapping[str, Sequence[Metrics]], key: str) -> go.Figure
     title = f"{key}: each group's mean over its seeds, with its 95% t-interval"
     yaxis = {"title": {"text": key}, "tickformat": TICK_FORMAT}
     return _figure(f"groups/{key}", title, traces, yaxis=yaxis)
+
+
+def landscape_figures(landscape: Landscape) -> dict[str, go.Figure]:
+    """A checkpoint's loss landscape (`core.engine.landscape`): the two 1-D slices, and
+    the surface over the plane of two random directions as a contour, with the run's
+    checkpoints projected on it."""
+    hover = "%{x:.3~g}: loss %{y:" + HOVER_FORMAT + "}<extra>%{fullData.name}</extra>"
+    slices = [
+        {
+            "type": "scatter",
+            "x": landscape.offsets,
+            "y": values,
+            "mode": "lines",
+            "name": name,
+            "line": {"color": colour},
+            "hovertemplate": hover,
+        }
+        for name, values, colour in (
+            ("along the update", landscape.along_update, PALETTE[0]),
+            ("along a random direction", landscape.along_random, PALETTE[1]),
+        )
+    ]
+    xaxis = {"title": {"text": "distance (filter-normalized)"}, "hoverformat": HOVER_FORMAT}
+    top = float(
+        np.nanpercentile(np.concatenate([landscape.along_update, landscape.along_random]), 90)
+    )
+    yaxis: dict[str, Any] = {"title": {"text": "loss"}, "tickformat": TICK_FORMAT}
+    if np.isfinite(top) and top > 0:  # a blow-up at the far ends leaves the chart
+        yaxis["range"] = [0, top * 1.1]
+    surface = [
+        {
+            "type": "contour",
+            "x": np.linspace(-1, 1, landscape.surface.shape[1]),
+            "y": np.linspace(-1, 1, landscape.surface.shape[0]),
+            "z": np.log10(np.maximum(landscape.surface, 1e-12)),
+            "colorscale": "Viridis",
+            "colorbar": {"title": {"text": "log₁₀ loss", "side": "right"}},
+            "hovertemplate": "(%{x:.2f}, %{y:.2f}): log₁₀ loss %{z:.3f}<extra></extra>",
+        },
+        {
+            "type": "scatter",
+            "x": landscape.trajectory[:, 0],
+            "y": landscape.trajectory[:, 1],
+            "mode": "lines+markers",
+            "name": "checkpoints",
+            "text": [f"step {s:,}" for s in landscape.trajectory_steps],
+            "marker": {"color": PALETTE[2], "size": 7},
+            "line": {"color": PALETTE[2]},
+            "hovertemplate": "%{text}<extra>projected</extra>",
+        },
+    ]
+    plane = {"title": {"text": "random direction δ"}}
+    return {
+        "landscape/slices": _figure(
+            "landscape/slices",
+            f"Loss along two directions from step {landscape.step:,}",
+            slices,
+            xaxis=xaxis,
+            yaxis=yaxis,
+        ),
+        "landscape/surface": _figure(
+            "landscape/surface",
+            f"Loss around step {landscape.step:,}, and the run's checkpoints",
+            surface,
+            xaxis=plane,
+            yaxis={"title": {"text": "random direction η"}},
+        ),
+    }
 
 
 # What a chart is, and how the figures are drawn -------------------------------------------

@@ -23,7 +23,7 @@ from core.engine.lr_find import training_config
 from core.engine.repeats import group_label, groups
 from core.knobs import InvalidInput, Knob, live_change
 from core.store import Command, UnknownRunError
-from ui import downloads, range_test, state, texts, views
+from ui import downloads, landscape, range_test, state, texts, views
 
 st.title(":material/monitoring: Live")
 
@@ -254,6 +254,9 @@ def run_panel(run: RunStatus) -> None:
         if run.active and run.steerable:
             with st.expander("Change knobs while it trains", icon=":material/tune:"):
                 knob_form(run)
+        if not run.active and (saved := engine.checkpoints(run.id)):
+            with st.expander("Loss landscape", icon=":material/landscape:"):
+                landscape.panel(run.id, [checkpoint.step for checkpoint in saved])
         elif run.active:
             st.caption("The process that trains this run has ended; it cannot be steered.")
 

@@ -19,6 +19,7 @@ from core.engine.checkpoints import RunCheckpoints
 from core.engine.config import RunConfig
 from core.engine.engine import last_checkpoint
 from core.engine.forks import create_fork
+from core.engine.landscape import Landscape, landscape_path, read_progress
 from core.engine.live import checked_changes
 from core.engine.model_file import choose_checkpoint
 from core.engine.reading import RunReader
@@ -215,6 +216,25 @@ class EngineClient(RunReader):
         if done.handled is None:
             raise EngineUnavailable(f"the engine did not write the model within {timeout:g} s")
         return path
+
+    def landscape(self, run_id: str, step: int) -> Landscape | None:
+        """The loss landscape of the run's checkpoint of `step` if it has been computed
+        (see `core.engine.landscape`), else None."""
+        path = landscape_path(self.store, run_id, step)
+        return Landscape.load(path) if path.exists() else None
+
+    def ask_landscape(self, run_id: str, step: int) -> Command:
+        """Asks the engine process to compute the landscape of the checkpoint of `step`
+        (in the background: poll `landscape` and `landscape_progress`). Raises
+        `InvalidInput` naming `checkpoint` when the run has no such checkpoint."""
+        if RunCheckpoints(self.store.checkpoint_folder(run_id)).find(step) is None:
+            raise InvalidInput({"checkpoint": f"run {run_id} has no checkpoint of step {step}"})
+        self.ensure_engine(wait=False)
+        return self.store.add_command(run_id, "landscape", {"step": step})
+
+    def landscape_progress(self, run_id: str, step: int) -> float | None:
+        """The fraction computed of a landscape under way; None when none is."""
+        return read_progress(self.store, run_id, step)
 
     def delete(self, run_id: str) -> None:
         """Deletes an ended run with its metrics and events."""

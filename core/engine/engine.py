@@ -106,6 +106,8 @@ class Engine(RunReader):
             self.update(command.run_id, **command.payload.get("knobs", {}))
         elif command.kind == "export":
             self._export(command.run_id, command.payload.get("checkpoint", "last"))
+        elif command.kind == "landscape":
+            self._landscape(command.run_id, int(command.payload.get("step", 0)))
         else:
             raise InvalidInput({"command": f"unknown command {command.kind!r}"})
 
@@ -166,10 +168,23 @@ class Engine(RunReader):
         except Exception as exc:  # a full disk, a layer Keras cannot save
             raise ValueError(f"model: not written ({type(exc).__name__}: {exc})") from exc
 
+    def _landscape(self, run_id: str, step: int) -> None:
+        """Computes and keeps the loss landscape of a checkpoint (`landscape` commands;
+        see `core.engine.landscape`); any failure refuses the command, with its reason."""
+        from core.engine.landscape import kept_landscape
+
+        try:
+            kept_landscape(self.store, run_id, step)
+        except (InvalidInput, UnknownRunError):
+            raise
+        except Exception as exc:  # a full disk, a model that cannot be rebuilt
+            raise ValueError(f"landscape: not computed ({type(exc).__name__}: {exc})") from exc
+
     def serve_exports(self) -> None:
-        """Writes the models asked for of every run of the store (`export` commands),
-        whoever trained it: the serving engine's job, as it has TensorFlow at hand."""
-        self._listener.any_run = ("export",)
+        """Writes the models and landscapes asked for of every run of the store (`export`
+        and `landscape` commands), whoever trained it: the serving engine's job, as it has
+        TensorFlow at hand."""
+        self._listener.any_run = ("export", "landscape")
 
     def update(self, run_id: str, **knobs: float) -> None:
         """Changes live knobs (see `core.engine.live`) from the run's next step on; each

@@ -112,7 +112,7 @@ class Event:
 #: What a command asks of a run's owner: `set` carries `{"knobs": {name: value}}`. An
 #: `export` (`{"checkpoint": "last" | "best" | step}`) is asked of the serving engine,
 #: whoever trained the run: it writes the run's model beside that checkpoint.
-COMMAND_KINDS: Final = ("start", "stop", "pause", "resume", "set", "export")
+COMMAND_KINDS: Final = ("start", "stop", "pause", "resume", "set", "export", "landscape")
 
 
 @dataclass(frozen=True, slots=True)

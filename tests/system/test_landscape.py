@@ -1,0 +1,67 @@
+"""The loss landscape around a checkpoint: its centre is the loss the run logged, it is
+computed once and kept, and Live draws it after the engine computed it."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from core.engine.landscape import GRID, POINTS, _filter_normalized, kept_landscape, landscape_path
+from core.knobs import InvalidInput
+from tests.apptest import finished_run, page
+from tests.waiting import wait_for
+
+
+def test_the_centre_is_the_loss_the_run_logged_on_that_batch(lab) -> None:
+    run_id = finished_run(lab, max_steps=40, checkpoint_every=10, log_every=1)
+    landscape = kept_landscape(lab.store, run_id, 20)
+    metrics = lab.metrics(run_id)
+    logged = metrics["loss"][np.flatnonzero(metrics.steps == 21)[0]]  # the next batch's
+    assert landscape.centre == pytest.approx(logged, rel=1e-6)
+    middle = POINTS // 2
+    assert landscape.along_random[middle] == pytest.approx(logged, rel=1e-6)
+    assert landscape.surface[GRID // 2, GRID // 2] == pytest.approx(logged, rel=1e-6)
+    assert landscape.surface.shape == (GRID, GRID) and np.isfinite(landscape.surface).all()
+    # Far from the checkpoint the loss rises on both sides of the slices.
+    assert landscape.along_update[0] > logged and landscape.along_update[-1] > logged
+    # Every checkpoint is on the plane; the centre at its origin.
+    assert landscape.trajectory_steps.tolist() == [c.step for c in lab.checkpoints(run_id)]
+    centre = landscape.trajectory[landscape.trajectory_steps.tolist().index(20)]
+    assert np.allclose(centre, 0.0, atol=1e-6)
+    # Kept: read back, not computed again.
+    path = landscape_path(lab.store, run_id, 20)
+    written = path.stat().st_mtime_ns
+    again = kept_landscape(lab.store, run_id, 20)
+    assert path.stat().st_mtime_ns == written
+    assert np.array_equal(again.surface, landscape.surface)
+    with pytest.raises(InvalidInput, match=r"checkpoint: run .* has no checkpoint of step 15"):
+        kept_landscape(lab.store, run_id, 15)
+    lab.delete(run_id)
+    assert not path.exists()  # gone with the run
+
+
+def test_directions_are_filter_normalized() -> None:
+    rng = np.random.default_rng(0)
+    kernel, bias = rng.normal(size=(5, 3)), rng.normal(size=3)
+    direction = _filter_normalized([rng.normal(size=(5, 3)), rng.normal(size=3)], [kernel, bias])
+    assert np.allclose(np.linalg.norm(direction[0], axis=0), np.linalg.norm(kernel, axis=0))
+    assert not direction[1].any()  # biases are left out
+
+
+def test_live_asks_the_engine_for_a_landscape_and_draws_it(lab) -> None:
+    run_id = finished_run(lab, max_steps=30, checkpoint_every=10)
+    at = page("pages/2_Live.py")
+    at.session_state["watch"] = [run_id]
+    at.run()
+    assert not at.exception
+    assert at.selectbox(key=f"landscape:step:{run_id}").options == ["step 30", "step 20", "step 10"]
+    at.button(key=f"landscape:ask:{run_id}").click().run()
+    assert not at.exception
+    wait_for(lambda: lab.landscape(run_id, 30) is not None, 120, "no landscape computed")
+    started = time.monotonic()
+    while not any("Loss around step 30" in c.proto.spec for c in at.get("plotly_chart")):
+        assert time.monotonic() - started < 30, "the landscape was not drawn"
+        at.run()
+    assert not at.exception

@@ -1,0 +1,62 @@
+"""A run's loss landscape on Live: pick a checkpoint, have the engine compute the
+landscape around it (in its process, with its progress shown here), and draw it."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core.charts import landscape_figures
+from core.engine.landscape import GRID, POINTS
+from core.knobs import InvalidInput
+from ui import state, texts, views
+
+ASKED = "landscape_asked"  # (run id, step) → the id of the command that asked for it
+
+
+def panel(run_id: str, steps: list[int]) -> None:
+    """The landscape of one of the checkpoints `steps` of run `run_id`."""
+    engine = state.engine()
+    step = st.selectbox(
+        "checkpoint",
+        steps[::-1],
+        key=f"landscape:step:{run_id}",
+        format_func=lambda s: f"step {s:,}",
+        help="The landscape is taken on the batch the run trained on right after it: its "
+        "centre is the loss the run logged at the next step.",
+    )
+    landscape = engine.landscape(run_id, step)
+    if landscape is not None:
+        st.caption(
+            f"Loss at step {step:,} on the batch of step {step + 1:,}: "
+            f"{landscape.centre:.4g}. Directions filter-normalized (Li et al., 2018): "
+            f"{POINTS} points a slice, a {GRID}×{GRID} grid."
+        )
+        views.show_in_columns(landscape_figures(landscape))
+        return
+    asked = st.session_state.setdefault(ASKED, {}).get((run_id, step))
+    if asked is None:
+        if st.button(
+            "Compute the landscape", key=f"landscape:ask:{run_id}", icon=":material/landscape:"
+        ):
+            try:
+                command = engine.ask_landscape(run_id, step)
+            except InvalidInput as exc:
+                st.toast(f"Not computed: {texts.literal(str(exc))}", icon=":material/warning:")
+                return
+            st.session_state[ASKED][(run_id, step)] = command.id
+            st.rerun()
+        return
+    st.fragment(waiting, run_every=1.0)(run_id, step, asked)
+
+
+def waiting(run_id: str, step: int, command_id: int) -> None:
+    """The landscape's progress; the whole page again once it is there."""
+    engine = state.engine()
+    command = engine.store.get_command(command_id)
+    if command is not None and command.error:
+        st.error(f"Not computed: {texts.literal(command.error)}", icon=":material/error:")
+        return
+    if engine.landscape(run_id, step) is not None:
+        st.rerun()
+    done = engine.landscape_progress(run_id, step) or 0.0
+    st.progress(done, text=f"Computing the landscape around step {step:,} …")
