@@ -10,13 +10,15 @@ import datetime as dt
 
 import streamlit as st
 
-from core.engine import RunStatus
+from core.engine import RunConfig, RunStatus
 from core.engine.client import EngineUnavailable
+from core.engine.repeats import repeat_configs
 from core.knobs import InvalidInput
 from core.store import ACTIVE_STATUSES, FINAL_STATUSES, UnknownRunError
 from ui import state, texts
 
 DEMO_OPTIMIZERS = ("sgd", "adamw", "projected_gd")
+RACE_REPEATS = "home:race_repeats"
 DEMO_RUN = {"model": "lenet", "dataset": "mnist-5k", "epochs": 3, "seed": 0, "log_every": 1}
 DEMO_KNOBS = {
     "sgd": {"learning_rate": 0.05},
@@ -33,10 +35,11 @@ st.markdown(
 engine = state.engine()
 
 
-def start_demo_race() -> list[str]:
-    """The same model, data, seed and initial weights, trained by three optimizers."""
-    return [
-        engine.start(
+def start_demo_race(repeats: int) -> list[str]:
+    """The same model, data, seed and initial weights, trained by three optimizers; with
+    `repeats` above 1, each over that many seeds, as a group."""
+    configs = [
+        RunConfig.from_dict(
             {
                 **DEMO_RUN,
                 "optimizer": name,
@@ -46,6 +49,7 @@ def start_demo_race() -> list[str]:
         )
         for name in DEMO_OPTIMIZERS
     ]
+    return [engine.start(copy) for config in configs for copy in repeat_configs(config, repeats)]
 
 
 race, train, optimizers_page = st.columns(3)
@@ -59,7 +63,17 @@ with race:
         + ", ".join(DEMO_OPTIMIZERS)
         + " side by side.",
     ):
-        state.open_page("pages/2_Live.py", **{state.WATCH: start_demo_race()})
+        repeats = int(st.session_state.get(RACE_REPEATS, 1))
+        state.open_page("pages/2_Live.py", **{state.WATCH: start_demo_race(repeats)})
+    st.number_input(
+        "seeds per optimizer",
+        min_value=1,
+        max_value=10,
+        value=1,
+        key=RACE_REPEATS,
+        help="Race each optimizer over this many seeds (repeats), to see how much of the "
+        "gap between them is luck: Live's Groups view draws each as its mean and 95% band.",
+    )
 with train:
     st.page_link("pages/1_Train.py", label="Configure a run", icon=":material/rocket_launch:")
 with optimizers_page:

@@ -95,3 +95,20 @@ def test_compare_says_whether_one_group_beats_the_other(lab) -> None:
     assert len(figures) == 2 and all(
         "fast" in f.proto.spec and "(3 runs)" in f.proto.spec for f in figures
     )
+
+
+def test_the_demo_race_races_each_optimizer_over_seeds(lab) -> None:
+    at = page("app.py").run()
+    at.number_input(key="home:race_repeats").set_value(2).run()
+    at.button[0].click().run()
+    assert not at.exception
+    runs = lab.list()
+    by_group: dict[str, list] = {}
+    for run in runs:
+        by_group.setdefault(run.config["group"], []).append(run)
+    assert len(runs) == 6 and len(by_group) == 3
+    for members in by_group.values():
+        assert len({r.config["optimizer"] for r in members}) == 1
+        assert sorted(r.config["seed"] for r in members) == [0, 1]
+    for run in runs:
+        lab.stop(run.id)
