@@ -76,6 +76,7 @@ def fork_config(store: Store, run_id: str, step: int, changes: Mapping[str, Any]
             **values,
             **fields,
             "name": fields.get("name") or f"{parent.label} · fork@{step}",
+            "group": None,  # a branch of one of the repeats is not one more of them
             "hyperparameters": {**knobs, **knob_changes},
         }
     )

@@ -112,3 +112,25 @@ def test_the_demo_race_races_each_optimizer_over_seeds(lab) -> None:
         assert sorted(r.config["seed"] for r in members) == [0, 1]
     for run in runs:
         lab.stop(run.id)
+
+
+def test_a_fork_or_a_clone_of_a_repeat_is_not_one_more_of_its_group(lab) -> None:
+    config = RunConfig.from_dict({**SHORT, "max_steps": 20, "checkpoint_every": 10})
+    first, second = [lab.start(c) for c in repeat_configs(config, 2)]
+    lab.wait(first, 60)
+    lab.wait(second, 60)
+    fork = lab.fork(first, 10, learning_rate=0.05)
+    assert lab.status(fork).config["group"] is None
+    lab.wait(fork, 60)
+    at = page("pages/1_Train.py")
+    at.session_state["prefill"] = lab.status(first).config  # Clone
+    at.run()
+    at.button(key="start").click().run()
+    assert not at.exception
+    (clone,) = [
+        r
+        for r in lab.list()
+        if r.id not in {first, second, fork} and r.name == lab.status(first).name
+    ]
+    assert clone.config["group"] is None and clone.config["seed"] == 0
+    lab.wait(clone.id, 60)

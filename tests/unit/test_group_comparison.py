@@ -12,6 +12,7 @@ from scipy import stats
 from core.group_comparison import compare, describe, time_to_target
 
 
+@pytest.mark.slow
 def test_the_interval_holds_the_true_difference_95_times_in_100() -> None:
     rng = np.random.default_rng(1)
     covered = 0
@@ -23,6 +24,7 @@ def test_the_interval_holds_the_true_difference_95_times_in_100() -> None:
     assert 0.92 <= covered / 1000 <= 0.98
 
 
+@pytest.mark.slow
 def test_under_no_difference_both_tests_reject_about_5_in_100() -> None:
     rng = np.random.default_rng(2)
     rejections = np.zeros(2)
