@@ -11,6 +11,7 @@ import streamlit as st
 from core import data, models, optimizers
 from core.charts import hyperparameter_figure
 from core.engine import RunConfig
+from core.engine.repeats import MAX_REPEATS
 from core.knobs import InvalidInput
 from core.store import UnknownRunError
 from core.sweep import (
@@ -126,6 +127,16 @@ def new_sweep_form() -> None:
                 placeholder="every grid point",
             )
             parallel = st.number_input("trials at once", 1, 16, 2, key="sweep:parallel")
+            repeats = st.number_input(
+                "seeds per trial",
+                1,
+                MAX_REPEATS,
+                1,
+                key="sweep:repeats",
+                help="Each trial trains its values this many times, over seeds; its value "
+                "is their mean (± its 95% t-interval in the table), so the search does not "
+                "chase a lucky seed, and pruning compares means.",
+            )
             seed = st.number_input(
                 "sampler seed (empty: a fresh random one, shown below once started)",
                 0,
@@ -153,6 +164,7 @@ def new_sweep_form() -> None:
                     sampler=sampler,
                     pruning=pruning,
                     parallel=int(parallel),
+                    repeats=int(repeats),
                     seed=None if seed is None else int(seed),
                 )
                 sweep.start()
@@ -234,9 +246,10 @@ def progress_text(status: SweepStatus) -> str:
 def plan_text(plan: SweepPlan) -> str:
     """How the sweep samples; with its seed, which replays it."""
     pruning = "pruning" if plan.pruning else "no pruning"
+    seeds = f" · {plan.repeats} seeds a trial, valued by their mean" if plan.repeats > 1 else ""
     return (
-        f"{plan.sampler} search · seed {plan.seed} · {plan.parallel} at once · {pruning} · "
-        f"every trial: {plan.base_config.label}"
+        f"{plan.sampler} search · seed {plan.seed} · {plan.parallel} at once · {pruning}"
+        f"{seeds} · every trial: {plan.base_config.label}"
     )
 
 
@@ -249,6 +262,7 @@ def trials_table(sweep: Sweep, rows: list[TrialRow]) -> TrialRow | None:
                 "trial": r.number,
                 "state": r.state,
                 "value": r.value,
+                "± (95%)": r.spread,
                 **r.params,
                 "run": r.run_id,
                 "run status": r.run_status,

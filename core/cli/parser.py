@@ -185,6 +185,14 @@ def build_parser(
         "--parallel", type=int, default=2, metavar="P", help="Trials that train at once (2)."
     )
     search.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        metavar="N",
+        help="Runs per trial, over seeds seed … seed+N−1: a trial's value is their mean "
+        "(with its 95%% t-interval in the table), and pruning compares means. Default: 1.",
+    )
+    search.add_argument(
         "--pruning",
         action="store_true",
         help="Stop trials whose validation accuracy trails the others' at the same step.",

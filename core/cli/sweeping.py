@@ -101,6 +101,7 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         "sampler": args.sampler,
         "pruning": args.pruning,
         "parallel": args.parallel,
+        "repeats": args.repeats,
         "seed": secrets.randbelow(MAX_SEED + 1) if args.sampler_seed is None else args.sampler_seed,
     }
 
@@ -153,7 +154,7 @@ class TrialTable:
         self.names = [dimension.name for dimension in dimensions]
         self.out = out
         self._seen: dict[int, str] = {}  # trial number -> the state last printed
-        self._widths = [5, 8, 8, *(max(len(n), 10) for n in self.names), 13]
+        self._widths = [5, 8, 17, *(max(len(n), 10) for n in self.names), 13]
         self._print(("trial", "state", "value", *self.names, "run"))
 
     def update(self, rows: Sequence[TrialRow]) -> None:
@@ -161,6 +162,8 @@ class TrialTable:
             if self._seen.get(row.number) != row.state:
                 self._seen[row.number] = row.state
                 value = "" if row.value is None else f"{row.value:.4f}"
+                if row.spread is not None:
+                    value += f" ± {row.spread:.4f}"
                 params = (_shown(row.params.get(name)) for name in self.names)
                 self._print((str(row.number), row.state, value, *params, row.run_id or ""))
 

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, Literal
 
+from core.engine.repeats import repeat_configs
 from core.knobs import InvalidInput
 from core.store import UnknownRunError, owner
 from core.sweep.objective import OBJECTIVE_ATTR, named
@@ -26,6 +27,7 @@ from core.sweep.trial_run import (
     REASON,
     RETRY_OF,
     RUN_ID,
+    RUN_IDS,
     SWEEP_STOPPED,
     Outcome,
     TrialCounts,
@@ -87,8 +89,10 @@ class Driver:
         trial = self.study.ask(self.plan.distributions())
         name = f"sweep {self.study.study_name} #{trial.number}"
         try:
-            config = self.plan.config_for(trial.params, name=name)
-            run_id = self.engine.start(config)
+            configs = repeat_configs(
+                self.plan.config_for(trial.params, name=name), self.plan.repeats
+            )
+            run_ids = [self.engine.start(config) for config in configs]
         except InvalidInput as exc:
             trial.set_user_attr(REASON, f"invalid config: {exc}")
             self.study.tell(trial, state=_state("FAIL"))
@@ -99,8 +103,10 @@ class Driver:
             self.study.tell(trial, state=_state("FAIL"))
             raise
         trial.set_user_attr(DRIVER, owner.current())  # before the run id: see `settle_abandoned`
-        trial.set_user_attr(RUN_ID, run_id)
-        self.in_flight[trial.number] = TrialRun(trial, run_id, self.plan.objective)
+        if len(run_ids) > 1:
+            trial.set_user_attr(RUN_IDS, run_ids)
+        trial.set_user_attr(RUN_ID, run_ids[0])
+        self.in_flight[trial.number] = TrialRun(trial, run_ids, self.plan.objective)
 
     def _poll(self) -> None:
         for number, trial_run in list(self.in_flight.items()):
@@ -174,9 +180,8 @@ def settle_abandoned(engine: Engine, study: optuna.Study, *, driven_here: bool) 
             continue
         # Optuna has no public way to take over a running trial after a restart.
         trial = optuna.Trial(study, frozen._trial_id)
-        run_id = frozen.user_attrs[RUN_ID]
         last_step = max(frozen.intermediate_values, default=None)
-        trial_run = TrialRun(trial, run_id, objective, last_step)
+        trial_run = TrialRun(trial, run_ids_of(frozen), objective, last_step)
         try:
             if (outcome := trial_run.poll(engine, pruning=False)) is not None:
                 trial_run.tell(study, outcome)
@@ -191,13 +196,19 @@ def abandoned(engine: Engine, frozen: optuna.trial.FrozenTrial, *, driven_here: 
     would settle it (see there): a cheap check on a trial as read from storage."""
     if frozen.state.name != "RUNNING":
         return False
-    run_id, driver = frozen.user_attrs.get(RUN_ID), frozen.user_attrs.get(DRIVER)
-    if run_id is None or (driven_here if driver == owner.current() else owner.alive(driver)):
+    run_ids, driver = run_ids_of(frozen), frozen.user_attrs.get(DRIVER)
+    if not run_ids or (driven_here if driver == owner.current() else owner.alive(driver)):
         return False
     try:
-        return not engine.status(run_id).active
+        return not any(engine.status(run_id).active for run_id in run_ids)
     except UnknownRunError:
         return False
+
+
+def run_ids_of(frozen: optuna.trial.FrozenTrial) -> list[str]:
+    """The runs of a trial, once started: its repeats', or its one."""
+    run_id = frozen.user_attrs.get(RUN_ID)
+    return list(frozen.user_attrs.get(RUN_IDS) or ([run_id] if run_id is not None else []))
 
 
 def _state(name: str) -> optuna.trial.TrialState:

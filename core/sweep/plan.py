@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 from core import data
 from core.engine import RunConfig
+from core.engine.repeats import MAX_REPEATS
 from core.knobs import InvalidInput
 from core.sweep.objective import OBJECTIVES, Objective
 from core.sweep.space import Axis, SearchSpace
@@ -47,6 +48,8 @@ class SweepPlan:
         pruning: Whether unpromising trials are stopped early.
         parallel: How many trials train at once (the engine may queue some of them).
         seed: The sampler's seed.
+        repeats: Runs per trial, over seeds seed … seed+N−1 (a group, see
+            `core.engine.repeats`); the trial's value is their mean.
         objective: What the trials are scored by: the validation metric of the base
             config's dataset's problem (see `core.sweep.objective`).
     """
@@ -60,6 +63,7 @@ class SweepPlan:
     parallel: int
     seed: int
     objective: Objective = OBJECTIVES["classification"]
+    repeats: int = 1
 
     @classmethod
     def create(
@@ -72,12 +76,13 @@ class SweepPlan:
         pruning: bool,
         parallel: int,
         seed: int,
+        repeats: int = 1,
     ) -> SweepPlan:
         """A checked plan. `n_trials=None` means the whole grid (grid sampler only), and a
         larger `n_trials` than the grid has points is lowered to it.
 
         Raises `InvalidInput` naming every bad argument (`n_trials`, `sampler`,
-        `parallel`, `seed`, `pruning`, `dimensions[i].low`, ...) at once.
+        `parallel`, `seed`, `pruning`, `repeats`, `dimensions[i].low`, ...) at once.
         """
         errors: dict[str, str] = {}
         axes: tuple[Axis, ...] = ()
@@ -99,6 +104,8 @@ class SweepPlan:
             errors["pruning"] = f"must be true or false (got {pruning!r})"
         if not _whole(parallel) or not 1 <= parallel <= MAX_PARALLEL:
             errors["parallel"] = f"must be a whole number in [1, {MAX_PARALLEL}] (got {parallel!r})"
+        if not _whole(repeats) or not 1 <= repeats <= MAX_REPEATS:
+            errors["repeats"] = f"must be a whole number in [1, {MAX_REPEATS}] (got {repeats!r})"
         if not _whole(seed) or not 0 <= seed <= MAX_SEED:
             errors["seed"] = f"must be a whole number in [0, {MAX_SEED}] (got {seed!r})"
         if n_trials is None and sampler != "grid":
@@ -116,7 +123,16 @@ class SweepPlan:
         assert n_trials is not None  # refused above otherwise
         sampler_name = cast(SamplerName, sampler)
         return cls(
-            base_config, space, axes, sampler_name, n_trials, pruning, parallel, seed, objective
+            base_config,
+            space,
+            axes,
+            sampler_name,
+            n_trials,
+            pruning,
+            parallel,
+            seed,
+            objective,
+            repeats,
         )
 
     def with_changes(self, **changes: Any) -> SweepPlan:
@@ -129,6 +145,7 @@ class SweepPlan:
             "pruning": self.pruning,
             "parallel": self.parallel,
             "seed": self.seed,
+            "repeats": self.repeats,
         }
         return SweepPlan.create(**(fields | changes))
 
@@ -145,6 +162,7 @@ class SweepPlan:
             "pruning": self.pruning,
             "parallel": self.parallel,
             "seed": self.seed,
+            "repeats": self.repeats,
         }
 
     @classmethod
@@ -163,6 +181,7 @@ class SweepPlan:
                 pruning=values["pruning"],
                 parallel=values["parallel"],
                 seed=values["seed"],
+                repeats=values.get("repeats", 1),  # a plan stored before repeats: one
             )
         except KeyError as exc:
             raise InvalidInput({"plan": f"lacks {exc}"}) from None

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from core.knobs import InvalidInput
 from core.store import StoreError, UnknownRunError
-from core.sweep.driver import Driver, settle_abandoned
+from core.sweep.driver import Driver, run_ids_of, settle_abandoned
 from core.sweep.objective import OBJECTIVE_ATTR, Objective
 from core.sweep.plan import MAX_SEED, SweepPlan
 from core.sweep.studies import DRIVERS, PLAN_ATTR, open_storage, storage_url
-from core.sweep.trial_run import REASON, RUN_ID, RUN_STATUS, TrialCounts
+from core.sweep.trial_run import REASON, RUN_ID, RUN_STATUS, SPREAD, TrialCounts
 
 if TYPE_CHECKING:
     import optuna
@@ -86,9 +86,11 @@ class TrialRow:
         number: The trial's number in its study.
         state: `WAITING`, `RUNNING`, `COMPLETE`, `PRUNED` or `FAIL`.
         params: The sampled values.
-        value: The run's best objective value (COMPLETE), or its last reported one
-            (PRUNED); None otherwise.
-        run_id: The trial's run, once started.
+        value: The run's best objective value (COMPLETE; of repeats, the mean of their
+            best values), or its last reported one (PRUNED); None otherwise.
+        spread: Of repeats, the half-width of the 95% t-interval of `value`.
+        run_id: The trial's (first) run, once started.
+        run_ids: Every run of the trial.
         run_status: The run's status: read live while the trial runs, as it ended after.
         step: The run's step while it trains; afterwards the last step it validated at.
         total_steps: The run's length, while it trains.
@@ -104,6 +106,8 @@ class TrialRow:
     step: int | None
     total_steps: int | None
     reason: str | None
+    spread: float | None = None
+    run_ids: tuple[str, ...] = ()
 
 
 class Sweep:
@@ -127,6 +131,7 @@ class Sweep:
         storage: An SQLAlchemy URL for the study; default: the engine's store file.
         study_name: The study's name, unique in `storage`; default: made from the time.
         parallel: How many trials train at once.
+        repeats: Runs per trial, over seeds; the trial's value is their mean.
         seed: The sampler's seed; default: a fresh random one. The plan keeps the seed
             used (`sweep.plan.seed`), so a sweep can be replayed. Give each machine
             sharing a study its own.
@@ -149,6 +154,7 @@ class Sweep:
         storage: str | None = None,
         study_name: str | None = None,
         parallel: int = 2,
+        repeats: int = 1,
         seed: int | None = None,
         poll_interval: float = 0.25,
     ) -> None:
@@ -163,6 +169,7 @@ class Sweep:
                 pruning=pruning,
                 parallel=parallel,
                 seed=secrets.randbelow(MAX_SEED + 1) if seed is None else seed,
+                repeats=repeats,
             )
         except InvalidInput as exc:
             errors |= exc.errors
@@ -436,6 +443,8 @@ class Sweep:
             step=step,
             total_steps=total_steps,
             reason=trial.user_attrs.get(REASON),
+            spread=trial.user_attrs.get(SPREAD),
+            run_ids=tuple(run_ids_of(trial)),
         )
 
 

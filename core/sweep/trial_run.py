@@ -1,8 +1,12 @@
-"""`TrialRun`: one Optuna trial trained as one engine run, from launch to the trial's end.
+"""`TrialRun`: one Optuna trial trained as engine runs, from launch to the trial's end:
+one run, or the repeats of its config over seeds (`SweepPlan.repeats`), whose mean is
+the trial's value, so that the sampler does not chase a lucky seed.
 
 The trial reports every new value of its objective's validation metric (the accuracy of
 a classification, the mean absolute error of a regression) as an intermediate value at
-the run's step. It ends with the run: a completed run tells its best value;
+the run's step (the mean over its runs, at the steps that every one has logged, so that
+pruning compares means). It ends with its runs: completed runs tell their best value
+(the mean of their best values, with the half-width of its 95% t-interval as `spread`);
 a run stopped because the pruner said so ends PRUNED; every other end is a FAIL, with the
 run's status and the reason in the trial's user attributes. A diverged run is a FAIL too:
 its configuration did not train, and a made-up value (0, or chance accuracy) would mix a
@@ -23,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from core.group_comparison import mean_interval
 from core.knobs import InvalidInput
 from core.store import FINAL_STATUSES, UnknownRunError
 from core.sweep.objective import Objective
@@ -32,8 +37,11 @@ if TYPE_CHECKING:
 
     from core.engine import Engine, RunStatus
 
-# Trial user attributes. `run_id` links a trial to its run in the lab's store.
+# Trial user attributes. `run_id` links a trial to its (first) run in the lab's store;
+# `run_ids`, to every run of a trial of repeats.
 RUN_ID = "run_id"
+RUN_IDS = "run_ids"
+SPREAD = "spread"
 RUN_STATUS = "run_status"
 REASON = "reason"
 CUT_SHORT = "cut_short"
@@ -94,47 +102,76 @@ class Outcome:
     run_status: str | None = None
     reason: str | None = None
     cut_short: bool = False
+    spread: float | None = None  # over the runs of a trial of repeats: see `combined`
+
+
+def combined(outcomes: Sequence[Outcome]) -> Outcome:
+    """A trial's outcome from its runs': the first cut short, else the first failure,
+    else pruned if any was, else COMPLETE with the mean of their values (and the
+    half-width of its 95% t-interval as `spread`)."""
+    if len(outcomes) == 1:
+        return outcomes[0]
+    for ended in (
+        next((o for o in outcomes if o.cut_short), None),
+        next((o for o in outcomes if o.state == "FAIL"), None),
+        next((o for o in outcomes if o.state == "PRUNED"), None),
+    ):
+        if ended is not None:
+            return ended
+    mean, margin = mean_interval([o.value for o in outcomes if o.value is not None])
+    return Outcome("COMPLETE", mean, "completed", spread=margin)
 
 
 class TrialRun:
-    """A trial in flight and its run; used by the sweep's driver thread only."""
+    """A trial in flight and its runs; used by the sweep's driver thread only."""
 
     def __init__(
         self,
         trial: optuna.Trial,
-        run_id: str,
+        run_ids: str | Sequence[str],
         objective: Objective,
         last_step: int | None = None,
     ) -> None:
-        """`last_step`: the run's step up to which the trial has reported already."""
+        """`run_ids`: the trial's run, or runs; `last_step`: the step up to which the
+        trial has reported already."""
         self.trial = trial
-        self.run_id = run_id
+        self.run_ids = (run_ids,) if isinstance(run_ids, str) else tuple(run_ids)
         self.objective = objective
-        self.last_step = last_step  # the largest step of the run's metrics read so far
-        self.stop_reason: str | None = None  # set once the sweep has asked the run to stop
+        self.last_step = last_step  # the last step reported to the trial
+        # Each run's metrics are read from where the last read ended; a value waits in
+        # `pending` (step → run → value) until every run has logged its step.
+        self._read: dict[str, int | None] = dict.fromkeys(self.run_ids, last_step)
+        self._pending: dict[int, dict[str, float]] = {}
+        self.stop_reason: str | None = None  # set once the sweep has asked the runs to stop
+
+    @property
+    def run_id(self) -> str:
+        """The trial's (first) run."""
+        return self.run_ids[0]
 
     def poll(self, engine: Engine, pruning: bool) -> Outcome | None:
-        """Reports the run's new objective values and asks the pruner about them
-        (when `pruning`); returns the outcome once the run has ended, else None."""
+        """Reports the runs' new objective values and asks the pruner about them (when
+        `pruning`); returns the outcome once every run has ended, else None."""
         try:
-            # The status first: a run's metrics are all stored before it ends, so once the
-            # status is final, the read below has every value.
-            status = engine.status(self.run_id)
+            # The statuses first: a run's metrics are all stored before it ends, so once
+            # its status is final, the read below has every value.
+            statuses = [engine.status(run_id) for run_id in self.run_ids]
             reported = self._report_new(engine)
         except UnknownRunError:
             return Outcome("FAIL", reason="the run was deleted from the store")
-        if status.status in FINAL_STATUSES:
-            return self._outcome(status)
+        if all(status.status in FINAL_STATUSES for status in statuses):
+            return combined([self._outcome(status) for status in statuses])
         if pruning and reported and self.stop_reason is None and self.trial.should_prune():
             self.stop(engine, PRUNED)
         return None
 
     def stop(self, engine: Engine, reason: str) -> None:
-        """Asks the run to stop (it does within one step); a run that has ended stays so."""
+        """Asks the runs to stop (they do within one step); a run that has ended stays so."""
         if self.stop_reason is None:
             self.stop_reason = reason
-        with contextlib.suppress(InvalidInput, UnknownRunError):
-            engine.stop(self.run_id)  # raises if the run has ended: the next poll tells how
+        for run_id in self.run_ids:
+            with contextlib.suppress(InvalidInput, UnknownRunError):
+                engine.stop(run_id)  # raises if the run has ended: the next poll tells how
 
     def tell(self, study: optuna.Study, outcome: Outcome) -> None:
         """Ends the trial in the study with `outcome`."""
@@ -144,6 +181,7 @@ class TrialRun:
             (RUN_STATUS, outcome.run_status),
             (REASON, outcome.reason),
             (CUT_SHORT, outcome.cut_short or None),
+            (SPREAD, outcome.spread),
         ):
             if value is not None:
                 self.trial.set_user_attr(key, value)
@@ -152,19 +190,27 @@ class TrialRun:
         study.tell(self.trial, values, state=TrialState[outcome.state])
 
     def _report_new(self, engine: Engine) -> bool:
-        metrics = engine.metrics(self.run_id, since_step=self.last_step)
-        if not len(metrics):
-            return False
-        self.last_step = metrics.last_step
+        """Reports the mean over the runs at each new step that every run has a finite
+        value of the objective's metric at; whether it reported any."""
         metric = self.objective.metric
-        if metric not in metrics:
-            return False
+        for run_id in self.run_ids:
+            metrics = engine.metrics(run_id, since_step=self._read[run_id])
+            if not len(metrics):
+                continue
+            self._read[run_id] = metrics.last_step
+            if metric not in metrics:
+                continue
+            for step, value in zip(metrics.steps.tolist(), metrics[metric].tolist(), strict=True):
+                if math.isfinite(value):
+                    self._pending.setdefault(step, {})[run_id] = value
         reported = False
-        steps, values = metrics.steps.tolist(), metrics[metric].tolist()
-        for step, value in zip(steps, values, strict=True):
-            if math.isfinite(value):
-                self.trial.report(value, step)
+        for step in sorted(self._pending):
+            values = self._pending[step]
+            if len(values) == len(self.run_ids):
+                self.trial.report(sum(values.values()) / len(values), step)
+                self.last_step = step
                 reported = True
+                del self._pending[step]
         return reported
 
     def _outcome(self, status: RunStatus) -> Outcome:

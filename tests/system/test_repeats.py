@@ -4,13 +4,14 @@ saying whether one group beats another."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
 from core.engine import RunConfig
 from core.engine.repeats import repeat_configs
 from core.store import Store
-from tests.apptest import SHORT, page
+from tests.apptest import SHORT, fill_sweep_form, page
 from tests.cli import run_main
 
 DIGITS = ("--dataset", "digits", "--model", "mlp", "--optimizer", "sgd", "--max-steps", "12")
@@ -134,3 +135,25 @@ def test_a_fork_or_a_clone_of_a_repeat_is_not_one_more_of_its_group(lab) -> None
     ]
     assert clone.config["group"] is None and clone.config["seed"] == 0
     lab.wait(clone.id, 60)
+
+
+def test_the_sweep_page_values_each_trial_over_seeds(lab) -> None:
+    at = page("pages/4_Sweep.py").run()
+    fill_sweep_form(at, n_trials=1)
+    at.number_input(key="sweep:repeats").set_value(2).run()
+    at.button(key="sweep:start").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    deadline = time.monotonic() + 120
+    while True:  # the driver tells the study the trial's end within a poll
+        at.run()
+        tables = [d.value for d in at.dataframe if "trial" in d.value.columns]
+        if tables and set(tables[0]["state"]) == {"COMPLETE"}:
+            break
+        assert time.monotonic() < deadline, "the trial did not complete"
+        time.sleep(0.2)
+    (trial,) = tables[0].to_dict("records")
+    runs = lab.list()
+    assert len(runs) == 2 and len({r.config["group"] for r in runs}) == 1
+    bests = [r.final_metrics["best_val_accuracy"] for r in runs]
+    assert trial["value"] == pytest.approx(sum(bests) / 2) and trial["± (95%)"] >= 0
+    assert any("2 seeds a trial, valued by their mean" in c.value for c in at.caption)

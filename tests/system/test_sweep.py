@@ -4,6 +4,7 @@ divergence, stopping, resuming, and the study kept in the lab's SQLite file."""
 from __future__ import annotations
 
 import math
+import statistics
 import subprocess
 import sys
 import time
@@ -13,6 +14,7 @@ import optuna
 import pytest
 
 from core.engine import Engine, RunConfig
+from core.group_comparison import mean_interval
 from core.knobs import InvalidHyperparameters
 from core.optimizers import load_plugins
 from core.store import Store
@@ -518,3 +520,35 @@ def test_a_sweep_killed_with_its_engine_runs_its_trials_again_on_resume(tmp_path
         }
     finally:
         engine.close()
+
+
+def test_a_sweep_over_repeats_values_each_trial_by_the_mean_of_its_seeds(engine) -> None:
+    sweep = Sweep(
+        engine, BASE, space(LR), n_trials=2, sampler="random", parallel=1, repeats=3, seed=5, **FAST
+    )
+    assert SweepPlan.from_dict(sweep.plan.to_dict()).repeats == 3  # kept with the study
+    sweep.start()
+    assert sweep.wait(180).state == "done"
+    runs = {run.id: run for run in engine.list()}
+    assert len(runs) == 6
+    for trial in load_study(engine, sweep.study_name).get_trials():
+        run_ids = trial.user_attrs["run_ids"]
+        assert len(run_ids) == 3 and run_ids[0] == trial.user_attrs["run_id"]
+        members = [runs[run_id] for run_id in run_ids]
+        assert len({m.config["group"] for m in members}) == 1
+        assert sorted(m.config["seed"] for m in members) == [0, 1, 2]
+        rates = {m.config["hyperparameters"]["learning_rate"] for m in members}
+        assert rates == {trial.params["learning_rate"]}
+        bests = [m.final_metrics["best_val_accuracy"] for m in members]
+        assert trial.value == pytest.approx(statistics.mean(bests))
+        assert trial.user_attrs["spread"] == pytest.approx(mean_interval(bests)[1])
+        # What the pruner sees: the mean over the seeds at every validated step.
+        assert sorted(trial.intermediate_values) == [11, 22, 33, 44]
+        for step, reported in trial.intermediate_values.items():
+            logged = []
+            for member in members:
+                metrics = engine.metrics(member.id)
+                logged.append(float(metrics["val_accuracy"][metrics.steps == step][0]))
+            assert reported == pytest.approx(statistics.mean(logged))
+    rows = sweep.results()
+    assert all(row.spread is not None and len(row.run_ids) == 3 for row in rows)

@@ -51,6 +51,29 @@ def test_a_sweep_prints_each_trial_and_the_best(tmp_path) -> None:
     )
 
 
+def test_a_sweep_over_repeats_prints_each_trials_mean_and_interval(tmp_path) -> None:
+    store = tmp_path / "lab.sqlite"
+    code, out, err = run_main(
+        "sweep", "--store", store, "--study", "seeds", "--trials", "2", "--repeats", "2",
+        *SEARCH, *BASE, "--max-steps", "22",
+    )  # fmt: skip
+    assert code == 0, err
+    complete = [line.split() for line in out.splitlines() if " COMPLETE " in line]
+    assert len(complete) == 2
+    with Store(store) as opened:
+        runs = {run.id: run for run in opened.list_runs()}
+    assert len(runs) == 4 and len({run.config["group"] for run in runs.values()}) == 2
+    for number, _, mean, plus_minus, spread, _, first_run in complete:
+        group = runs[first_run].config["group"]
+        bests = [
+            r.final_metrics["best_val_accuracy"]
+            for r in runs.values()
+            if r.config["group"] == group
+        ]
+        assert plus_minus == "±" and float(spread) >= 0
+        assert float(mean) == pytest.approx(sum(bests) / 2, abs=5e-5), number
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
@@ -59,6 +82,10 @@ def test_a_sweep_prints_each_trial_and_the_best(tmp_path) -> None:
         (["--param", "learning_rate=0.1:1", "--parallel", "0"], "parallel: must be in [1, "),
         (["--param", "learning_rate=0.1:1"], "n_trials: is required unless the sampler is grid"),
         ([], "param: give at least one --param"),
+        (
+            ["--param", "learning_rate=0.1:1", "--trials", "2", "--repeats", "0"],
+            "repeats: must be a whole number in [1, 100]",
+        ),
         (["--study", "elsewhere"], "no store at"),
     ],
 )
