@@ -140,13 +140,10 @@ def compute(
         def loss_on_batch() -> tf.Tensor:
             return tf.reduce_mean(task.total(task.losses(model(x, training=True), y)))
 
-        def loss_at(
-            direction: list[np.ndarray], other: list[np.ndarray] | None, a: float, b: float
-        ) -> float:
-            for variable, start, d, e in zip(
-                variables, origin, direction, other or direction, strict=True
-            ):
-                variable.assign(start + a * d + (b * e if other is not None else 0.0))
+        def loss_at(*moves: tuple[float, list[np.ndarray]]) -> float:
+            """The loss at the checkpoint's weights moved by Σ a·d over `moves` (a, d)."""
+            for i, (variable, start) in enumerate(zip(variables, origin, strict=True)):
+                variable.assign(start + sum(a * d[i] for a, d in moves))
             return float(loss_on_batch())
 
         grads = task.gradients(model, x, y).grads
@@ -169,11 +166,11 @@ def compute(
                 report(done / total)
             return value
 
-        along_update = np.array([counted(loss_at(toward_update, None, a, 0)) for a in offsets])
-        along_random = np.array([counted(loss_at(random_1, None, a, 0)) for a in offsets])
+        along_update = np.array([counted(loss_at((a, toward_update))) for a in offsets])
+        along_random = np.array([counted(loss_at((a, random_1))) for a in offsets])
         side = np.linspace(-1.0, 1.0, GRID)
         surface = np.array(
-            [[counted(loss_at(random_1, random_2, a, b)) for a in side] for b in side]
+            [[counted(loss_at((a, random_1), (b, random_2))) for a in side] for b in side]
         )
         steps, coordinates = _trajectory(trainer, checkpoints, origin, random_1, random_2)
     finally:

@@ -141,8 +141,9 @@ class RangeTest:
         losses = np.asarray(losses, np.float64)
         positive = bool(len(losses)) and bool(np.all(losses > 0))
         values = np.log(losses) if positive else losses
-        smoothed = centered_average(values, max(1, round(len(values) * SMOOTHING_SPAN)))
-        index = steepest_fall(smoothed, max(1, round(len(values) * SMOOTHING_SPAN)))
+        reach = max(1, round(len(values) * SMOOTHING_SPAN))
+        smoothed = centered_average(values, reach)
+        index = steepest_fall(smoothed, reach)
         return cls(
             rates=rates,
             losses=losses,
