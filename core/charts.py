@@ -227,7 +227,8 @@ def range_test_figure(curve: RangeTest) -> go.Figure:
     if len(curve.rates):
         lowest = int(np.argmin(curve.smoothed))
         top, bottom = float(curve.smoothed[: lowest + 1].max()), float(curve.smoothed.min())
-        yaxis["range"] = [bottom - 0.1 * (top - bottom), top + 0.25 * (top - bottom)]
+        if top > bottom:  # else (it never fell) Plotly's own range
+            yaxis["range"] = [bottom - 0.1 * (top - bottom), top + 0.25 * (top - bottom)]
         hover = "rate %{x:.3~g}<br>loss %{y:" + HOVER_FORMAT + "}<extra>%{fullData.name}</extra>"
         traces = [
             {
