@@ -310,7 +310,7 @@ def group_figure(groups: Mapping[str, Sequence[Metrics]], key: str) -> go.Figure
                 + "}<extra>%{fullData.name}</extra>",
             }
         )
-    title = f"{key}: each group's mean over its seeds, with its 95% t-interval"
+    title = f"{key}: group means, 95% t-bands"  # the legend says how many runs each
     yaxis = {"title": {"text": key}, "tickformat": TICK_FORMAT}
     return _figure(f"groups/{key}", title, traces, yaxis=yaxis)
 

@@ -21,11 +21,15 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-from scipy import stats
 
+from core.lazy import lazy_module
 from core.store import Metrics
+
+# Imported at the first comparison, not with the pages and the CLI (about a second).
+stats = lazy_module("scipy.stats")
 
 LEVEL = 0.95
 PERMUTATIONS = 10_000
@@ -103,8 +107,7 @@ def mean_interval(values: Sequence[float], level: float = LEVEL) -> tuple[float,
     x = np.asarray(values, np.float64)
     if len(x) < 2:
         return float(x.mean()), None
-    margin = stats.t.ppf(0.5 + level / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x))
-    return float(x.mean()), float(margin)
+    return float(x.mean()), float(_t_margin(x.std(ddof=1), len(x), level))
 
 
 def welch(x: np.ndarray, y: np.ndarray, level: float = LEVEL) -> tuple[float, float, float]:
@@ -234,5 +237,10 @@ def mean_band(
     mean = table.mean(axis=0)
     if len(series) < 2:
         return steps, mean, np.full(len(steps), np.nan)
-    quantile = stats.t.ppf(0.5 + level / 2, len(series) - 1)
-    return steps, mean, quantile * table.std(axis=0, ddof=1) / math.sqrt(len(series))
+    return steps, mean, _t_margin(table.std(axis=0, ddof=1), len(series), level)
+
+
+def _t_margin(std: Any, n: int, level: float) -> Any:
+    """Half the width of the t-interval at `level` of a mean of `n` values of standard
+    deviation `std` (a number, or an array of them)."""
+    return stats.t.ppf(0.5 + level / 2, n - 1) * std / math.sqrt(n)

@@ -113,23 +113,26 @@ class RangeTest:
 
     Attributes:
         rates, losses, smoothed: One value per step; `smoothed` on the loss's scale.
-        suggestion: The suggested learning rate, None while the curve is too short to
-            have a slope or never falls.
-        suggested_at: Its index in `rates`.
+        suggested_at: The index in `rates` of the suggestion, None while the curve is
+            too short to have a slope or never falls.
     """
 
     rates: np.ndarray
     losses: np.ndarray
     smoothed: np.ndarray
-    suggestion: float | None
     suggested_at: int | None
+
+    @property
+    def suggestion(self) -> float | None:
+        """The suggested learning rate (see `suggested_at`)."""
+        return None if self.suggested_at is None else float(self.rates[self.suggested_at])
 
     @classmethod
     def of(cls, metrics: Metrics) -> RangeTest:
         """The curve of a range test's stored metrics (its steps so far)."""
         if "loss" not in metrics or "learning_rate" not in metrics:
             empty = np.empty(0)
-            return cls(empty, empty, empty, None, None)
+            return cls(empty, empty, empty, None)
         rates, losses = metrics["learning_rate"], metrics["loss"]
         kept = np.isfinite(rates) & np.isfinite(losses)
         return cls.from_curve(rates[kept], losses[kept])
@@ -144,13 +147,7 @@ class RangeTest:
         reach = max(1, round(len(values) * SMOOTHING_SPAN))
         smoothed = centered_average(values, reach)
         index = steepest_fall(smoothed, reach)
-        return cls(
-            rates=rates,
-            losses=losses,
-            smoothed=np.exp(smoothed) if positive else smoothed,
-            suggestion=None if index is None else float(rates[index]),
-            suggested_at=index,
-        )
+        return cls(rates, losses, np.exp(smoothed) if positive else smoothed, index)
 
 
 def centered_average(values: np.ndarray, reach: int) -> np.ndarray:

@@ -13,7 +13,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
 
 #: Run fields that label or locate a run rather than change how it trains.
-LABELS: Final = frozenset({"name", "data_dir"})
+LABELS: Final = frozenset({"name", "data_dir", "group"})
 Coordinate = float | str
 
 

@@ -80,7 +80,7 @@ def test_compare_says_whether_one_group_beats_the_other(lab) -> None:
     sentence = next(text for text in shown if "over 3 and 3 seeds" in text)
     assert sentence.startswith("slow's final val_loss is ") and " higher than fast's " in sentence
     assert "(95% Welch interval; p = " in sentence and "by a permutation test" in sentence
-    charts = [c for c in at.get("plotly_chart") if "t-interval" in c.proto.spec]
+    charts = [c for c in at.get("plotly_chart") if "group means, 95% t-bands" in c.proto.spec]
     assert len(charts) == 1
     at.radio(key="compare:at").set_value("time to reach").run()
     at.number_input(key="compare:target").set_value(0.5).run()

@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 from core.group_comparison import compare, describe, time_to_target
+from tests.imports import heavy_modules_after
 
 
 @pytest.mark.slow
@@ -81,3 +82,10 @@ def test_the_sentence_says_how_much_which_way_and_how_sure() -> None:
     assert text.startswith("adamw's val_accuracy at step 600 is 2 ± ")
     assert " points higher than sgd's over 5 and 5 seeds (95% Welch interval; p = " in text
     assert "by Welch's t" in text and "by a permutation test" in text
+
+
+def test_scipy_is_imported_at_the_first_comparison_not_with_the_pages_or_the_cli() -> None:
+    # About a second of start-up for every page that draws charts, and for `runs`.
+    assert heavy_modules_after("import core.charts, core.cli", ("scipy.stats",)) == []
+    code = "import core.group_comparison as g; g.compare([1.0, 2.0], [3.0, 4.0])"
+    assert heavy_modules_after(code, ("scipy.stats",)) == ["scipy.stats"]

@@ -12,6 +12,7 @@ from core.engine.repeats import group_label, groups, repeat_configs
 from core.group_comparison import mean_band, mean_interval, value_at
 from core.knobs import InvalidInput
 from core.store import Metrics
+from core.sweep import settings, varying
 
 
 @pytest.mark.parametrize(
@@ -86,3 +87,10 @@ def test_value_at_takes_the_last_value_logged_up_to_the_step() -> None:
     m = metrics([10, 20, 30], [3.0, math.nan, 1.0])
     assert value_at(m, "loss", 25) == 3.0 and value_at(m, "loss") == 1.0
     assert math.isnan(value_at(m, "loss", 5)) and math.isnan(value_at(m, "accuracy"))
+
+
+def test_the_group_labels_runs_and_is_not_a_setting_compare_sets_apart() -> None:
+    first, second = (repeat_configs(RunConfig(), 2)[0] for _ in range(2))
+    assert first.group != second.group
+    rows = [settings(first.to_dict()), settings(second.to_dict())]
+    assert "group" not in rows[0] and varying(rows) == []
