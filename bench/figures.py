@@ -177,6 +177,21 @@ FIGURES: tuple[Figure, ...] = (
         Target(">=", 0.90),
         "bench.cluster:ray_actor_vs_thread",
     ),
+    Figure(
+        13,
+        "13a",
+        "Live chart refresh (read + Training figures) for 4 runs × 10M logged steps (A) vs "
+        "4 runs × 10,000 (B)",
+        Target("<=", 1.5),
+        "bench.refresh:long_vs_short",
+    ),
+    Figure(
+        13,
+        "13b",
+        "Live chart refresh (read + Training figures) for 4 runs × 10M logged steps",
+        Target("<=", 0.050, on="a", unit="s"),
+        "bench.refresh:long_refresh",
+    ),
 )
 
 

@@ -17,6 +17,7 @@ import time
 import numpy as np
 
 from core.store import Store
+from core.store.metrics import Block
 
 LAYERS = ("conv1", "conv2", "dense1", "dense2", "logits")
 FLAG_KEYS = ("clip_active", "projection_active")
@@ -43,12 +44,16 @@ STEP_KEYS = (
     "wall_time",
 )
 EPOCH_KEYS = ("val_loss", "val_accuracy")
+# What the Live page's Training view draws (the per-layer series are another view's).
+TRAINING_KEYS = tuple(key for key in STEP_KEYS if "/" not in key)
 # mnist-5k's 4,000 training images at batch 64.
 STEPS_PER_EPOCH = 62
 # Steps per second of the made-up run: about LeNet's speed on two cores.
 STEPS_PER_SECOND = 250
 # Rows per commit: what the writer's default flush interval, 0.5 s, gathers at that speed.
 ROWS_PER_FLUSH = STEPS_PER_SECOND // 2
+# Rows per commit of `write_long_run`: a writer's flush at 8,000 steps per second.
+BLOCK_ROWS = 4096
 
 
 def rows(steps: int, *, seed: int = 0) -> list[tuple[int, dict[str, float]]]:
@@ -86,4 +91,36 @@ def write_run(store: Store, run_id: str, steps: int, *, knob_changes: int = 3) -
         previous, value = 1e-3 / 2 ** (change - 1), 1e-3 / 2**change
         payload = {"name": "learning_rate", "value": value, "previous": previous}
         store.add_event(run_id, steps * change // (knob_changes + 1), "knob", payload)
+    store.finish(run_id, "completed", {"steps": steps})
+
+
+def write_long_run(
+    store: Store, run_id: str, steps: int, *, keys: tuple[str, ...] = TRAINING_KEYS, seed: int = 0
+) -> None:
+    """Creates run `run_id` with `steps` steps of `keys` (random walks, 0/1 flags, `epoch`
+    and `wall_time` as `rows` makes them) and the `EPOCH_KEYS` at every epoch's end,
+    committed `BLOCK_ROWS` rows at a time from NumPy, as a writer's flushes store them:
+    ten million steps take about a minute, not the hours a writer's per-row appends would."""
+    store.create_run(run_id, run_id, {"model": "lenet", "optimizer": "adamw"}, status="running")
+    rng = np.random.default_rng(seed)
+    flags = [keys.index(key) for key in FLAG_KEYS if key in keys]
+    level = np.ones((len(keys), 1))
+    started = time.time()
+    for first in range(1, steps + 1, BLOCK_ROWS):
+        numbers = np.arange(first, min(first + BLOCK_ROWS, steps + 1))
+        walk = level * np.exp(np.cumsum(rng.normal(0.0, 0.01, (len(keys), len(numbers))), axis=1))
+        level = walk[:, -1:]
+        walk[flags] = rng.integers(0, 2, (len(flags), len(numbers)))
+        for key, values in (
+            ("epoch", numbers / STEPS_PER_EPOCH),
+            ("wall_time", started + numbers / STEPS_PER_SECOND),
+        ):
+            if key in keys:
+                walk[keys.index(key)] = values
+        epochs = np.full((len(EPOCH_KEYS), len(numbers)), np.nan)
+        ends = numbers % STEPS_PER_EPOCH == 0
+        epochs[:, ends] = rng.random((len(EPOCH_KEYS), int(ends.sum())))
+        store.append_metrics(
+            run_id, Block((*keys, *EPOCH_KEYS), numbers, np.vstack([walk, epochs]))
+        )
     store.finish(run_id, "completed", {"steps": steps})

@@ -297,9 +297,13 @@ if not selected:
 any_active = any(runs[i].active for i in selected)
 
 
-def group_figures(shown: list[RunView]) -> dict[str, go.Figure]:
-    """Each group of repeats among the runs shown, as its mean and 95% band."""
-    metrics = {view.run_id: view.metrics for view in shown}
+def group_figures(shown: list[RunView], start: int | None, end: int | None) -> dict[str, go.Figure]:
+    """Each group of repeats among the runs shown, as its mean and 95% band (of the runs'
+    means over each bucket of steps, for a long run: see `views.step_range`)."""
+    metrics = {
+        view.run_id: engine.overview(view.run_id, start=start, end=end, means=True)
+        for view in shown
+    }
     found = groups(runs[view.run_id] for view in shown)
     series = {
         f"{group_label(members)} ×{len(members)}": [metrics[run.id] for run in members]
@@ -315,24 +319,27 @@ VIEWS = {
     "Instruments": instrument_figures,
 }
 GROUP_KEYS = ("loss", "val_accuracy")
-if any(len(members) > 1 for members in groups(runs[i] for i in selected).values()):
-    VIEWS["Groups"] = group_figures  # the repeats watched, as means with bands
+GROUPS = "Groups"  # the repeats watched, as means with bands
+watched_groups = any(len(members) > 1 for members in groups(runs[i] for i in selected).values())
 
 
 @st.fragment(run_every=state.refresh_interval(any_active, state.CHART_REFRESH_SECONDS))
 def charts(run_ids: list[str]) -> None:
     """One group of charts, redrawn less often than the panels: each redraw costs every
     open tab's browser more than the page server, on the cores the runs train on."""
-    view = st.segmented_control("Charts", list(VIEWS), default="Training", key="live_charts")
+    names = [*VIEWS, GROUPS] if watched_groups else list(VIEWS)
+    view = st.segmented_control("Charts", names, default="Training", key="live_charts")
     view = view or "Training"  # a click on the chosen one deselects it
-    shown = [views.run_view(engine, engine.status(run_id)) for run_id in run_ids]
+    start, end = views.step_range("live")
+    shown = [views.run_view(engine, engine.status(run_id), start, end) for run_id in run_ids]
     if view == "Instruments":
         st.caption(
             "Measured each at its own interval (the run's `*_every` fields; about 20 times "
             "a run when left empty), so that together they cost a bounded share of the "
             "step time. Heat strips show the first selected run."
         )
-    views.show_in_columns(VIEWS[view](shown), captions=INSTRUMENT_HELP)
+    figures = group_figures(shown, start, end) if view == GROUPS else VIEWS[view](shown)
+    views.show_in_columns(figures, captions=INSTRUMENT_HELP)
 
 
 for run_id in selected:

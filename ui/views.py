@@ -10,37 +10,65 @@ import streamlit as st
 from core.charts import RunView
 from core.engine import RunStatus
 from core.engine.client import EngineClient
-from core.store import Metrics, UnknownRunError
+from core.store import Metrics, UnknownRunError, summaries
 from ui import texts
 
 RUNS_PARAM = "runs"  # the URL query parameter that holds a page's selected run ids
 
 
-def run_view(engine: EngineClient, run: RunStatus) -> RunView:
-    """A run's metrics and events, ready for `core.charts`; a fork's with its history."""
+def run_view(
+    engine: EngineClient, run: RunStatus, start: int | None = None, end: int | None = None
+) -> RunView:
+    """A run's metrics from step `start` to `end` (all by default) and its events, ready
+    for `core.charts`; a fork's with its history. The metrics are read at a resolution
+    that keeps a refresh as cheap at step ten million as at step ten thousand."""
     return RunView(
         run.id,
         run.name,
-        engine.metrics(run.id),
+        engine.overview(run.id, start=start, end=end),
         engine.events(run.id),
         batch_size=run.config.get("batch_size"),
-        history=history(engine, run),
+        history=history(engine, run, start, end),
         checkpoints=[checkpoint.step for checkpoint in engine.checkpoints(run.id)],
     )
 
 
-def history(engine: EngineClient, run: RunStatus) -> Metrics | None:
-    """What a fork's ancestors logged up to where it branched off, oldest first; None
-    for a run that is not a fork (or whose parent was deleted)."""
+def history(
+    engine: EngineClient, run: RunStatus, start: int | None = None, end: int | None = None
+) -> Metrics | None:
+    """What a fork's ancestors logged up to where it branched off (from step `start` to
+    `end` of that), oldest first; None for a run that is not a fork (or whose parent was
+    deleted)."""
     if run.parent is None or run.forked_at is None:
         return None
     try:
         parent = engine.status(run.parent)
     except UnknownRunError:
         return None
-    mine = engine.metrics(parent.id).until(run.forked_at)
-    earlier = history(engine, parent)
+    until = run.forked_at if end is None else min(end, run.forked_at)
+    mine = engine.overview(parent.id, start=start, end=until)
+    earlier = history(engine, parent, start, end)
     return mine if earlier is None else earlier.concat(mine)
+
+
+def step_range(key: str) -> tuple[int | None, int | None]:
+    """The steps to draw, as picked in a "Steps" popover (None: from the first, to the
+    last). Number fields, not a slider: a slider whose end grows with the run would be
+    reset at every refresh."""
+    with st.popover("Steps", icon=":material/zoom_in:"):
+        st.caption(
+            f"Draw these steps only. A range of up to {summaries.RAW_ROWS:,} logged steps "
+            "is drawn at full resolution; a longer one from the run's summaries, each pair "
+            "of points a bucket of steps' lowest and highest value, so spikes show."
+        )
+        first, last = st.columns(2)
+        start = first.number_input(
+            "From step", min_value=0, value=None, step=1, placeholder="the first", key=f"{key}:from"
+        )
+        end = last.number_input(
+            "To step", min_value=0, value=None, step=1, placeholder="the last", key=f"{key}:to"
+        )
+    return start, end
 
 
 def family(runs: Mapping[str, RunStatus], run_id: str) -> list[str]:

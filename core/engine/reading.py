@@ -32,6 +32,18 @@ class RunReader:
         """The run's logged metrics, only those after `since_step` when given."""
         return self.store.read_metrics(run_id, since_step)
 
+    def overview(
+        self,
+        run_id: str,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        means: bool = False,
+    ) -> Metrics:
+        """The run's metrics from step `start` to `end` for a chart, read at a resolution
+        that keeps the read bounded however long the run (see `Store.read_overview`)."""
+        return self.store.read_overview(run_id, start=start, end=end, means=means)
+
     def events(self, run_id: str) -> list[Event]:
         """Knob changes, pauses, divergence and the run's initial fingerprints, by step."""
         return self.store.events(run_id)

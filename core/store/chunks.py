@@ -25,6 +25,7 @@ from core.store.metrics import Block
 
 _STEP = np.dtype("<i8")
 _VALUE = np.dtype("<f8")
+_FIRST, _LAST = -(2**63), 2**63 - 1
 
 #: How many chunks of one level are merged into one of the next.
 FANOUT = 8
@@ -111,12 +112,25 @@ def _merge_tail(conn: Connection, run_id: str) -> bool:
     return True
 
 
-def select(conn: Connection, run_id: str, since_step: int | None = None) -> list[Block]:
-    """Run `run_id`'s rows with step > `since_step` (all if None), as blocks in step order."""
+def select(
+    conn: Connection,
+    run_id: str,
+    since_step: int | None = None,
+    *,
+    until: int | None = None,
+    limit: int | None = None,
+) -> list[Block]:
+    """Run `run_id`'s rows with step > `since_step` (all if None) and ≤ `until` (all if
+    None), as blocks in step order; from the first `limit` chunks that hold such rows
+    when given."""
     found = conn.execute(
-        "SELECT keys, steps, payload FROM metric_chunks"
-        " WHERE run_id = ? AND last_step > ? ORDER BY last_step",
-        (run_id, -(2**63) if since_step is None else since_step),
+        "SELECT keys, steps, payload FROM metric_chunks WHERE run_id = ? AND last_step > ?"
+        " AND first_step <= ? ORDER BY last_step" + ("" if limit is None else f" LIMIT {limit:d}"),
+        (
+            run_id,
+            _FIRST if since_step is None else since_step,
+            _LAST if until is None else until,
+        ),
     ).fetchall()
     blocks = []
     for keys_json, group in itertools.groupby(found, key=operator.itemgetter(0)):
@@ -125,8 +139,11 @@ def select(conn: Connection, run_id: str, since_step: int | None = None) -> list
         step_array = np.frombuffer(b"".join(steps), _STEP)
         matrix = np.frombuffer(b"".join(payloads), _VALUE)
         blocks.append(Block(keys, step_array, matrix.reshape(len(step_array), len(keys)).T))
-    if since_step is not None and blocks:
-        blocks[0] = blocks[0].after(since_step)  # only the first chunk can hold earlier steps
+    if blocks:  # only the first and the last chunk can hold steps outside the range
+        if since_step is not None:
+            blocks[0] = blocks[0].after(since_step)
+        if until is not None:
+            blocks[-1] = blocks[-1].until(until)
     return blocks
 
 

@@ -19,6 +19,11 @@ class Block(NamedTuple):
         start = int(np.searchsorted(self.steps, step, side="right"))
         return Block(self.keys, self.steps[start:], self.columns[:, start:])
 
+    def until(self, step: int) -> "Block":
+        """The rows whose step is at most `step`."""
+        end = int(np.searchsorted(self.steps, step, side="right"))
+        return Block(self.keys, self.steps[:end], self.columns[:, :end])
+
 
 @dataclass(frozen=True)
 class Metrics:
@@ -62,14 +67,19 @@ class Metrics:
             raise ValueError(
                 f"newer metrics start at step {newer.steps[0]}, not after {self.steps[-1]}"
             )
-        return stack([self._as_block(), newer._as_block()])
+        return stack([self.as_block(), newer.as_block()])
 
     def until(self, step: int) -> "Metrics":
         """The rows up to `step`, included (a fork's parent up to the fork)."""
-        end = int(np.searchsorted(self.steps, step, side="right"))
-        return Metrics(self.steps[:end], {key: values[:end] for key, values in self.series.items()})
+        return self.rows(0, int(np.searchsorted(self.steps, step, side="right")))
 
-    def _as_block(self) -> Block:
+    def rows(self, start: int, stop: int) -> "Metrics":
+        """Rows `start` to `stop` (excluded), by position."""
+        series = {key: values[start:stop] for key, values in self.series.items()}
+        return Metrics(self.steps[start:stop], series)
+
+    def as_block(self) -> Block:
+        """The rows as one `Block`."""
         columns = np.array(list(self.series.values()), np.float64)
         return Block(self.keys, self.steps, columns.reshape(len(self.series), len(self)))
 

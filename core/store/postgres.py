@@ -27,7 +27,14 @@ from psycopg.pq import TransactionStatus
 from core.store.connections import Cursor, translated
 from core.store.errors import DatabaseError, StoreError
 from core.store.paths import shown
-from core.store.schema import APPLICATION_ID, DDL, MIGRATIONS, SCHEMA_VERSION, check_version
+from core.store.schema import (
+    APPLICATION_ID,
+    DDL,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    check_version,
+    fill,
+)
 
 #: The table that marks a database as the lab's store, with its schema version.
 MARK_TABLE: Final = "optlab_store"
@@ -126,6 +133,7 @@ def prepare(url: str, timeout: float) -> None:
                 version = _inspect(conn, name)
                 for statement in _upgrade(version):
                     conn.execute(statement)
+                fill(conn, version)
                 conn.commit()
             finally:
                 conn.rollback()

@@ -14,6 +14,8 @@ from contextlib import closing
 from pathlib import Path
 from typing import Final
 
+from core.store import summaries
+from core.store.connections import Connection
 from core.store.errors import StoreError
 from core.store.records import STATUSES
 
@@ -21,13 +23,13 @@ from core.store.records import STATUSES
 APPLICATION_ID: Final = 0x4F504C41
 #: Stored in the header's user_version field; raise it with every change to the tables,
 #: and add the change to `MIGRATIONS`.
-SCHEMA_VERSION: Final = 4
+SCHEMA_VERSION: Final = 5
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _STATUS_LIST = ", ".join(f"'{status}'" for status in STATUSES)
 
 # The tables of the current schema; the first three are those of version 1.
-TABLES: Final = ("runs", "metric_chunks", "events", "commands", "services")
+TABLES: Final = ("runs", "metric_chunks", "events", "commands", "services", "metric_summaries")
 
 DDL: Final = (
     f"""
@@ -119,7 +121,34 @@ MIGRATIONS: Final = {
         "ALTER TABLE runs ADD COLUMN node TEXT",
         "PRAGMA user_version = 4",
     ),
+    4: (
+        # Each run's metrics summarised at several resolutions (see core.store.summaries),
+        # filled for the runs already stored by `summaries.backfill`.
+        """
+        CREATE TABLE metric_summaries (
+            run_id     TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            level      INTEGER NOT NULL,  -- 1: BUCKET_ROWS rows, L + 1: FANOUT level-L buckets
+            first_step INTEGER NOT NULL,
+            last_step  INTEGER NOT NULL,
+            keys       TEXT NOT NULL,     -- JSON array: the matrix's rows
+            stats      BLOB NOT NULL,     -- len(keys) x 6 little-endian float64, row-major
+            PRIMARY KEY (run_id, level, last_step)
+        )
+        """,
+        "PRAGMA user_version = 5",
+    ),
 }
+
+# What fills a table that a migration creates, by the version it migrates from: run in
+# the migration's transaction, after its statements.
+FILLS: Final = {4: summaries.backfill}
+
+
+def fill(conn: Connection, version: int) -> None:
+    """Run the fills of the migrations from `version` (0: a new store, which needs none)."""
+    for step in range(max(version, 1), SCHEMA_VERSION):
+        if step in FILLS:
+            FILLS[step](conn)
 
 
 def connect(path: Path, timeout: float, *, read_only: bool = False) -> sqlite3.Connection:
@@ -174,14 +203,14 @@ def _upgrade(conn: sqlite3.Connection, path: Path) -> None:
         conn.execute("BEGIN IMMEDIATE")
         try:
             # Looked at again under the write lock: another process may have just done it.
-            version = _inspect(conn, path)
-            if version == 0:
+            found = _inspect(conn, path)
+            if found == 0:
                 for statement in DDL:
                     conn.execute(statement)
-                version = 1
-            for step in range(version, SCHEMA_VERSION):
+            for step in range(max(found, 1), SCHEMA_VERSION):
                 for statement in MIGRATIONS[step]:
                     conn.execute(statement)
+            fill(conn, found)
             conn.execute("COMMIT")
         finally:
             if conn.in_transaction:

@@ -16,10 +16,10 @@ from types import TracebackType
 from typing import Any
 
 from core.knobs import InvalidInput
-from core.store import chunks, owner, schema
+from core.store import chunks, owner, schema, summaries
 from core.store.connections import Connection, ConnectionPool
 from core.store.errors import ConstraintError, DatabaseError, StoreError, UnknownRunError
-from core.store.metrics import Metrics, stack
+from core.store.metrics import Block, Metrics, stack
 from core.store.paths import default_location, files_base, is_url, shown
 from core.store.records import (
     ACTIVE_STATUSES,
@@ -319,6 +319,7 @@ class Store:
                 raise InvalidInput({"run_id": f"run {run_id} is {row[0]}: nothing to resume"})
             now = time.time()
             chunks.truncate(conn, run_id, step)
+            summaries.truncate(conn, run_id, step)
             conn.execute("DELETE FROM events WHERE run_id = ? AND step > ?", (run_id, step))
             # Commands left over from before it ended must not steer the resumed run.
             conn.execute(
@@ -578,6 +579,29 @@ class Store:
         with self._read() as conn:
             blocks = chunks.select(conn, run_id, since_step)
         return stack(blocks)
+
+    def read_overview(
+        self,
+        run_id: str,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        means: bool = False,
+    ) -> Metrics:
+        """The run's committed metrics from step `start` to `end` (all by default), as a
+        chart needs them: every row of a short range, else under a thousand rows that keep
+        each bucket's extremes, or with `means` its means (see
+        `core.store.summaries.overview`), whatever the run's length. An unknown run reads
+        as empty metrics."""
+        with self._read() as conn:
+            return summaries.overview(conn, run_id, start=start, end=end, means=means)
+
+    def append_metrics(self, run_id: str, block: Block) -> None:
+        """Commit `block`, rows that follow the run's last stored step, at once: as a
+        metrics writer's flush stores them (an import, a benchmark's long run)."""
+        with self._write() as conn:
+            chunks.append(conn, run_id, block)
+            summaries.extend(conn, run_id)
 
     # Helpers
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
-from core.store import chunks
+from core.store import chunks, summaries
 from core.store.connections import ConnectionPool
 from core.store.errors import StoreError
 from core.store.records import to_json
@@ -111,6 +111,7 @@ class MetricsWriter:
                     if rows:
                         block = self._encoder.encode(rows)
                         chunks.append(conn, self.run_id, block)
+                        summaries.extend(conn, self.run_id)
                         conn.execute(
                             "UPDATE runs SET step = greatest(step, ?), updated = ? WHERE id = ?",
                             (int(block.steps[-1]), time.time(), self.run_id),

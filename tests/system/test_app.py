@@ -3,6 +3,8 @@ the engine."""
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import subprocess
 import sys
@@ -15,6 +17,7 @@ from core import optimizers
 from core.data import files
 from core.engine import RunConfig
 from core.knobs import InvalidInput
+from core.store.metrics import Block
 from tests.apptest import ROOT, SHORT, fill_sweep_form, finished_run, page
 
 
@@ -152,6 +155,49 @@ def test_live_page_shows_a_run_with_every_chart(lab) -> None:
         at.segmented_control(key="live_charts").set_value(view).run()
         assert not at.exception
         assert len(at.get("plotly_chart")) == charts, view
+
+
+def test_live_page_draws_a_long_run_from_its_summaries_and_zooms_to_every_step(lab) -> None:
+    """A run of 300,000 logged steps is drawn from a bounded read, its spike kept; a range
+    of 501 steps picked under "Steps" is drawn whole, every step at its value."""
+    config = lab.status(finished_run(lab)).config
+    lab.store.create_run("long", "long", config, status="running", total_steps=300_000)
+    steps = np.arange(1, 300_001)
+    loss = np.exp(-steps / 1e5) + 0.01 * np.sin(steps)
+    loss[123_456] = 50.0
+    for start in range(0, len(steps), 50_000):
+        part = slice(start, start + 50_000)
+        lab.store.append_metrics("long", Block(("loss",), steps[part], loss[None, part]))
+    lab.store.finish("long", "completed", {"steps": 300_000})
+    at = page("pages/2_Live.py")
+    at.session_state["watch"] = ["long"]
+    at.run()
+    assert not at.exception
+
+    def drawn_loss() -> tuple[np.ndarray, np.ndarray]:
+        (trace,) = [
+            t
+            for chart in at.get("plotly_chart")
+            for t in json.loads(chart.proto.spec)["data"]
+            if t.get("name") == "long · train"
+        ]
+        return plotly_array(trace["x"]), plotly_array(trace["y"])
+
+    x, y = drawn_loss()
+    assert len(x) <= 1000 and y.max() == 50.0 and abs(x[y.argmax()] - 123_457) < 3_000
+    at.number_input(key="live:from").set_value(100_000)
+    at.number_input(key="live:to").set_value(100_500).run()
+    assert not at.exception
+    x, y = drawn_loss()
+    np.testing.assert_array_equal(x, np.arange(100_000, 100_501))
+    np.testing.assert_allclose(y, loss[99_999:100_500])
+
+
+def plotly_array(data: list | dict) -> np.ndarray:
+    """An array of a figure's JSON: a list, or NumPy's bytes as Plotly encodes them."""
+    if isinstance(data, dict):
+        return np.frombuffer(base64.b64decode(data["bdata"]), np.dtype(data["dtype"]))
+    return np.asarray(data)
 
 
 def test_live_page_controls_an_active_run(lab) -> None:

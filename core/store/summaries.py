@@ -1,0 +1,300 @@
+"""Summaries of a run's metrics at several resolutions, kept as the metrics are written, so
+that a chart of a run of any length reads a bounded number of rows.
+
+A level-1 bucket summarises `BUCKET_ROWS` consecutive logged rows of a run; a level-L + 1
+bucket summarises `FANOUT` consecutive level-L buckets. For every key a bucket keeps how
+many values were logged, their sum, the lowest and the highest, and the steps of those two
+(as TensorBoard's and W&B's servers keep a range per bucket): a one-step spike, a gradient
+norm 100× the rest or an infinite loss, is the highest value of every bucket above it, so
+it shows at every level. A bucket is stored in the transaction that stores its last row;
+the rows after a level's last bucket are covered by the levels below it, and the newest
+rows (fewer than `BUCKET_ROWS`) by none.
+
+`overview` reads a run, or a step range of it, at the finest level that has at most
+`MAX_BUCKETS` buckets there, plus what follows its last bucket from the finer levels and
+the newest rows: at most about `MAX_BUCKETS + (FANOUT - 1) · levels + BUCKET_ROWS` rows,
+however long the run. A range of at most `RAW_ROWS` rows is read at full resolution.
+
+The stored values are float64 (as the chunks'); steps are held as float64 too, exact up
+to 2⁵³.
+"""
+
+import itertools
+import json
+import operator
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+
+from core.store import chunks
+from core.store.connections import Connection
+from core.store.metrics import Block, Metrics, stack
+
+#: Rows summarised by a level-1 bucket.
+BUCKET_ROWS: Final = 64
+#: Buckets of one level summarised by one bucket of the next.
+FANOUT: Final = 4
+#: At most this many buckets of one level are read for a chart (plus the tail's): with two
+#: points a bucket, more than a half-page chart (about 600 pixels) can show.
+MAX_BUCKETS: Final = 384
+#: A range of at most this many rows is read whole, at full resolution.
+RAW_ROWS: Final = 4096
+
+# A bucket's statistics of one key, in this order in its row of the stored matrix.
+COUNT, SUM, LOW, LOW_STEP, HIGH, HIGH_STEP = range(6)
+_STATS: Final = 6
+_VALUE = np.dtype("<f8")
+_FIRST, _LAST = -(2**63), 2**63 - 1
+# Chunks read at a time when summarising rows: bounds the memory a backfill needs.
+_CHUNKS_PER_PAGE: Final = 4
+
+
+@dataclass(frozen=True)
+class Buckets:
+    """Consecutive buckets of one level: `stats[i, k]` summarises key `keys[k]` over the
+    steps `first_steps[i]` to `last_steps[i]` (count 0 and NaN where it was not logged)."""
+
+    keys: tuple[str, ...]
+    first_steps: np.ndarray  # int64, shape (n,)
+    last_steps: np.ndarray  # int64, shape (n,)
+    stats: np.ndarray  # float64, shape (n, len(keys), 5)
+
+    def __len__(self) -> int:
+        return len(self.first_steps)
+
+    def __getitem__(self, part: slice) -> "Buckets":
+        return Buckets(self.keys, self.first_steps[part], self.last_steps[part], self.stats[part])
+
+    @classmethod
+    def of_rows(cls, rows: Metrics, size: int) -> "Buckets":
+        """Each `size` consecutive rows of `rows` as a bucket (a remainder shorter than
+        `size` is left out)."""
+        groups = len(rows) // size
+        values = np.array(list(rows.series.values()), np.float64).reshape(len(rows.keys), -1)
+        values = values[:, : groups * size].reshape(len(rows.keys), groups, size).transpose(1, 0, 2)
+        steps = rows.steps[: groups * size].reshape(groups, 1, size).astype(np.float64)
+        return cls(
+            rows.keys,
+            rows.steps[: groups * size : size],
+            rows.steps[size - 1 :: size][:groups],
+            _summary(values, values, steps, steps, ~np.isnan(values)),
+        )
+
+    def merged(self, size: int) -> "Buckets":
+        """Each `size` consecutive buckets as one (a remainder shorter than `size` is left
+        out)."""
+        groups = len(self) // size
+        # groups × keys × size, as `_summary` takes them
+        stats = self.stats[: groups * size].reshape(groups, size, len(self.keys), _STATS)
+        stats = stats.transpose(0, 2, 1, 3)
+        merged = _summary(
+            stats[..., LOW],
+            stats[..., HIGH],
+            stats[..., LOW_STEP],
+            stats[..., HIGH_STEP],
+            stats[..., COUNT] > 0,
+            counts=stats[..., COUNT],
+            sums=stats[..., SUM],
+        )
+        return Buckets(
+            self.keys,
+            self.first_steps[: groups * size : size],
+            self.last_steps[size - 1 :: size][:groups],
+            merged,
+        )
+
+    def as_metrics(self, *, means: bool = False) -> Metrics:
+        """Two rows a bucket, at its first and its last step, holding each key's two
+        extremes in the order they were logged: what a chart draws of the bucket, a point
+        at most one bucket away from its step. With `means`, one row a bucket, at its last
+        step, holding each key's mean there: what statistics across runs average."""
+        if means:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                columns = (self.stats[..., SUM] / self.stats[..., COUNT]).T
+            return stack([Block(self.keys, self.last_steps, columns)])
+        low, high = self.stats[..., LOW], self.stats[..., HIGH]
+        low_first = self.stats[..., LOW_STEP] <= self.stats[..., HIGH_STEP]
+        earlier, later = np.where(low_first, low, high), np.where(low_first, high, low)
+        # A single value is drawn once, at the end of the bucket nearer its step.
+        single = self.stats[..., COUNT] == 1
+        nearer_end = 2 * self.stats[..., LOW_STEP] > (self.first_steps + self.last_steps)[:, None]
+        earlier = np.where(single & nearer_end, np.nan, earlier)
+        later = np.where(single & ~nearer_end, np.nan, later)
+        columns = np.stack([earlier, later], axis=1).reshape(2 * len(self), len(self.keys)).T
+        steps = np.stack([self.first_steps, self.last_steps], axis=1).reshape(-1)
+        return stack([Block(self.keys, steps, columns)])
+
+
+def _summary(
+    lows: np.ndarray,
+    highs: np.ndarray,
+    low_steps: np.ndarray,
+    high_steps: np.ndarray,
+    logged: np.ndarray,
+    *,
+    counts: np.ndarray | None = None,
+    sums: np.ndarray | None = None,
+) -> np.ndarray:
+    """Statistics of groups × keys × parts of summarised parts (a row is a part whose
+    count is 1 and whose sum, low and high are its value) over their last axis."""
+    stats = np.empty((*logged.shape[:2], _STATS))
+    stats[..., COUNT] = logged.sum(axis=2) if counts is None else counts.sum(axis=2)
+    stats[..., SUM] = np.where(logged, lows if sums is None else sums, 0.0).sum(axis=2)
+    for value, step, values, steps, worst, pick in (
+        (LOW, LOW_STEP, lows, low_steps, np.inf, np.argmin),
+        (HIGH, HIGH_STEP, highs, high_steps, -np.inf, np.argmax),
+    ):
+        candidates = np.where(logged, values, worst)
+        chosen = pick(candidates, axis=2)[..., None]
+        stats[..., value] = np.take_along_axis(candidates, chosen, axis=2)[..., 0]
+        steps = np.broadcast_to(steps, candidates.shape)
+        stats[..., step] = np.take_along_axis(steps, chosen, axis=2)[..., 0]
+    stats[stats[..., COUNT] == 0, SUM:] = np.nan
+    return stats
+
+
+def aligned(parts: list[Buckets]) -> Buckets:
+    """`parts`, consecutive, as one `Buckets` over the union of their keys."""
+    keys = tuple(dict.fromkeys(key for part in parts for key in part.keys))
+    stats = np.full((sum(map(len, parts)), len(keys), _STATS), np.nan)
+    stats[..., COUNT] = 0
+    start = 0
+    for part in parts:
+        columns = [keys.index(key) for key in part.keys]
+        stats[start : start + len(part), columns] = part.stats
+        start += len(part)
+    first = np.concatenate([part.first_steps for part in parts]) if parts else np.empty(0, np.int64)
+    last = np.concatenate([part.last_steps for part in parts]) if parts else np.empty(0, np.int64)
+    return Buckets(keys, first.astype(np.int64), last.astype(np.int64), stats)
+
+
+# Writing
+
+
+def extend(conn: Connection, run_id: str) -> None:
+    """Store the buckets that the run's rows, as now stored, complete at every level."""
+    carried = Metrics()
+    since = _last_step(conn, run_id, 1)
+    while page := chunks.select(conn, run_id, since, limit=_CHUNKS_PER_PAGE):
+        since = int(page[-1].steps[-1])
+        rows = carried.concat(stack(page)) if len(carried) else stack(page)
+        whole = len(rows) // BUCKET_ROWS * BUCKET_ROWS
+        if whole:
+            _insert(conn, run_id, 1, Buckets.of_rows(rows, BUCKET_ROWS))
+            _extend_above(conn, run_id)
+        carried = rows.rows(whole, len(rows))
+
+
+def _extend_above(conn: Connection, run_id: str) -> None:
+    level = 1
+    while True:
+        below = aligned(list(_select(conn, run_id, level, _last_step(conn, run_id, level + 1))))
+        if len(below) < FANOUT:
+            return
+        level += 1
+        _insert(conn, run_id, level, below.merged(FANOUT))
+
+
+def backfill(conn: Connection) -> None:
+    """Summarise every run's stored rows (once, for a store written before summaries)."""
+    for (run_id,) in conn.execute("SELECT DISTINCT run_id FROM metric_chunks").fetchall():
+        extend(conn, run_id)
+
+
+def truncate(conn: Connection, run_id: str, step: int) -> None:
+    """Forget the buckets that reach past `step` (the rows after it are being deleted)."""
+    conn.execute("DELETE FROM metric_summaries WHERE run_id = ? AND last_step > ?", (run_id, step))
+
+
+def _insert(conn: Connection, run_id: str, level: int, buckets: Buckets) -> None:
+    keys = json.dumps(buckets.keys)
+    conn.executemany(
+        "INSERT INTO metric_summaries (run_id, level, first_step, last_step, keys, stats)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        [
+            (run_id, level, int(first), int(last), keys, np.asarray(stats, _VALUE).tobytes())
+            for first, last, stats in zip(
+                buckets.first_steps, buckets.last_steps, buckets.stats, strict=True
+            )
+        ],
+    )
+
+
+# Reading
+
+
+def overview(
+    conn: Connection,
+    run_id: str,
+    *,
+    start: int | None = None,
+    end: int | None = None,
+    max_buckets: int = MAX_BUCKETS,
+    means: bool = False,
+) -> Metrics:
+    """The run's metrics from step `start` to `end` (the whole run by default) for a chart:
+    every row when the range holds at most about `RAW_ROWS` of them, else each bucket of
+    the finest level with at most `max_buckets` buckets there (see `Buckets.as_metrics`,
+    which `means` is passed to), followed by the finer levels' buckets and the rows after
+    the last bucket."""
+    low, high = _FIRST if start is None else start, _LAST if end is None else end
+    since = None if start is None else start - 1
+    level = _level_for(conn, run_id, low, high, max_buckets)
+    if level == 0:
+        return stack(chunks.select(conn, run_id, since, until=end))
+    parts = []
+    for finer in range(level, 0, -1):
+        found = list(_select(conn, run_id, finer, since, until=high))
+        if found:
+            parts.append(aligned(found).as_metrics(means=means))
+            since = int(found[-1].last_steps[-1])
+    tail = stack(chunks.select(conn, run_id, since, until=end))
+    return stack(part.as_block() for part in [*parts, tail])
+
+
+def _level_for(conn: Connection, run_id: str, low: int, high: int, max_buckets: int) -> int:
+    """The finest level with at most `max_buckets` buckets in the range; 0 (the rows
+    themselves) for a range of at most about `RAW_ROWS` rows. Counts from the coarsest
+    level down, so that no count reads more than `max_buckets` + 1 index entries."""
+    (top,) = conn.execute(
+        "SELECT max(level) FROM metric_summaries WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    for level in range(top or 0, 0, -1):
+        (count,) = conn.execute(
+            # Buckets that end in the range, one fewer than overlap it at most: counted on
+            # the primary key alone, without reading a row.
+            "SELECT count(*) FROM (SELECT 1 FROM metric_summaries WHERE run_id = ? AND level = ?"
+            " AND last_step BETWEEN ? AND ? LIMIT ?) AS bucket",
+            (run_id, level, low, high, max_buckets + 1),
+        ).fetchone()
+        if count > max_buckets:
+            return min(level + 1, top)
+        if level == 1 and count * BUCKET_ROWS <= RAW_ROWS:
+            return 0
+    return 1 if top else 0
+
+
+def _select(
+    conn: Connection, run_id: str, level: int, since: int | None, *, until: int = _LAST
+) -> Iterator[Buckets]:
+    """The level's buckets that end after step `since` and begin by `until`, in step
+    order, grouped by their keys."""
+    found = conn.execute(
+        "SELECT keys, first_step, last_step, stats FROM metric_summaries WHERE run_id = ?"
+        " AND level = ? AND last_step > ? AND first_step <= ? ORDER BY last_step",
+        (run_id, level, _FIRST if since is None else since, until),
+    ).fetchall()
+    for keys_json, group in itertools.groupby(found, key=operator.itemgetter(0)):
+        _, first, last, stats = zip(*group, strict=True)
+        keys = tuple(json.loads(keys_json))
+        matrix = np.frombuffer(b"".join(stats), _VALUE).reshape(len(first), len(keys), _STATS)
+        yield Buckets(keys, np.array(first, np.int64), np.array(last, np.int64), matrix)
+
+
+def _last_step(conn: Connection, run_id: str, level: int) -> int | None:
+    return conn.execute(
+        "SELECT max(last_step) FROM metric_summaries WHERE run_id = ? AND level = ?",
+        (run_id, level),
+    ).fetchone()[0]
