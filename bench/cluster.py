@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bench.figures import Settings
 from bench.machine import available_cores
-from bench.rows import Measured, Quantity
+from bench.rows import Measured
 from bench.training import _config, _wait, _window, interleave_engines
 from core.engine import Engine, RunConfig
 
@@ -49,10 +49,9 @@ def ray_actor_vs_thread(settings: Settings) -> Measured:
             )
     finally:
         ray.shutdown()
-    return Measured(
-        a=Quantity(paired.a_median, "steps/s"),
-        b=Quantity(paired.b_median, "steps/s"),
-        ratio=paired.ratio,
+    return Measured.compared(
+        paired,
+        "steps/s",
         detail=(
             f"from start to first step: {actors.first_step():.1f} s as an actor (a worker "
             f"process, TensorFlow's import, tracing), {threads.first_step():.1f} s as a thread"

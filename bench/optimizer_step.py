@@ -17,7 +17,7 @@ import tensorflow as tf
 from bench import profiling
 from bench.article import ConcatenatedProjectedGD
 from bench.figures import Settings
-from bench.rows import Measured, Quantity
+from bench.rows import Measured
 from bench.timing import interleave, seconds_per_call
 from core import optimizers
 
@@ -82,10 +82,9 @@ def _compare(
             f"Keras's spends {theirs.summary()}."
         )
 
-    return Measured(
-        a=Quantity(paired.a_median, "s"),
-        b=Quantity(paired.b_median, "s"),
-        ratio=paired.ratio,
+    return Measured.compared(
+        paired,
+        "s",
         diagnose=diagnose,
     )
 

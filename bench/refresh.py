@@ -42,10 +42,9 @@ def long_vs_short(settings: Settings) -> Measured:
         warmup=settings.warmup,
         settle=gc.collect,
     )
-    return Measured(
-        a=Quantity(paired.a_median, "s"),
-        b=Quantity(paired.b_median, "s"),
-        ratio=paired.ratio,
+    return Measured.compared(
+        paired,
+        "s",
         detail=_sizes(long),
     )
 

@@ -13,9 +13,11 @@ Every ratio compares A with B measured in the same run, interleaved A B A B …,
 both samples of a pair see the same machine; {dropped} dropped as warm-up, and each
 figure keeps the next {pairs}. A and B are medians of their samples; the ratio is the
 median of the pairs' own ratios, which cancels drift that both samples of a pair saw (so
-it need not equal A / B). A figure held to an absolute bound is the median of timed calls
-after a warm one. A missed target comes with a note on where the time goes, from a
-profile taken after the figure."""
+it need not equal A / B); in brackets, the interquartile range of those ratios. A ratio
+target is met only when that whole range meets it, and a figure whose range is wider than
+a tenth of its ratio takes more pairs, up to three times as many. A figure held to an
+absolute bound is the median of timed calls after a warm one. A missed target comes with
+a note on where the time goes, from a profile taken after the figure."""
 
 
 def table(rows: Sequence[Row]) -> str:
@@ -107,7 +109,13 @@ def _cells(row: Row) -> tuple[str, ...]:
         row.name,
         str(measured.a) if measured else "—",
         str(measured.b) if measured and measured.b else "—",
-        f"{measured.ratio:.2f}×" if measured and measured.ratio is not None else "—",
+        _ratio(measured.ratio, measured.spread) if measured and measured.ratio else "—",
         str(row.target) if row.target else "—",
         met,
     )
+
+
+def _ratio(ratio: float, spread: tuple[float, float] | None) -> str:
+    if spread is None:
+        return f"{ratio:.2f}×"
+    return f"{ratio:.2f}× ({spread[0]:.2f}–{spread[1]:.2f})"

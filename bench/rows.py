@@ -9,7 +9,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
+
+from bench.timing import Paired
 
 # SI prefixes for seconds, from the largest down.
 _SECOND_SCALES = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
@@ -85,6 +87,8 @@ class Measured:
         a: The measured A (the lab's side), or the single value of an absolute figure.
         b: The measured B (the reference), if the figure compares two things.
         ratio: A relative to B, from the same pairs (see `bench.timing.Paired.ratio`).
+        spread: The interquartile range of the pairs' ratios (`Paired.spread`): a ratio
+            target is met only when all of it meets the target.
         diagnose: Returns one or two sentences on where A's time goes, from a profile;
             called only when the row misses its target, since profiling costs time.
         detail: Context worth printing with the row whether or not it is met.
@@ -93,8 +97,21 @@ class Measured:
     a: Quantity
     b: Quantity | None = None
     ratio: float | None = None
+    spread: tuple[float, float] | None = None
     diagnose: Callable[[], str] | None = None
     detail: str = ""
+
+    @classmethod
+    def compared(cls, paired: Paired, unit: str, **rest: Any) -> Measured:
+        """The medians of `paired`'s A and B samples (in `unit`), their ratio and its
+        spread; `rest` are the other fields."""
+        return cls(
+            a=Quantity(paired.a_median, unit),
+            b=Quantity(paired.b_median, unit),
+            ratio=paired.ratio,
+            spread=paired.spread,
+            **rest,
+        )
 
 
 class NotMeasured(Exception):
@@ -128,5 +145,8 @@ class Row:
             return None
         if self.measured is None:
             return False
-        value = self.measured.ratio if self.target.on == "ratio" else self.measured.a.value
-        return value is not None and self.target.accepts(value)
+        if self.target.on == "a":
+            return self.target.accepts(self.measured.a.value)
+        ratio, spread = self.measured.ratio, self.measured.spread
+        ends = spread if spread is not None else (ratio,)
+        return ratio is not None and all(self.target.accepts(end) for end in ends)

@@ -12,12 +12,18 @@ any positive cost or rate, as long as A and B return the same kind.
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 Sampler = Callable[[], float]
+
+#: A spread of the pair ratios wider than this share of their median asks for more pairs.
+WIDE = 0.10
+#: At most this many times the pairs asked for, when their spread stays wide.
+MORE = 3
 
 
 @dataclass(frozen=True)
@@ -42,7 +48,26 @@ class Paired:
         Each pair's ratio cancels the drift both of its samples saw, so this is steadier
         than `a_median / b_median` (which it need not equal).
         """
-        return statistics.median(a / b for a, b in zip(self.a, self.b, strict=True))
+        return statistics.median(self.ratios)
+
+    @property
+    def ratios(self) -> tuple[float, ...]:
+        """Each pair's `a[i] / b[i]`."""
+        return tuple(a / b for a, b in zip(self.a, self.b, strict=True))
+
+    @property
+    def spread(self) -> tuple[float, float]:
+        """The interquartile range of the pairs' ratios: where the middle half of them lie."""
+        if len(self.a) < 2:
+            return self.ratio, self.ratio
+        low, _, high = statistics.quantiles(self.ratios, n=4, method="inclusive")
+        return low, high
+
+    @property
+    def wide(self) -> bool:
+        """Whether the spread is wider than `WIDE` of the ratio: more pairs would help."""
+        low, high = self.spread
+        return high - low > WIDE * self.ratio
 
 
 def interleave(
@@ -52,8 +77,11 @@ def interleave(
     pairs: int,
     warmup: int = 1,
     settle: Callable[[], object] | None = None,
+    most: int | None = None,
 ) -> Paired:
     """Calls `a`, `b`, `a`, `b`, … for `warmup + pairs` pairs; keeps the last `pairs`.
+    While their ratios' spread is `wide`, takes more pairs, up to `most` kept in all
+    (`MORE` × `pairs` by default; pass `pairs` for exactly that many).
 
     `settle`, if given, is called before every sample, outside it: e.g. `gc.collect`, so
     that the garbage of earlier samples is not collected inside a later one.
@@ -61,9 +89,14 @@ def interleave(
     """
     if pairs < 1 or warmup < 0:
         raise ValueError(f"need pairs >= 1 and warmup >= 0 (got {pairs}, {warmup})")
+    most = MORE * pairs if most is None else max(most, pairs)
     kept_a: list[float] = []
     kept_b: list[float] = []
-    for index in range(warmup + pairs):
+    for index in itertools.count():
+        if index >= warmup + pairs:
+            paired = Paired(tuple(kept_a), tuple(kept_b))
+            if len(kept_a) >= most or not paired.wide:
+                return paired
         if settle is not None:
             settle()
         sample_a = a()
@@ -73,7 +106,7 @@ def interleave(
         if index >= warmup:
             kept_a.append(sample_a)
             kept_b.append(sample_b)
-    return Paired(tuple(kept_a), tuple(kept_b))
+    raise AssertionError("unreachable")
 
 
 def seconds_per_call(fn: Callable[[], object], calls: int = 1) -> Sampler:

@@ -33,7 +33,7 @@ import keras
 
 from bench.figures import Settings
 from bench.machine import available_cores
-from bench.rows import Measured, Quantity
+from bench.rows import Measured
 from bench.sampler import StackSampler
 from bench.step_clock import ClockedStore
 from bench.timing import Paired, Sampler, interleave
@@ -67,10 +67,9 @@ def engine_vs_keras(settings: Settings) -> Measured:
             settle=gc.collect,
         )
     keras_step = 1 / paired.b_median
-    return Measured(
-        a=Quantity(paired.a_median, "steps/s"),
-        b=Quantity(paired.b_median, "steps/s"),
-        ratio=paired.ratio,
+    return Measured.compared(
+        paired,
+        "steps/s",
         diagnose=lambda: (
             "Sampled in one more run, an engine step took "
             f"{_engine_profile(config, first, last)}; "
@@ -148,10 +147,9 @@ def _step_times(
             warmup=settings.warmup,
             settle=gc.collect,
         )
-    return Measured(
-        a=Quantity(paired.a_median, "s"),
-        b=Quantity(paired.b_median, "s"),
-        ratio=paired.ratio,
+    return Measured.compared(
+        paired,
+        "s",
         diagnose=lambda: (
             f"Sampled in one more run each, a step with {what} took "
             f"{_engine_profile(on_config, first, last)}; without, "
@@ -192,10 +190,9 @@ def two_runs_at_once(settings: Settings) -> Measured:
             (at_once.engine, in_turn.engine),
             settings,
         )
-    return Measured(
-        a=Quantity(paired.a_median, "steps/s"),
-        b=Quantity(paired.b_median, "steps/s"),
-        ratio=paired.ratio,
+    return Measured.compared(
+        paired,
+        "steps/s",
         diagnose=lambda: (
             f"Both at once, a run took {at_once.describe()}; "
             f"one at a time, {in_turn.describe()} (of {available_cores()} cores)."

@@ -168,9 +168,8 @@ def two_live_tabs(settings: Settings) -> Measured:
     cores = ", ".join(
         f"{group} {seconds / watched_seconds:.0%}" for group, seconds in shares.most_common()
     )
-    return Measured(
-        a=Quantity(paired.a_median, "steps/s"),
-        b=Quantity(paired.b_median, "steps/s"),
-        ratio=paired.ratio,
+    return Measured.compared(
+        paired,
+        "steps/s",
         detail=f"In the watched windows, of one core: {cores}.",
     )

@@ -68,6 +68,26 @@ def test_interleave_settles_before_every_sample() -> None:
     assert order == ["-", "a", "-", "b"] * 3
 
 
+def test_a_wide_spread_takes_more_pairs_up_to_three_times_as_many() -> None:
+    noisy = iter([1.0, 2.0, 0.5] * 100)
+    paired = interleave(lambda: next(noisy), lambda: 1.0, pairs=4, warmup=0)
+    assert len(paired.a) == 12 and paired.wide
+    steady = interleave(lambda: 1.0, lambda: 2.0, pairs=4, warmup=0)
+    assert len(steady.a) == 4 and steady.spread == (0.5, 0.5)
+    exact = interleave(lambda: next(noisy), lambda: 1.0, pairs=4, warmup=0, most=4)
+    assert len(exact.a) == 4
+
+
+def test_a_ratio_target_is_met_only_when_its_whole_spread_meets_it() -> None:
+    def row(ratio: float, spread: tuple[float, float]) -> Row:
+        measured = Measured(Quantity(1.0, "s"), Quantity(1.0, "s"), ratio, spread)
+        return Row("3", "x", Target("<=", 1.05), measured)
+
+    assert row(1.0, (0.97, 1.04)).met
+    assert not row(1.0, (0.95, 1.08)).met
+    assert "1.00× (0.95–1.08)" in report.table([row(1.0, (0.95, 1.08))])
+
+
 def test_bad_counts_are_refused() -> None:
     with pytest.raises(ValueError):
         interleave(lambda: 1.0, lambda: 1.0, pairs=0)
