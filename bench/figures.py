@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from bench.rows import Measured, Target
+from core.cli.parser import DEFAULT_MAX_CONCURRENT
 
 T = TypeVar("T")
 
@@ -191,6 +192,17 @@ FIGURES: tuple[Figure, ...] = (
         "Live chart refresh (read + Training figures) for 4 runs × 10M logged steps",
         Target("<=", 0.050, on="a", unit="s"),
         "bench.refresh:long_refresh",
+    ),
+    *(
+        Figure(
+            14,
+            f"14{suffix}",
+            f"Total steps/s of 8 LeNet runs queued at once, start to end: at most {n} at a "
+            f"time (A) vs at most {DEFAULT_MAX_CONCURRENT}, the default (B)",
+            None,
+            f"bench.many_runs:at_most_{n}",
+        )
+        for suffix, n in (("a", 2), ("b", 4), ("c", 8))
     ),
 )
 
