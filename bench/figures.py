@@ -204,6 +204,14 @@ FIGURES: tuple[Figure, ...] = (
         )
         for suffix, n in (("a", 2), ("b", 4), ("c", 8))
     ),
+    Figure(
+        15,
+        "15",
+        "Time to first point: Engine.start of the demo race's AdamW run to its first logged "
+        "step in the store, in a fresh engine process after its warm-up",
+        Target("<=", 2.0, on="a", unit="s"),
+        "bench.first_point:start_to_first_point",
+    ),
 )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import plotly.graph_objects as go
@@ -28,6 +29,7 @@ from ui import downloads, landscape, range_test, state, texts, views
 st.title(":material/monitoring: Live")
 
 SELECTION = "live_runs"
+FIRST_POINT_WAIT = 30.0  # seconds a new run's charts are looked at every second
 engine = state.engine()
 
 
@@ -323,7 +325,21 @@ GROUPS = "Groups"  # the repeats watched, as means with bands
 watched_groups = any(len(members) > 1 for members in groups(runs[i] for i in selected).values())
 
 
-@st.fragment(run_every=state.refresh_interval(any_active, state.CHART_REFRESH_SECONDS))
+# A run's first point comes a second or two after its start: until every watched run
+# that started (or was queued) in the last half minute has one, the charts look every
+# second, so that the first refresh after it draws it.
+waiting = {
+    i
+    for i in selected
+    if runs[i].active and runs[i].step == 0 and time.time() - runs[i].created < FIRST_POINT_WAIT
+}
+
+
+@st.fragment(
+    run_every=state.refresh_interval(
+        any_active, state.REFRESH_SECONDS if waiting else state.CHART_REFRESH_SECONDS
+    )
+)
 def charts(run_ids: list[str]) -> None:
     """One group of charts, redrawn less often than the panels: each redraw costs every
     open tab's browser more than the page server, on the cores the runs train on."""
@@ -340,6 +356,8 @@ def charts(run_ids: list[str]) -> None:
         )
     figures = group_figures(shown, start, end) if view == GROUPS else VIEWS[view](shown)
     views.show_in_columns(figures, captions=INSTRUMENT_HELP)
+    if waiting and all(len(run.metrics) for run in shown if run.run_id in waiting):
+        st.rerun()  # they have drawn their first points: back to the slower redraws
 
 
 for run_id in selected:

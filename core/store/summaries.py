@@ -12,8 +12,9 @@ rows (fewer than `BUCKET_ROWS`) by none.
 
 `overview` reads a run, or a step range of it, at the finest level that has at most
 `MAX_BUCKETS` buckets there, plus what follows its last bucket from the finer levels and
-the newest rows: at most about `MAX_BUCKETS + (FANOUT - 1) · levels + BUCKET_ROWS` rows,
-however long the run. A range of at most `RAW_ROWS` rows is read at full resolution.
+the newest rows: two rows a bucket, at most about `2 · (MAX_BUCKETS + (FANOUT - 1) ·
+levels) + BUCKET_ROWS` rows, however long the run. A range of at most `RAW_ROWS` rows is
+read at full resolution.
 
 The stored values are float64 (as the chunks'); steps are held as float64 too, exact up
 to 2⁵³.
@@ -59,13 +60,10 @@ class Buckets:
     keys: tuple[str, ...]
     first_steps: np.ndarray  # int64, shape (n,)
     last_steps: np.ndarray  # int64, shape (n,)
-    stats: np.ndarray  # float64, shape (n, len(keys), 5)
+    stats: np.ndarray  # float64, shape (n, len(keys), 6): COUNT, SUM, LOW, LOW_STEP, …
 
     def __len__(self) -> int:
         return len(self.first_steps)
-
-    def __getitem__(self, part: slice) -> "Buckets":
-        return Buckets(self.keys, self.first_steps[part], self.last_steps[part], self.stats[part])
 
     @classmethod
     def of_rows(cls, rows: Metrics, size: int) -> "Buckets":
