@@ -75,7 +75,7 @@ def test_a_version_1_store_is_upgraded_in_place_with_its_runs(tmp_path) -> None:
         store.add_command("r1", "stop")
         store.register_service("me:1:1", ENGINE, {})
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
     conn.close()
 
 
