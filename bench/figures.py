@@ -10,12 +10,14 @@ To add a figure, write its function in the module of its group and add a line be
 
 from __future__ import annotations
 
+import gc
 import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
 from bench.rows import Measured, Target
+from bench.timing import Paired, Sampler, interleave
 from core.cli.parser import DEFAULT_MAX_CONCURRENT
 
 T = TypeVar("T")
@@ -38,6 +40,11 @@ class Settings:
     def pick(self, full: T, quick: T) -> T:
         """The workload size for this run: `full`, or `quick` in a quick run."""
         return quick if self.quick else full
+
+    def interleave(self, a: Sampler, b: Sampler) -> Paired:
+        """`bench.timing.interleave` of `a` and `b` with these pairs and warm-up, garbage
+        collected before every sample (untimed)."""
+        return interleave(a, b, pairs=self.pairs, warmup=self.warmup, settle=gc.collect)
 
 
 # A full run keeps more than the 5 pairs it must: this machine is shared, and its load moves.

@@ -20,9 +20,8 @@ from bench.figures import Settings
 from bench.machine import available_cores
 from bench.rows import Measured
 from bench.timing import Paired
-from bench.training import BATCH, DATASET, INSTRUMENTS_OFF, MODEL, _Pair, _steps_per_epoch
+from bench.training import _Pair, _steps_per_epoch, queued_runs
 from core.cli.parser import DEFAULT_MAX_CONCURRENT
-from core.engine import RunConfig
 
 RUNS = 8
 SETTINGS = (2, 4, 8)
@@ -49,17 +48,7 @@ def against_default(settings: Settings) -> dict[int, Measured]:
     """Total steps/s of the `RUNS` runs at each of `SETTINGS` (A) and at the default (B),
     by setting."""
     steps = settings.pick(200, 130)
-    configs = [
-        RunConfig(
-            model=MODEL,
-            dataset=DATASET,
-            batch_size=BATCH,
-            max_steps=steps,
-            seed=seed,
-            **INSTRUMENTS_OFF,
-        )
-        for seed in range(RUNS)
-    ]
+    configs = queued_runs(steps, RUNS)
     first = _steps_per_epoch()
     last = (steps - 1) // first * first
     tried = sorted({*SETTINGS, DEFAULT_MAX_CONCURRENT})

@@ -13,14 +13,13 @@ dashboard reads them.
 from __future__ import annotations
 
 import functools
-import gc
 import tempfile
 from pathlib import Path
 
 from bench import synthetic
 from bench.figures import Settings
 from bench.rows import Measured, Quantity
-from bench.timing import interleave, median_seconds, seconds_per_call
+from bench.timing import median_seconds, seconds_per_call
 from core import charts
 from core.engine.client import EngineClient
 from core.store import Store
@@ -35,12 +34,9 @@ _FOLDERS: list[tempfile.TemporaryDirectory[str]] = []
 def long_vs_short(settings: Settings) -> Measured:
     """Figure 13a: seconds per refresh at `LONG` steps (A) vs at `SHORT` (B)."""
     long, short = _lab(settings.pick(LONG, 100_000)), _lab(SHORT)
-    paired = interleave(
+    paired = settings.interleave(
         seconds_per_call(functools.partial(refresh, long)),
         seconds_per_call(functools.partial(refresh, short)),
-        pairs=settings.pairs,
-        warmup=settings.warmup,
-        settle=gc.collect,
     )
     return Measured.compared(
         paired,

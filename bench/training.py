@@ -36,7 +36,7 @@ from bench.machine import available_cores
 from bench.rows import Measured
 from bench.sampler import StackSampler
 from bench.step_clock import ClockedStore
-from bench.timing import Paired, Sampler, interleave
+from bench.timing import Paired, Sampler
 from core import data, models
 from core.engine import Engine, RunConfig, RunStatus, checkpoints, execution
 from core.engine.config import instrument_intervals
@@ -59,12 +59,8 @@ def engine_vs_keras(settings: Settings) -> Measured:
     first, last = _window(settings)
     config = _config(last + 1, telemetry=True)
     with _clocked_engine() as (engine, store):
-        paired = interleave(
-            _engine_rate(engine, store, config, first, last),
-            _keras_rate(first, last),
-            pairs=settings.pairs,
-            warmup=settings.warmup,
-            settle=gc.collect,
+        paired = settings.interleave(
+            _engine_rate(engine, store, config, first, last), _keras_rate(first, last)
         )
     keras_step = 1 / paired.b_median
     return Measured.compared(
@@ -140,13 +136,7 @@ def _step_times(
     with _clocked_engine() as (engine, store):
         on = _engine_rate(engine, store, on_config, first, last)
         off = _engine_rate(engine, store, off_config, first, last)
-        paired = interleave(
-            lambda: 1 / on(),
-            lambda: 1 / off(),
-            pairs=settings.pairs,
-            warmup=settings.warmup,
-            settle=gc.collect,
-        )
+        paired = settings.interleave(lambda: 1 / on(), lambda: 1 / off())
     return Measured.compared(
         paired,
         "s",
@@ -167,17 +157,7 @@ def two_runs_at_once(settings: Settings) -> Measured:
     instruments off.
     """
     steps = settings.pick(300, 130)
-    configs = [
-        RunConfig(
-            model=MODEL,
-            dataset=DATASET,
-            batch_size=BATCH,
-            max_steps=steps,
-            seed=seed,
-            **INSTRUMENTS_OFF,
-        )
-        for seed in (0, 1)
-    ]
+    configs = queued_runs(steps, 2)
     # Steady: from the first epoch's end to the last epoch end before the final step.
     first = _steps_per_epoch()
     last = (steps - 1) // first * first
@@ -200,13 +180,29 @@ def two_runs_at_once(settings: Settings) -> Measured:
     )
 
 
+def queued_runs(steps: int, runs: int) -> list[RunConfig]:
+    """`runs` runs of `steps` steps, seeds 0 to `runs` - 1: the engine's defaults (`adamw`,
+    telemetry every step, validation every epoch), the instruments off."""
+    return [
+        RunConfig(
+            model=MODEL,
+            dataset=DATASET,
+            batch_size=BATCH,
+            max_steps=steps,
+            seed=seed,
+            **INSTRUMENTS_OFF,
+        )
+        for seed in range(runs)
+    ]
+
+
 def interleave_engines(
     a: Sampler, b: Sampler, engines: Iterable[Engine], settings: Settings
 ) -> Paired:
     """Interleaved pairs of `a` and `b` (garbage collected between samples), then the
     `engines` they train in closed."""
     try:
-        return interleave(a, b, pairs=settings.pairs, warmup=settings.warmup, settle=gc.collect)
+        return settings.interleave(a, b)
     finally:
         for engine in engines:
             engine.close()
