@@ -69,10 +69,6 @@ class Metrics:
             )
         return stack([self.as_block(), newer.as_block()])
 
-    def until(self, step: int) -> "Metrics":
-        """The rows up to `step`, included (a fork's parent up to the fork)."""
-        return self.rows(0, int(np.searchsorted(self.steps, step, side="right")))
-
     def rows(self, start: int, stop: int) -> "Metrics":
         """Rows `start` to `stop` (excluded), by position."""
         series = {key: values[start:stop] for key, values in self.series.items()}

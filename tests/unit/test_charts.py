@@ -430,7 +430,7 @@ def test_a_run_name_is_shown_as_typed_in_legends_titles_and_hover() -> None:
 def test_a_fork_is_drawn_after_its_parents_line_dotted_in_its_colour() -> None:
     parent = metrics(100)
     fork = Metrics(steps=np.arange(51, 101), series={"loss": np.linspace(1, 0.5, 50)})
-    history = parent.until(50)
+    history = parent.rows(0, 50)  # steps 1 to 50
     assert history.steps.tolist() == list(range(1, 51)) and len(history["loss"]) == 50
     figure = training_figures([RunView("f", "fork", fork, history=history)])["loss"]
     before, after = data_traces(figure)
