@@ -186,3 +186,13 @@ def test_deleting_a_run_deletes_its_summaries(store: Store) -> None:
     store.delete_run("run")
     with store._read() as conn:
         assert conn.execute("SELECT count(*) FROM metric_summaries").fetchone()[0] == 0
+
+
+def test_rows_without_values_are_summarised_as_nothing_logged(store: Store) -> None:
+    store.create_run("run", "run", {}, status="running")
+    with store.metrics_writer("run") as writer:
+        for step in range(1, 200):
+            writer.append(step, {} if step < 100 else {"loss": 1.0 / step})
+    (buckets,) = stored_buckets(store, "run").values()
+    assert buckets.stats[0, 0, COUNT] == 0 and buckets.stats[2, 0, COUNT] == 64
+    assert np.count_nonzero(~np.isnan(store.read_overview("run")["loss"])) == 100
