@@ -20,7 +20,7 @@ from bench.figures import Settings
 from bench.machine import available_cores
 from bench.rows import Measured
 from bench.timing import Paired
-from bench.training import _Pair, _steps_per_epoch, queued_runs
+from bench.training import QueuedEngine, queued_runs, steps_per_epoch
 from core.cli.parser import DEFAULT_MAX_CONCURRENT
 
 RUNS = 8
@@ -49,11 +49,13 @@ def against_default(settings: Settings) -> dict[int, Measured]:
     by setting."""
     steps = settings.pick(200, 130)
     configs = queued_runs(steps, RUNS)
-    first = _steps_per_epoch()
+    first = steps_per_epoch()
     last = (steps - 1) // first * first
     tried = sorted({*SETTINGS, DEFAULT_MAX_CONCURRENT})
     with tempfile.TemporaryDirectory() as folder:
-        engines = {n: _Pair(Path(folder) / f"at-most-{n}.sqlite", max_concurrent=n) for n in tried}
+        engines = {
+            n: QueuedEngine(Path(folder) / f"at-most-{n}.sqlite", max_concurrent=n) for n in tried
+        }
         try:
             rates: dict[int, list[float]] = {n: [] for n in tried}
             # Enough rounds for a result; each takes a minute.

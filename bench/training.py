@@ -159,11 +159,11 @@ def two_runs_at_once(settings: Settings) -> Measured:
     steps = settings.pick(300, 130)
     configs = queued_runs(steps, 2)
     # Steady: from the first epoch's end to the last epoch end before the final step.
-    first = _steps_per_epoch()
+    first = steps_per_epoch()
     last = (steps - 1) // first * first
     with tempfile.TemporaryDirectory() as folder:
-        at_once = _Pair(Path(folder) / "at_once.sqlite", max_concurrent=2)
-        in_turn = _Pair(Path(folder) / "in_turn.sqlite", max_concurrent=1)
+        at_once = QueuedEngine(Path(folder) / "at_once.sqlite", max_concurrent=2)
+        in_turn = QueuedEngine(Path(folder) / "in_turn.sqlite", max_concurrent=1)
         paired = interleave_engines(
             lambda: at_once.train(configs, first, last),
             lambda: in_turn.train(configs, first, last),
@@ -208,8 +208,9 @@ def interleave_engines(
             engine.close()
 
 
-class _Pair:
-    """Figure 7's side: an engine that trains the two runs, and what its samples saw."""
+class QueuedEngine:
+    """An engine that trains queued runs (figure 7's two, figure 14's eight), and what
+    its samples saw."""
 
     def __init__(self, path: Path, max_concurrent: int) -> None:
         self.store = ClockedStore(path)
@@ -275,7 +276,7 @@ def _keras_rate(first: int, last: int) -> Sampler:
             batch_size=BATCH,
             seed=0,
             drop_remainder=True,
-            epochs=math.ceil(last / _steps_per_epoch()),
+            epochs=math.ceil(last / steps_per_epoch()),
         )
         clock.times.clear()
         # shuffle=False: the pipeline shuffles already (and Keras warns otherwise).
@@ -359,7 +360,7 @@ def _config(steps: int, *, telemetry: bool, log_every: int = 1) -> RunConfig:
         log_every=log_every,
         telemetry=telemetry,
         max_steps=steps,
-        epochs=math.ceil(steps / _steps_per_epoch()),
+        epochs=math.ceil(steps / steps_per_epoch()),
         val_every=steps,
         **INSTRUMENTS_OFF,
     )
@@ -368,11 +369,12 @@ def _config(steps: int, *, telemetry: bool, log_every: int = 1) -> RunConfig:
 def _window(settings: Settings) -> tuple[int, int]:
     """(first, last): the steps whose ends bound the timed window, whole epochs after
     the first one."""
-    steps_per_epoch = _steps_per_epoch()
-    return steps_per_epoch, steps_per_epoch * (1 + settings.pick(4, 1))
+    epoch = steps_per_epoch()
+    return epoch, epoch * (1 + settings.pick(4, 1))
 
 
-def _steps_per_epoch() -> int:
+def steps_per_epoch() -> int:
+    """Batches in an epoch of the figures' dataset."""
     return len(data.load(DATASET).y_train) // BATCH
 
 
