@@ -356,8 +356,12 @@ def charts(run_ids: list[str]) -> None:
         )
     figures = group_figures(shown, start, end) if view == GROUPS else VIEWS[view](shown)
     views.show_in_columns(figures, captions=INSTRUMENT_HELP)
-    if waiting and all(len(run.metrics) for run in shown if run.run_id in waiting):
-        st.rerun()  # they have drawn their first points: back to the slower redraws
+    if waiting and all(
+        len(run.metrics) or time.time() - runs[run.run_id].created > FIRST_POINT_WAIT
+        for run in shown
+        if run.run_id in waiting
+    ):
+        st.rerun()  # their first points are drawn (or late): back to the slower redraws
 
 
 for run_id in selected:

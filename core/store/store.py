@@ -598,8 +598,12 @@ class Store:
 
     def append_metrics(self, run_id: str, block: Block) -> None:
         """Commit `block`, rows that follow the run's last stored step, at once: as a
-        metrics writer's flush stores them (an import, a benchmark's long run)."""
+        metrics writer's flush stores them (an import, a benchmark's long run). Raises
+        `ValueError` for an empty block or one that does not follow the stored steps."""
         with self._write() as conn:
+            last = chunks.last_step(conn, run_id)
+            if not len(block.steps) or (last is not None and block.steps[0] <= last):
+                raise ValueError(f"the rows must follow step {last} of run {run_id!r}")
             chunks.append(conn, run_id, block)
             summaries.extend(conn, run_id)
 

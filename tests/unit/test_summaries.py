@@ -196,3 +196,11 @@ def test_rows_without_values_are_summarised_as_nothing_logged(store: Store) -> N
     (buckets,) = stored_buckets(store, "run").values()
     assert buckets.stats[0, 0, COUNT] == 0 and buckets.stats[2, 0, COUNT] == 64
     assert np.count_nonzero(~np.isnan(store.read_overview("run")["loss"])) == 100
+
+
+def test_appended_rows_must_follow_the_stored_ones(store: Store) -> None:
+    steps, values = telemetry(100)
+    write(store, "run", steps, values)
+    with pytest.raises(ValueError, match="must follow step 100"):
+        store.append_metrics("run", Block(KEYS, steps[-10:], values[:, -10:]))
+    assert len(store.read_metrics("run")) == 100
