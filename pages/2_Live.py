@@ -256,11 +256,11 @@ def run_panel(run: RunStatus) -> None:
         if run.active and run.steerable:
             with st.expander("Change knobs while it trains", icon=":material/tune:"):
                 knob_form(run)
-        if not run.active and (saved := engine.checkpoints(run.id)):
-            with st.expander("Loss landscape", icon=":material/landscape:"):
-                landscape.panel(run.id, [checkpoint.step for checkpoint in saved])
         elif run.active:
             st.caption("The process that trains this run has ended; it cannot be steered.")
+        elif saved := engine.checkpoints(run.id):
+            with st.expander("Loss landscape", icon=":material/landscape:"):
+                landscape.panel(run.id, [checkpoint.step for checkpoint in saved])
 
 
 def train_with(test: RunStatus, rate: float) -> None:

@@ -206,6 +206,7 @@ def test_live_page_controls_an_active_run(lab) -> None:
     at.session_state["watch"] = [run_id]
     at.run()
     assert not at.exception
+    assert not [c for c in at.caption if "cannot be steered" in c.value]
     # Moving a slider changes nothing until Apply, however often the page refreshes.
     slider = f"knob:{run_id}:radius:20.0"
     at.select_slider(key=slider).set_value(5.0).run()
