@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from core.data import DatasetUnavailable
+from core.engine import stack
 from core.engine.checkpoints import CheckpointSchedule, RunCheckpoints
 from core.engine.config import LR_FIND, RunConfig
 from core.engine.lr_find import Explosion
@@ -127,6 +128,7 @@ class RunExecution:
         status, error = "failed", None
         writer = None
         try:
+            stack.load()
             from core.engine.strategies import make_strategy
             from core.engine.trainer import Trainer
 

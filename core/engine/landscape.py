@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from core.engine import stack
 from core.engine.checkpoints import RunCheckpoints
 from core.engine.config import RunConfig
 from core.knobs import InvalidInput
@@ -121,6 +122,7 @@ def compute(
     chosen = checkpoints.find(step)
     if record is None or chosen is None:
         raise InvalidInput({"checkpoint": f"run {run_id} has no checkpoint of step {step}"})
+    stack.load()
     import tensorflow as tf
 
     from core.engine.strategies import make_strategy

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from core.engine import stack
 from core.engine.checkpoints import Checkpoint, RunCheckpoints
 from core.engine.config import RunConfig
 from core.knobs import InvalidInput
@@ -34,6 +35,7 @@ def save_model(store: Store, run_id: str, path: Path, checkpoint: str = "last") 
     chosen = choose_checkpoint(store, run_id, checkpoint)
     record = store.get_run(run_id)
     assert record is not None
+    stack.load()
     from core.engine.strategies import make_strategy
     from core.engine.trainer import Trainer
 

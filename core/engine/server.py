@@ -31,6 +31,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any
 
+from core.engine import stack
 from core.engine.client import DASHBOARD, ENGINE, live_service, log_path
 from core.engine.engine import Engine
 from core.store import Store, StoreError, is_url, owner, shown
@@ -116,6 +117,7 @@ class EngineService:
         modules, the plugins, the default dataset and a first trace."""
         from core import data
 
+        stack.load()
         self._publish_plugins()
         with contextlib.suppress(data.DatasetUnavailable):  # a run that needs it says why
             data.load(data.DEFAULT_DATASET)

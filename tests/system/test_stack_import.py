@@ -1,0 +1,59 @@
+"""The engine's threads import TensorFlow one at a time (`core.engine.stack`)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from core.store.paths import PROJECT_ROOT
+
+# Four threads start at once, as the warm-up and the demo race's runs do in a fresh
+# engine: one imports Keras first, as the warm-up does, the others TensorFlow, as a run's
+# strategies do. Prints the errors they met.
+RACE = """
+import sys, threading
+from core.engine import stack
+locked = sys.argv[1] == "locked"
+errors = []
+start = threading.Barrier(4)
+def thread(first: bool) -> None:
+    start.wait()
+    try:
+        if locked:
+            stack.load()
+        if first:
+            import keras
+        else:
+            from core.engine.strategies import make_strategy
+    except BaseException as exc:
+        errors.append(type(exc).__name__)
+threads = [threading.Thread(target=thread, args=(i == 0,)) for i in range(4)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(",".join(errors))
+"""
+
+
+def errors_of(mode: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", RACE, mode],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+@pytest.mark.slow
+def test_threads_that_import_tensorflow_at_once_all_get_it_whole() -> None:
+    # Without the lock the race breaks (a deadlock or a half-made module), so this test
+    # tells the lock's work from luck; three tries, for a scheduler that spaced them out.
+    broke = any(errors_of("unlocked") for _ in range(3))
+    assert broke, "the race never broke without the lock"
+    assert errors_of("locked") == ""
