@@ -1,10 +1,17 @@
-"""Figures 3 and 4: one optimizer step on a 10M-parameter MLP, the lab's against Keras's.
+"""Figures 3, 4 and 16: one optimizer step, the lab's against Keras's.
 
 A step is `optimizer.apply(gradients, variables)` in a `tf.function`, on fixed random
-gradients, so only the optimizer is timed (no forward or backward pass). The MLP is
-784 → 2048 → 2048 → 2048 → 10, 10,020,874 parameters; each optimizer updates its own copy.
-Without XLA (Keras's default on CPU, and the engine's) TensorFlow runs every op of a step
-as its own pass over the tensors, so the time of a step follows the number of passes.
+gradients, so only the optimizer is timed (no forward or backward pass); each optimizer
+updates its own copy of the variables.
+
+Figures 3 and 4 step a 784 → 2048 → 2048 → 2048 → 10 MLP (10,020,874 parameters). Without
+XLA (Keras's default on CPU, and the engine's) TensorFlow runs every op of a step as its
+own pass over the tensors, so the time of a step follows the number of passes.
+
+Figure 16 steps an embedding table of 1M rows × 64 with the sparse gradient of a batch of
+4,096 ids (`tf.IndexedSlices`, as an `Embedding` layer's), drawn with repeats. Adam's
+moments decay on every row, so AdamW writes the whole table, in Keras as in the lab; plain
+SGD writes only the rows the batch touched.
 """
 
 from __future__ import annotations
@@ -27,6 +34,10 @@ RADIUS = 1.0
 CLIP_NORM = 1.0
 # Steps per sample: tens of milliseconds each, so a sample lasts a few tenths of a second.
 CALLS = 20
+TABLE = (1_000_000, 64)
+IDS = 4_096
+# Steps per sample of the table: AdamW's take ~0.2 s each, SGD's under a millisecond.
+TABLE_CALLS = {"adamw": 2, "sgd": 300}
 
 
 def projected_gd(settings: Settings) -> Measured:
@@ -59,15 +70,43 @@ def clip_norm(settings: Settings) -> Measured:
     )
 
 
+def embedding_adamw(settings: Settings) -> Measured:
+    """Figure 16a: `adamw` against `keras.optimizers.AdamW` on an embedding table."""
+    return _compare(
+        "adamw",
+        lambda: optimizers.build("adamw", learning_rate=LEARNING_RATE, weight_decay=0.004),
+        lambda: keras.optimizers.AdamW(LEARNING_RATE, weight_decay=0.004),
+        settings,
+        _table_step,
+        settings.pick(TABLE_CALLS["adamw"], 1),
+    )
+
+
+def embedding_sgd(settings: Settings) -> Measured:
+    """Figure 16b: `sgd` against `keras.optimizers.SGD` on an embedding table."""
+    return _compare(
+        "sgd",
+        lambda: optimizers.build("sgd", learning_rate=LEARNING_RATE),
+        lambda: keras.optimizers.SGD(LEARNING_RATE),
+        settings,
+        _table_step,
+        settings.pick(TABLE_CALLS["sgd"], 20),
+    )
+
+
 def _compare(
     name: str,
     make_a: Callable[[], keras.optimizers.Optimizer],
     make_b: Callable[[], keras.optimizers.Optimizer],
     settings: Settings,
+    stepper: Callable[[keras.optimizers.Optimizer], Callable[[], None]] | None = None,
+    calls: int | None = None,
 ) -> Measured:
-    """Seconds per step of two optimizers, interleaved, each on its own MLP."""
-    step_a, step_b = _step(make_a()), _step(make_b())
-    calls = settings.pick(CALLS, 3)
+    """Seconds per step of two optimizers, interleaved, each on its own variables (the
+    MLP's unless `stepper` makes another step)."""
+    stepper = stepper or _step
+    step_a, step_b = stepper(make_a()), stepper(make_b())
+    calls = calls or settings.pick(CALLS, 3)
     paired = interleave(
         seconds_per_call(step_a, calls),
         seconds_per_call(step_b, calls),
@@ -101,6 +140,25 @@ def _step(optimizer: keras.optimizers.Optimizer) -> Callable[[], None]:
     @tf.function
     def step() -> None:
         optimizer.apply(gradients, variables)
+
+    return step
+
+
+def _table_step(optimizer: keras.optimizers.Optimizer) -> Callable[[], None]:
+    """A traced optimizer step on a fresh embedding table, with a fixed sparse gradient."""
+    table = keras.Variable(
+        tf.random.stateless_normal(TABLE, seed=(0, 1), stddev=0.05), name="embeddings"
+    )
+    ids = tf.random.stateless_uniform((IDS,), seed=(1, 2), maxval=TABLE[0], dtype=tf.int64)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(tf.square(tf.gather(table.value, ids)))
+    gradient = tape.gradient(loss, table.value)
+    assert isinstance(gradient, tf.IndexedSlices)
+    optimizer.build([table])
+
+    @tf.function
+    def step() -> None:
+        optimizer.apply([gradient], [table])
 
     return step
 

@@ -19,6 +19,8 @@ from core.optimizers.catalog import ADAM_KNOBS, MOMENTUM_KNOBS
 class SGD(LabOptimizer):
     """Gradient descent: the step is −η·g."""
 
+    row_local = True
+
     def propose(
         self, gradient: tf.Tensor, param: tf.Tensor, learning_rate: tf.Tensor, **slots: tf.Tensor
     ) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:

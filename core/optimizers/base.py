@@ -11,6 +11,11 @@ and every new value is written through `strategy.extended.update`, so mirrored c
 never drift apart. This is why the knobs live here and not in Keras's `global_clipnorm`,
 which clips each replica's gradient before the sum.
 
+A sparse gradient (an embedding's `tf.IndexedSlices`) is applied to the rows it touches
+only, and written with a scatter, when the algorithm is `row_local` and every knob that is
+on acts row by row (not noise, top-k, weight decay, pruning or the projection, which read
+or write every row); otherwise it is made dense first.
+
 A knob set to `None` is left out of the traced step and costs nothing. A numeric knob that
 is set lives in a variable: `set_knob` changes it for the next step without retracing.
 """
@@ -85,7 +90,9 @@ def _assign_all(strategy: tf.distribute.Strategy, assignments: Sequence[Assignme
         strategy.extended.update(variable, _assign, args=(value,), group=False)
 
 
-def _assign(variable: tf.Variable, value: tf.Tensor) -> tf.Operation:
+def _assign(variable: tf.Variable, value: tf.Tensor | tf.IndexedSlices) -> tf.Operation:
+    if isinstance(value, tf.IndexedSlices):  # new values of some rows
+        return variable.scatter_update(value)
     return variable.assign(tf.cast(value, variable.dtype))
 
 
@@ -109,6 +116,9 @@ class LabOptimizer(keras.optimizers.Optimizer):
 
     knobs: ClassVar[tuple[Knob, ...]] = COMMON_KNOBS
     slot_names: ClassVar[tuple[str, ...]] = ()
+    #: Whether `propose` is zero where the gradient is and reads no slots, so that a
+    #: sparse gradient's step may be computed on the rows it touches alone.
+    row_local: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Appends the update rules the catalog declares for the class and its knobs to
@@ -260,16 +270,31 @@ class LabOptimizer(keras.optimizers.Optimizer):
         learning_rate: Any,
     ) -> list[Assignment]:
         """The stages after the all-reduce, as new values for variables."""
-        params = [tf.convert_to_tensor(v) for v in variables]
         step = stages.Step(
-            grads=[tf.cast(dense(g, p), p.dtype) for g, p in zip(grads, params, strict=True)],
-            params=params,
+            grads=[],
+            params=[],
+            variables=variables,
+            rows=[],
             indices=indices,
             lr=tf.cast(learning_rate, tf.float32),
         )
+        for g, variable, i in zip(grads, variables, indices, strict=True):
+            if isinstance(g, tf.IndexedSlices) and all(s.row_local(i) for s in self._stages):
+                rows, g = summed_rows(g)
+                param = tf.gather(variable, rows)
+            else:
+                rows, param = None, tf.convert_to_tensor(variable)
+                g = dense(g, param)
+            step.grads.append(tf.cast(g, param.dtype))
+            step.params.append(param)
+            step.rows.append(rows)
         for stage in self._stages:
             stage.apply(step)
-        return [*step.assignments, *zip(variables, step.new_params, strict=True)]
+        new_values = [
+            new if rows is None else tf.IndexedSlices(new, rows)
+            for new, rows in zip(step.new_params, step.rows, strict=True)
+        ]
+        return [*step.assignments, *zip(variables, new_values, strict=True)]
 
     # The algorithm ----------------------------------------------------------------------
 
@@ -319,6 +344,13 @@ class LabOptimizer(keras.optimizers.Optimizer):
                 value = [rule.to_dict() for rule in value]
             config[knob.name] = value
         return config
+
+
+def summed_rows(gradient: tf.IndexedSlices) -> tuple[tf.Tensor, tf.Tensor]:
+    """A sparse gradient as (the rows it touches, each once; their gradients): rows given
+    twice add up, as `tf.IndexedSlices` means."""
+    rows, positions = tf.unique(gradient.indices)
+    return rows, tf.math.unsorted_segment_sum(gradient.values, positions, tf.size(rows))
 
 
 def dense(gradient: Any, param: tf.Tensor) -> tf.Tensor:

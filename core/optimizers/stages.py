@@ -7,7 +7,11 @@ per step, on all trainable variables at once; `COMMON_KNOBS`, `SCALAR_STATS` and
 shown in the docstrings, the README and the Optimizers page are made from the list. A new
 knob is one stage here, and its place in `STAGES`.
 
-A stage whose knob is `None` does nothing and is not traced. This module imports
+A stage whose knob is `None` does nothing and is not traced. A variable with a sparse
+gradient (an embedding's `tf.IndexedSlices`) is updated by rows when every stage acts on it
+row by row (`Stage.row_local`): the step then holds only the rows the gradient touches, and
+writes them back with a scatter, as Keras's own SGD does, instead of a whole table each step.
+This module imports
 TensorFlow only when a step is traced (inside `apply`), so that the catalog of optimizers,
 and the dashboard, can list the knobs without it.
 """
@@ -34,6 +38,10 @@ class Step:
     Attributes:
         grads: The gradients (all-reduced), transformed by the stages before the algorithm.
         params: The parameters θ before the step.
+        variables: The variables themselves.
+        rows: For a variable updated by rows, the indices of its rows that the gradient
+            touches, each once: its `grads`, `params` and `new_params` hold those rows
+            only (every other row keeps its value). None for a variable updated whole.
         indices: Each variable's index among the optimizer's variables.
         lr: The learning rate η.
         steps: The proposed steps Δ, once the algorithm has run.
@@ -45,6 +53,8 @@ class Step:
 
     grads: list[tf.Tensor]
     params: list[tf.Tensor]
+    variables: list[tf.Variable]
+    rows: list[tf.Tensor | None]
     indices: list[int]
     lr: tf.Tensor
     steps: list[tf.Tensor] = field(default_factory=list)
@@ -87,6 +97,12 @@ class Stage:
     def apply(self, step: Step) -> None:
         """Transforms `step` (in the traced step)."""
         raise NotImplementedError
+
+    def row_local(self, index: int) -> bool:
+        """Whether the stage, as set, acts on the variable of optimizer index `index` row
+        by row and leaves the rows whose gradient is zero as they are (see `Step.rows`):
+        true of one that is off."""
+        return True
 
     def live(self, name: str) -> Any:
         """The variable of the live knob `name`, or None when the knob is off."""
@@ -153,6 +169,9 @@ class GradientNoise(Stage):
     note = "noise_std σ (a standard deviation)"
     label = "`noise_std`"
 
+    def row_local(self, index: int) -> bool:
+        return self.live("noise_std") is None  # noise lands on every row
+
     def apply(self, step: Step) -> None:
         import tensorflow as tf
 
@@ -191,6 +210,9 @@ class TopK(Stage):
     note = "top_k per tensor; e only with error feedback"
     label = "`top_k`"
     stats: ClassVar[Mapping[str, float | None]] = {"top_k_kept": 1.0}
+
+    def row_local(self, index: int) -> bool:
+        return self.values["top_k"] is None  # the largest entries of the whole tensor
 
     def build(self, var_list: Sequence[keras.Variable]) -> None:
         feedback = self.values["top_k"] is not None and self.values["top_k_error_feedback"]
@@ -243,6 +265,9 @@ class Algorithm(Stage):
     formula = "Δ  ← algorithm(g)"
     note = "the subclass's step (it includes −η)"
     label = "the algorithm's step"
+
+    def row_local(self, index: int) -> bool:
+        return self.optimizer.row_local
 
     def apply(self, step: Step) -> None:
         step.steps, assignments = self.optimizer.propose_all(
@@ -298,7 +323,7 @@ class WeightDecay(Stage):
         variable, or None when off, or for the variables Keras's
         `exclude_from_weight_decay` named)."""
         everywhere = self.live("weight_decay")
-        self.decays = []
+        self.decays: list[Any] = []
         for variable in var_list:
             rule = matching_rule(self.values["layer_rules"], variable)
             if rule and rule.weight_decay is not None:
@@ -307,6 +332,9 @@ class WeightDecay(Stage):
                 # Keras's own test for it, as its AdamW uses.
                 used = self.optimizer._use_weight_decay(variable)
                 self.decays.append(everywhere if used else None)
+
+    def row_local(self, index: int) -> bool:
+        return self.decays[index] is None  # decay shrinks every row
 
     def apply(self, step: Step) -> None:
         import tensorflow as tf
@@ -340,6 +368,9 @@ class PruneMask(Stage):
     note = "prune_threshold τ: those entries are frozen"
     label = "`prune_threshold` mask"
     stats: ClassVar[Mapping[str, float | None]] = {"pruned_frozen": 0.0}
+
+    def row_local(self, index: int) -> bool:
+        return self.live("prune_threshold") is None  # it counts the frozen entries of all rows
 
     def apply(self, step: Step) -> None:
         import tensorflow as tf
@@ -382,6 +413,9 @@ class Projection(Stage):
         "projection_active": 0.0,
     }
 
+    def row_local(self, index: int) -> bool:
+        return self.live("radius") is None  # it scales every row
+
     def apply(self, step: Step) -> None:
         import tensorflow as tf
 
@@ -390,7 +424,17 @@ class Projection(Stage):
         radius = self.live("radius")
         if not self.optimizer.telemetry and radius is None:
             return
-        squares = tf.stack([transforms.squared_norm(p) for p in step.new_params])
+        squares = tf.stack(
+            [
+                transforms.squared_norm(new)
+                if rows is None  # else the rows the step left, and its own
+                else tf.maximum(transforms.squared_norm(variable) - transforms.squared_norm(old), 0)
+                + transforms.squared_norm(new)
+                for new, old, variable, rows in zip(
+                    step.new_params, step.params, step.variables, step.rows, strict=True
+                )
+            ]
+        )
         step.stats["param_sq"] = transforms.agreed(squares)
         step.stats["param_norm"] = tf.sqrt(tf.reduce_sum(step.stats["param_sq"]))
         step.stats["param_norm_proposed"] = step.stats["param_norm"]

@@ -124,3 +124,44 @@ def test_checkpoint_holds_the_whole_optimizer_state(mirrored, tmp_path) -> None:
     assert fresh.optimizer.iterations.numpy() == 12
     for before, after in zip(saved, restored, strict=True):
         np.testing.assert_array_equal(after.numpy(), before.numpy(), err_msg=before.name)
+
+
+def sparse_step(
+    strategy: tf.distribute.Strategy,
+    optimizer: keras.optimizers.Optimizer,
+    table: keras.Variable,
+    sparse: bool,
+) -> tf.types.experimental.GenericFunction:
+    """A step where replica r sends rows 1 and 4 of ones × (r + 1), as `tf.IndexedSlices`
+    or as the dense tensor it stands for."""
+
+    @tf.function
+    def step() -> None:
+        def replica_step() -> None:
+            replica = tf.distribute.get_replica_context().replica_id_in_sync_group
+            rows = tf.ones((2, 3)) * tf.cast(replica + 1, tf.float32)
+            grad = tf.IndexedSlices(rows, tf.constant([1, 4]), tf.constant([10, 3]))
+            optimizer.apply([grad if sparse else tf.convert_to_tensor(grad)], [table])
+
+        strategy.run(replica_step)
+
+    return step
+
+
+def test_a_sparse_gradient_is_all_reduced_and_scattered_into_every_replica(mirrored) -> None:
+    # The rows-only step (sgd with clip_norm) equals the dense gradient's, on both copies.
+    tables = []
+    for sparse in (True, False):
+        with mirrored.scope():
+            table = keras.Variable(np.ones((10, 3), "float32"))
+            optimizer = optimizers.build("sgd", learning_rate=0.1, clip_norm=0.5, telemetry=True)
+            optimizer.build([table])
+        step = sparse_step(mirrored, optimizer, table, sparse)
+        step()
+        step()
+        with mirrored.scope():
+            copies = replica_values(table)
+        np.testing.assert_array_equal(copies[0], copies[1])
+        tables.append(copies[0])
+    np.testing.assert_allclose(*tables, rtol=1e-6)
+    assert (tables[0][[0, 2, 3, 5]] == 1.0).all() and (tables[0][[1, 4]] < 1.0).all()
