@@ -48,6 +48,7 @@ WHOLE = [
 ]
 
 
+@pytest.mark.slow  # 50 cases
 @pytest.mark.parametrize("knobs", ROW_BY_ROW + WHOLE, ids=str)
 @pytest.mark.parametrize("name", sorted(BUILTIN_NAMES))
 def test_a_sparse_gradient_trains_as_its_dense_self(name: str, knobs: dict[str, Any]) -> None:
