@@ -11,9 +11,9 @@ A stage whose knob is `None` does nothing and is not traced. A variable with a s
 gradient (an embedding's `tf.IndexedSlices`) is updated by rows when every stage acts on it
 row by row (`Stage.row_local`): the step then holds only the rows the gradient touches, and
 writes them back with a scatter, as Keras's own SGD does, instead of a whole table each step.
-This module imports
-TensorFlow only when a step is traced (inside `apply`), so that the catalog of optimizers,
-and the dashboard, can list the knobs without it.
+
+This module imports TensorFlow only when a step is traced (inside `apply`), so that the
+catalog of optimizers, and the dashboard, can list the knobs without it.
 """
 
 from __future__ import annotations
