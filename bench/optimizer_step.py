@@ -9,9 +9,9 @@ XLA (Keras's default on CPU, and the engine's) TensorFlow runs every op of a ste
 own pass over the tensors, so the time of a step follows the number of passes.
 
 Figure 16 steps an embedding table of 1M rows × 64 with the sparse gradient of a batch of
-4,096 ids (`tf.IndexedSlices`, as an `Embedding` layer's), drawn with repeats. Adam's
-moments decay on every row, so AdamW writes the whole table, in Keras as in the lab; plain
-SGD writes only the rows the batch touched.
+4,096 ids drawn uniformly, a few twice (`tf.IndexedSlices`, as an `Embedding` layer's).
+Adam's moments decay on every row, so AdamW writes the whole table, in Keras as in the
+lab; plain SGD writes only the rows the batch touched.
 """
 
 from __future__ import annotations
