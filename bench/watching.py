@@ -140,8 +140,10 @@ def two_live_tabs(settings: Settings) -> Measured:
         try:
             time.sleep(settings.pick(10.0, 6.0))  # past the first traces
             shares: Counter[str] = Counter()
+            watched_seconds = 0.0
 
             def watched() -> float:
+                nonlocal watched_seconds
                 tabs = [browser.new_page() for _ in range(TABS)]
                 for tab in tabs:
                     tab.goto(f"{url}/Live?runs={run_id}")
@@ -149,9 +151,10 @@ def two_live_tabs(settings: Settings) -> Measured:
                     tab.wait_for_selector(".js-plotly-plot", timeout=60_000)
                 time.sleep(SETTLE_SECONDS)
                 groups["browser"] = chromium_pids()
-                before = cpu_seconds(groups)
+                before, began = cpu_seconds(groups), time.monotonic()
                 speed = steps_per_second(client, run_id, WINDOW_SECONDS)
                 shares.update(cpu_seconds(groups) - before)
+                watched_seconds += time.monotonic() - began
                 for tab in tabs:
                     tab.close()
                 return speed
@@ -164,7 +167,6 @@ def two_live_tabs(settings: Settings) -> Measured:
             )
         finally:
             client.settle(client.stop(run_id))
-    watched_seconds = WINDOW_SECONDS * (settings.pairs + settings.warmup)
     cores = ", ".join(
         f"{group} {seconds / watched_seconds:.0%}" for group, seconds in shares.most_common()
     )
