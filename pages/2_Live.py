@@ -325,14 +325,15 @@ GROUPS = "Groups"  # the repeats watched, as means with bands
 watched_groups = any(len(members) > 1 for members in groups(runs[i] for i in selected).values())
 
 
+def recent(run: RunStatus) -> bool:
+    """Whether `run` started (or was queued) less than `FIRST_POINT_WAIT` ago."""
+    return time.time() - run.created < FIRST_POINT_WAIT
+
+
 # A run's first point comes a second or two after its start: until every watched run
 # that started (or was queued) in the last half minute has one, the charts look every
 # second, so that the first refresh after it draws it.
-waiting = {
-    i
-    for i in selected
-    if runs[i].active and runs[i].step == 0 and time.time() - runs[i].created < FIRST_POINT_WAIT
-}
+waiting = {i for i in selected if runs[i].active and runs[i].step == 0 and recent(runs[i])}
 
 
 @st.fragment(
@@ -357,9 +358,7 @@ def charts(run_ids: list[str]) -> None:
     figures = group_figures(shown, start, end) if view == GROUPS else VIEWS[view](shown)
     views.show_in_columns(figures, captions=INSTRUMENT_HELP)
     if waiting and all(
-        len(run.metrics) or time.time() - runs[run.run_id].created > FIRST_POINT_WAIT
-        for run in shown
-        if run.run_id in waiting
+        len(run.metrics) or not recent(runs[run.run_id]) for run in shown if run.run_id in waiting
     ):
         st.rerun()  # their first points are drawn (or late): back to the slower redraws
 

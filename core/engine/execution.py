@@ -137,7 +137,7 @@ class RunExecution:
             start = self.control.step
             trainer = Trainer(self.config, make_strategy(self.config.strategy), start=start)
             self.trainer = trainer
-            self.store.set_progress(self.run_id, start, total_steps=trainer.total_steps)
+            self.store.set_progress(self.run_id, start, total_steps=trainer.data.total_steps)
             if start:
                 self._restore(trainer, start)
             else:
@@ -238,7 +238,7 @@ class RunExecution:
 
     def _loop(self, trainer: Any, writer: Any) -> str:
         control, config = self.control, self.config
-        for step in range(control.step + 1, trainer.total_steps + 1):
+        for step in range(control.step + 1, trainer.data.total_steps + 1):
             if control.paused and control.stop_reason is None:
                 control.clock_stop()
                 self._wait_while_paused(step - 1)
@@ -250,18 +250,18 @@ class RunExecution:
                 self._checkpoint(control.step)
                 return control.stop_reason
 
-            last_step = step == trainer.total_steps
+            last_step = step == trainer.data.total_steps
             # A step that measures logs too: its instruments' values beside the loss,
             # and a divergence it finds beside the loss that shows it.
             log = step % config.log_every == 0 or last_step or trainer.measures(step)
             measured = trainer.step(step, log=log)
             row = dict(measured.values)
             if log:
-                row["epoch"] = step / trainer.steps_per_epoch
+                row["epoch"] = step / trainer.data.steps_per_epoch
                 row["wall_time"] = time.time()  # when the step was logged (Unix seconds)
             if measured.histograms is not None:
                 writer.add_event(step, HISTOGRAM_EVENT, measured.histograms)
-            validate_every = config.val_every or trainer.steps_per_epoch
+            validate_every = config.val_every or trainer.data.steps_per_epoch
             if (step % validate_every == 0 or last_step) and self.explosion is None:
                 row |= trainer.evaluate()
             if row:
@@ -306,8 +306,9 @@ class RunExecution:
                 name, value = self.control.updates.get_nowait()
             except queue.Empty:
                 return
-            previous = trainer.get_knob(name)
-            value = trainer.set_knob(name, value)
+            holder = trainer.knob_holder(name)
+            previous = holder.get_knob(name)
+            value = holder.set_knob(name, value)
             writer.add_event(step, KNOB_EVENT, {"name": name, "value": value, "previous": previous})
 
     def _set_status(self, status: str) -> None:
@@ -337,9 +338,9 @@ def _init_event(trainer: Any) -> dict[str, Any]:
     """What a run records at step 0: fingerprints of its start, and its shape."""
     return {
         "weights_sha256": trainer.weights_sha256,
-        "first_batch_sha256": trainer.first_batch_sha256,
+        "first_batch_sha256": trainer.data.first_batch_sha256,
         "layers": trainer.layers,
-        "steps_per_epoch": trainer.steps_per_epoch,
+        "steps_per_epoch": trainer.data.steps_per_epoch,
         "instrument_intervals": trainer.instrument_intervals,
         "replicas": trainer.strategy.num_replicas_in_sync,
     }

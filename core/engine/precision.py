@@ -15,6 +15,7 @@ import contextlib
 from collections.abc import Iterator
 
 import keras
+import tensorflow as tf
 
 from core.engine.config import PRECISIONS
 
@@ -40,3 +41,24 @@ def loss_scaler(
     if precision != "mixed_float16":
         return None
     return keras.optimizers.LossScaleOptimizer(optimizer)
+
+
+def apply(
+    optimizer: keras.optimizers.Optimizer,
+    scaler: keras.optimizers.LossScaleOptimizer | None,
+    grads: list[tf.Tensor],
+    variables: list[tf.Variable],
+) -> None:
+    """The optimizer's step; a float16 run's through its loss scaling, which skips a step
+    whose gradients overflowed and adapts the scale. The gradients are the true ones (see
+    `SingleTask.loss_scale`): scaled again, exactly, for the scaler to unscale."""
+    if scaler is None:
+        optimizer.apply(grads, variables)
+        return
+    scale = scaler.dynamic_scale
+    scaler.apply([g * tf.cast(scale, g.dtype) for g in grads], variables)
+
+
+def scaler_variables(scaler: keras.optimizers.LossScaleOptimizer | None) -> list[tf.Variable]:
+    """A float16 run's loss scale and its count of finite steps since it last grew."""
+    return [] if scaler is None else [scaler.step_counter, scaler.dynamic_scale]

@@ -73,6 +73,15 @@ class SingleTask:
             raise InvalidInput({knob: "is not a task weight of this run"})
         return weight
 
+    def get_knob(self, knob: str) -> float:
+        """The current value of the task weight `knob`."""
+        return float(self.weight(knob).numpy())
+
+    def set_knob(self, knob: str, value: float) -> float:
+        """Sets the task weight `knob` from the next step on; returns the value set."""
+        self.weight(knob).assign(float(value))
+        return float(value)
+
     def losses(self, outputs: Any, y: Any) -> dict[str, tf.Tensor]:
         """Per-example losses, by task (in float32, whatever the layers compute in)."""
         return {TASKS[0]: _cross_entropy(y, outputs)}

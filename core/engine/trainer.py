@@ -13,27 +13,26 @@ A `Trainer` is made and used in one thread: Keras keeps name and seed state per 
 from __future__ import annotations
 
 import functools
-import hashlib
-import math
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 import tensorflow as tf
 
-from core import data, models, optimizers
+from core import models, optimizers
 from core.engine import precision
-from core.engine.config import LR_FIND, RunConfig, instrument_intervals
+from core.engine.config import RunConfig, instrument_intervals
+from core.engine.divergence import Divergence
+from core.engine.evaluation import Evaluation
 from core.engine.instruments import INSTRUMENTS, Instrument, Measurements, ReplicaStep
+from core.engine.learning_rate import scheduled
 from core.engine.live import TASK_WEIGHT
+from core.engine.run_data import RunData, sha256
 from core.engine.tasks import task_of
 from core.engine.telemetry import Telemetry
-from core.optimizers.schedules import RANGE_TEST, LiveSchedule
 
 __all__ = ["Measurements", "Trainer"]
 
-EVAL_BATCH = 500
 RELEASE_THREAD = "optlab-batches-release"  # see `Trainer.close`
 
 
@@ -44,11 +43,11 @@ class Trainer:
         model, optimizer: What trains.
         task: What the model learns (losses, gradients, the sums logged as means).
         telemetry: The running sums and the logged row.
-        steps_per_epoch: Full batches per pass over the training split.
-        total_steps: Steps the run will take (epochs, capped by `max_steps`).
+        data: The run's batches, and the steps they make.
+        evaluate: Called, the loss and scores on the whole test split.
+        divergence: The first step whose loss or weights were not finite.
         instrument_intervals: Each instrument's interval in steps, 0 when off.
         layers: The layer names that per-layer statistics are keyed by.
-        first_batch: The run's first batch (the sharpness's fixed batch).
 
     A trainer made with `start=S` takes the batches of steps S + 1 on; `restore` then
     gives it the state a checkpoint of step S saved, and it continues that run exactly.
@@ -59,29 +58,9 @@ class Trainer:
     ) -> None:
         self.config = config
         self.strategy = strategy
-        dataset = data.load(config.dataset, data_dir=config.data_dir)
-        self.steps_per_epoch = len(dataset.y_train) // config.batch_size
-        if self.steps_per_epoch == 0:
-            raise ValueError(
-                f"batch_size: larger than the training split ({len(dataset.y_train)} examples)"
-            )
-        self.total_steps = config.epochs * self.steps_per_epoch
-        if config.max_steps is not None:
-            self.total_steps = min(self.total_steps, config.max_steps)
-        self.instrument_intervals = instrument_intervals(config, self.total_steps)
-
-        split = functools.partial(
-            data.pipeline, dataset, seed=config.batch_seed, multitask=config.multitask
-        )
-        epochs = math.ceil(self.total_steps / self.steps_per_epoch)
-        batches = functools.partial(
-            split, "train", batch_size=config.batch_size, drop_remainder=True, epochs=epochs
-        )
-        train = batches(start=start)
-        self._test = split("test", batch_size=EVAL_BATCH, epochs=1)
-        # The first batch fingerprints the batch order.
-        self.first_batch = next(iter(batches().take(1)))
-        self.first_batch_sha256 = _sha256(self.first_batch)
+        self.data = RunData.load(config, start)
+        dataset = self.data.dataset
+        self.instrument_intervals = instrument_intervals(config, self.data.total_steps)
         with strategy.scope():
             with precision.policy(config.precision):
                 self.model = models.build(
@@ -93,25 +72,26 @@ class Trainer:
                 )
             self.optimizer = optimizers.build(
                 config.optimizer,
-                **self._scheduled(config.hyperparameters),
+                **scheduled(config, self.data.total_steps),
                 telemetry=config.telemetry,
             )
             self.optimizer.build(self.model.trainable_variables)
             self.scaler = precision.loss_scaler(config.precision, self.optimizer)
             if self.scaler is not None:
                 self.scaler.build(self.model.trainable_variables)
-        self.weights_sha256 = _sha256(self.model.get_weights())
+        self.weights_sha256 = sha256(self.model.get_weights())
         self._batches = iter(  # passed into the traced step, which takes each batch
-            strategy.experimental_distribute_dataset(train)
+            strategy.experimental_distribute_dataset(self.data.train)
             if strategy.num_replicas_in_sync > 1
-            else train
+            else self.data.train
         )
         self.task = task_of(config, dataset.problem)
         if self.scaler is not None:
             self.task.loss_scale = self.scaler.dynamic_scale
         self.telemetry = Telemetry(self.model, self.optimizer, self.task)
         self.layers = self.telemetry.layers
-        self._first_nonfinite = tf.Variable(tf.constant(-1, tf.int64), trainable=False)
+        self.evaluate = Evaluation(self.data.test, self.model, self.task)
+        self.divergence = Divergence()
         self._saver: tf.train.Checkpoint | None = None
         self.instruments: dict[str, Instrument] = {
             name: INSTRUMENTS[name](self)
@@ -121,24 +101,7 @@ class Trainer:
         # TensorFlow counts retraces per function code, so the methods of many trainers
         # would share one count and warn of retracing; a partial is counted on its own.
         self._train_step = tf.function(functools.partial(Trainer._train_step_fn, self))
-        self._eval_batch = tf.function(functools.partial(Trainer._eval_batch_fn, self))
         self._traces: dict[tuple[bool, tuple[str, ...]], Callable[..., dict[str, Any]]] = {}
-
-    def _scheduled(self, hyperparameters: Mapping[str, Any]) -> dict[str, Any]:
-        """The hyperparameters, the learning rate a `LiveSchedule` when the run has one
-        (a range test always has one)."""
-        config = self.config
-        range_test = config.kind == LR_FIND
-        if config.lr_schedule == "constant" and config.warmup_steps == 0 and not range_test:
-            return dict(hyperparameters)
-        schedule = LiveSchedule(
-            hyperparameters["learning_rate"],  # every knob is filled in: the peak
-            RANGE_TEST if range_test else config.lr_schedule,
-            config.warmup_steps,
-            self.total_steps,
-            start_rate=config.lr_find_start if range_test else None,
-        )
-        return {**hyperparameters, "learning_rate": schedule}
 
     # Training ---------------------------------------------------------------------------
 
@@ -186,7 +149,7 @@ class Trainer:
         """
         for instrument in self.instruments.values():
             instrument.close()
-        self._train_step = self._eval_batch = self._saver = None
+        self._train_step = self.evaluate = self._saver = None
         self._traces = {}
         self.model = self.optimizer = self.scaler = self.telemetry = None
         self.instruments = {}
@@ -199,23 +162,19 @@ class Trainer:
     def state(self) -> list[tf.Variable]:
         """Every variable that the steps after this one depend on: the model's, the
         optimizer's (slots, iterations, live knobs, error feedback), the running sums and
-        initial weights of the telemetry, the instruments' running state, and a multi-task
-        run's loss weights. With the
-        batch position (`start`), the whole state of a run: the batch order and the
-        gradient noise are functions of the seed and the step."""
+        initial weights of the telemetry, the instruments' running state, a multi-task
+        run's loss weights, a float16 run's loss scale, and the first non-finite step.
+        With the batch position (`start`), the whole state of a run: the batch order and
+        the gradient noise are functions of the seed and the step."""
         return [
             *self.model.variables,
             *self.optimizer.variables,
             *self.telemetry.variables,
             *(v for instrument in self.instruments.values() for v in instrument.variables),
             *self.task.variables,
-            *self._scaler_variables(),
-            self._first_nonfinite,
+            *precision.scaler_variables(self.scaler),
+            self.divergence.first,
         ]
-
-    def _scaler_variables(self) -> list[tf.Variable]:
-        """A float16 run's loss scale and its count of finite steps since it last grew."""
-        return [] if self.scaler is None else [self.scaler.step_counter, self.scaler.dynamic_scale]
 
     def save(self, prefix: str) -> None:
         """Writes `state` to the TensorFlow checkpoint `prefix` (`.index` and `.data-*`)."""
@@ -243,19 +202,10 @@ class Trainer:
             if every > 0 and step % every == 0
         ]
 
-    def get_knob(self, name: str) -> Any:
-        """The current value of a knob: the optimizer's, or a task weight."""
-        if name.startswith(TASK_WEIGHT):
-            return float(self.task.weight(name).numpy())
-        return self.optimizer.get_knob(name)
-
-    def set_knob(self, name: str, value: float) -> float:
-        """Changes a live knob (see `core.engine.live`, which checks the value) from the
-        next step on; returns the value set."""
-        if name.startswith(TASK_WEIGHT):
-            self.task.weight(name).assign(float(value))
-            return float(value)
-        return self.optimizer.set_knob(name, value)
+    def knob_holder(self, name: str) -> Any:
+        """What holds the live knob `name` (checked by `core.engine.live`): the task for a
+        task weight, else the optimizer. Both answer `get_knob` and `set_knob`."""
+        return self.task if name.startswith(TASK_WEIGHT) else self.optimizer
 
     def _train_step_fn(self, batches: Any, *, log: bool, due: tuple[str, ...]) -> dict[str, Any]:
         x, y = next(batches)  # in the graph: no Python round trip for the batch
@@ -269,10 +219,11 @@ class Trainer:
             for name, value in per_replica.items()
             if not self.telemetry.owns(name)
         }
-        self._check_finite(self.strategy.reduce("SUM", per_replica["loss"], axis=None))
+        loss = self.strategy.reduce("SUM", per_replica["loss"], axis=None)
+        self.divergence.check(loss, self.optimizer)
         for instrument in instruments:
             instrument.finish(outputs)
-        outputs["first_nonfinite"] = self._first_nonfinite.read_value()
+        outputs["first_nonfinite"] = self.divergence.first.read_value()
         if log:
             outputs["logged"], outputs["per_layer"] = self.telemetry.logged()
         return outputs
@@ -293,53 +244,7 @@ class Trainer:
         for task, grads in (step.computed.per_task or {}).items():
             step.terms[f"grad_norm/{task}"] = tf.linalg.global_norm(all_reduced(grads))
         before = [instrument.before_update(step) for instrument in instruments]
-        self._apply(step.computed.grads, variables)
+        precision.apply(self.optimizer, self.scaler, step.computed.grads, variables)
         for instrument, state in zip(instruments, before, strict=True):
             instrument.after_update(step, state)
         return step.computed.sums | step.terms
-
-    def _apply(self, grads: list[tf.Tensor], variables: list[tf.Variable]) -> None:
-        """The optimizer's step; a float16 run's through Keras's loss scaling, which skips
-        a step whose gradients overflowed and adapts the scale. The gradients are the
-        true ones (see `SingleTask.loss_scale`): scaled again, exactly, for it to unscale."""
-        if self.scaler is None:
-            self.optimizer.apply(grads, variables)
-            return
-        scale = self.scaler.dynamic_scale
-        self.scaler.apply([g * tf.cast(scale, g.dtype) for g in grads], variables)
-
-    def _check_finite(self, loss: tf.Tensor) -> None:
-        """Records the first step with a non-finite loss or parameter norm."""
-        finite = tf.math.is_finite(loss)
-        if "param_norm" in self.optimizer.stats:
-            # A ReLU net can keep a finite loss while NaN weights spread behind dead units.
-            finite &= tf.math.is_finite(tf.convert_to_tensor(self.optimizer.stats["param_norm"]))
-        first_bad = (self._first_nonfinite < 0) & ~finite
-        self._first_nonfinite.assign(
-            tf.where(first_bad, self.optimizer.iterations, self._first_nonfinite)
-        )
-
-    # Validation -------------------------------------------------------------------------
-
-    def evaluate(self) -> dict[str, float]:
-        """Loss and the task's scores (accuracy, or mean absolute error) on the whole
-        test split."""
-        totals: dict[str, float] = {}
-        for batch in self._test:
-            for key, value in self._eval_batch(*batch).items():
-                totals[key] = totals.get(key, 0.0) + float(value)
-        count = max(totals.pop("count"), 1.0)
-        return {f"val_{key}": value / count for key, value in totals.items()}
-
-    def _eval_batch_fn(self, x: tf.Tensor, y: Any) -> dict[str, tf.Tensor]:
-        outputs = self.model(x, training=False)
-        total = self.task.total(self.task.losses(outputs, y))
-        sums = {"loss": tf.reduce_sum(total), "count": tf.cast(tf.shape(total)[0], tf.float32)}
-        return sums | self.task.scores(outputs, y)
-
-
-def _sha256(arrays: Any) -> str:
-    digest = hashlib.sha256()
-    for array in tf.nest.flatten(arrays):
-        digest.update(np.ascontiguousarray(np.asarray(array)).tobytes())
-    return digest.hexdigest()

@@ -49,7 +49,7 @@ class Sharpness(Instrument):
     def _measure_fn(self) -> tf.Tensor:
         """The eigenvalue on all of the first batch: the same value an all-reduce over
         replicas would give."""
-        x, y = self.trainer.first_batch
+        x, y = self.trainer.data.first_batch
         model, task = self.trainer.model, self.trainer.task
         variables = model.trainable_variables
 
