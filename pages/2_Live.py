@@ -356,7 +356,7 @@ def charts(run_ids: list[str]) -> None:
             "step time. Heat strips show the first selected run."
         )
     figures = group_figures(shown, start, end) if view == GROUPS else VIEWS[view](shown)
-    views.show_in_columns(figures, captions=INSTRUMENT_HELP)
+    views.show_in_columns(figures, captions=INSTRUMENT_HELP, live=True)
     if waiting and all(
         len(run.metrics) or not recent(runs[run.run_id]) for run in shown if run.run_id in waiting
     ):

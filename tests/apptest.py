@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,11 @@ SHORT = {
     "log_every": 2,
     "hyperparameters": {"learning_rate": 0.1, "radius": 20.0},
 }
+
+
+def live_specs(at: AppTest) -> list[str]:
+    """The Plotly JSON of each live chart (`ui.live_chart`) the page drew, in order."""
+    return [json.loads(chart.proto.json)["figure"] for chart in at.get("bidi_component")]
 
 
 def page(name: str) -> AppTest:

@@ -12,6 +12,7 @@ from core.engine import RunStatus
 from core.engine.client import EngineClient
 from core.store import Metrics, UnknownRunError, summaries
 from ui import texts
+from ui.live_chart import live_chart
 
 RUNS_PARAM = "runs"  # the URL query parameter that holds a page's selected run ids
 
@@ -85,12 +86,18 @@ def family(runs: Mapping[str, RunStatus], run_id: str) -> list[str]:
     return sorted(members, key=lambda member: runs[member].created)
 
 
-def show_in_columns(figures: dict[str, go.Figure], captions: dict[str, str] | None = None) -> None:
-    """Charts two by two, each keyed (so zoom survives refreshes), with its caption."""
+def show_in_columns(
+    figures: dict[str, go.Figure], captions: dict[str, str] | None = None, *, live: bool = False
+) -> None:
+    """Charts two by two, each keyed (so zoom survives refreshes), with its caption;
+    `live` ones redraw in place (see `ui.live_chart`)."""
     left, right = st.columns(2)
     for i, (key, figure) in enumerate(figures.items()):
         with left if i % 2 == 0 else right:
-            st.plotly_chart(figure, key=f"chart:{key}")
+            if live:
+                live_chart(figure, key=f"chart:{key}")
+            else:
+                st.plotly_chart(figure, key=f"chart:{key}")
             if captions and key in captions:
                 st.caption(captions[key])
 

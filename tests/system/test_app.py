@@ -18,7 +18,7 @@ from core.data import files
 from core.engine import RunConfig
 from core.knobs import InvalidInput
 from core.store.metrics import Block
-from tests.apptest import ROOT, SHORT, fill_sweep_form, finished_run, page
+from tests.apptest import ROOT, SHORT, fill_sweep_form, finished_run, live_specs, page
 
 
 def test_home_page_without_runs(lab) -> None:
@@ -154,7 +154,7 @@ def test_live_page_shows_a_run_with_every_chart(lab) -> None:
     for view, charts in (("Training", 5), ("Per layer", 3), ("Instruments", 6)):
         at.segmented_control(key="live_charts").set_value(view).run()
         assert not at.exception
-        assert len(at.get("plotly_chart")) == charts, view
+        assert len(live_specs(at)) == charts, view
 
 
 def test_live_page_draws_a_long_run_from_its_summaries_and_zooms_to_every_step(lab) -> None:
@@ -177,8 +177,8 @@ def test_live_page_draws_a_long_run_from_its_summaries_and_zooms_to_every_step(l
     def drawn_loss() -> tuple[np.ndarray, np.ndarray]:
         (trace,) = [
             t
-            for chart in at.get("plotly_chart")
-            for t in json.loads(chart.proto.spec)["data"]
+            for spec in live_specs(at)
+            for t in json.loads(spec)["data"]
             if t.get("name") == "long · train"
         ]
         return plotly_array(trace["x"]), plotly_array(trace["y"])
@@ -452,7 +452,7 @@ def test_live_forks_a_run_and_draws_the_branch(lab) -> None:
     at.session_state["watch"] = [fork.id]
     at.run()
     assert not at.exception
-    loss = at.get("plotly_chart")[0].proto.spec
+    loss = live_specs(at)[0]
     assert '"dash":"dot"' in loss.replace(" ", "") and "train before the fork" in loss
     at.button(key=f"family:{fork.id}").click().run()
     assert at.multiselect(key="live_runs").value == [parent, fork.id]

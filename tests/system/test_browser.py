@@ -43,12 +43,17 @@ def browser() -> Iterator[object]:
         yield browser
 
 
+LOSS_CHART = (
+    "[...document.querySelectorAll('.js-plotly-plot')]"
+    ".find(p => p.layout && p.layout.uirevision === 'loss')"
+)
+
+
 def loss_points(page) -> tuple[int, float]:
     """(number of points, last step) of the first trace of the Live page's loss chart."""
     return page.evaluate(
-        """() => {
-            const plot = [...document.querySelectorAll('.js-plotly-plot')]
-                .find(p => p.layout && p.layout.uirevision === 'loss');
+        f"() => {{ const plot = {LOSS_CHART};"
+        """
             if (!plot || !plot._fullData || !plot._fullData.length) return [0, 0];
             const x = plot._fullData[0].x;  // decoded (the figure ships base64 arrays)
             return [x.length, Number(x[x.length - 1])];
@@ -115,6 +120,7 @@ def test_start_watch_and_stop_a_run_in_the_browser(server, browser) -> None:
     to_first_point = time.monotonic() - clicked
     print(f"\nclick on Start training → first point on the Live chart: {to_first_point:.2f} s")
     first = loss_points(page)
+    page.evaluate(f"() => {{ {LOSS_CHART}.optlabMarked = true; }}")
     latencies = []
     deadline = time.monotonic() + 30
     seen = first
@@ -131,6 +137,9 @@ def test_start_watch_and_stop_a_run_in_the_browser(server, browser) -> None:
             seen = now
         time.sleep(0.05)
     assert seen[1] > first[1], "the live chart did not change while the run trained"
+    # Redrawn in place (ui.live_chart): the same Plotly div took the new points, where a
+    # st.plotly_chart was unmounted and drawn anew at every refresh.
+    assert page.evaluate(f"() => {LOSS_CHART}.optlabMarked === true")
     latency = sorted(latencies)[len(latencies) // 2]
     print(f"\nstep logged → on screen: median {latency:.2f} s over {len(latencies)} updates")
     (ARTIFACTS / "latency.txt").write_text(

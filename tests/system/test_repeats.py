@@ -11,7 +11,7 @@ import pytest
 from core.engine import RunConfig
 from core.engine.repeats import repeat_configs
 from core.store import Store
-from tests.apptest import SHORT, fill_sweep_form, page
+from tests.apptest import SHORT, fill_sweep_form, live_specs, page
 from tests.cli import run_main
 
 DIGITS = ("--dataset", "digits", "--model", "mlp", "--optimizer", "sgd", "--max-steps", "12")
@@ -92,10 +92,8 @@ def test_compare_says_whether_one_group_beats_the_other(lab) -> None:
     live.run()
     live.segmented_control(key="live_charts").set_value("Groups").run()
     assert not live.exception
-    figures = live.get("plotly_chart")
-    assert len(figures) == 2 and all(
-        "fast" in f.proto.spec and "(3 runs)" in f.proto.spec for f in figures
-    )
+    figures = live_specs(live)
+    assert len(figures) == 2 and all("fast" in f and "(3 runs)" in f for f in figures)
 
 
 def test_the_demo_race_races_each_optimizer_over_seeds(lab) -> None:
