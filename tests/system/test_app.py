@@ -133,30 +133,6 @@ def test_train_page_offers_the_datasets_uploaded_and_a_cloned_runs_file(lab, tmp
     assert run.config["dataset"] == kept and lab.wait(run.id, 60).status == "completed"
 
 
-def test_clone_prefills_the_train_form(lab) -> None:
-    run_id = finished_run(lab, seed=7)
-    at = page("pages/1_Train.py")
-    at.session_state["prefill"] = lab.status(run_id).config
-    at.run()
-    assert at.selectbox(key="run:optimizer").value == "sgd"
-    assert at.text_input(key="knob:sgd:radius").value == "20"
-    assert at.text_input(key="run:seed").value == "7"
-
-
-def test_live_page_shows_a_run_with_every_chart(lab) -> None:
-    run_id = finished_run(lab)
-    at = page("pages/2_Live.py")
-    at.session_state["watch"] = [run_id]
-    at.run()
-    assert not at.exception
-    assert "completed" in at.markdown[0].value
-    # One group of charts at a time: the training charts first.
-    for view, charts in (("Training", 5), ("Per layer", 3), ("Instruments", 6)):
-        at.segmented_control(key="live_charts").set_value(view).run()
-        assert not at.exception
-        assert len(live_specs(at)) == charts, view
-
-
 def test_live_page_draws_a_long_run_from_its_summaries_and_zooms_to_every_step(lab) -> None:
     """A run of 300,000 logged steps is drawn from a bounded read, its spike kept; a range
     of 501 steps picked under "Steps" is drawn whole, every step at its value."""
@@ -228,17 +204,6 @@ def test_live_page_controls_an_active_run(lab) -> None:
         time.sleep(0.05)
     at.button(key=f"stop:{run_id}").click().run()
     assert lab.wait(run_id, 30).status == "stopped"
-
-
-def test_compare_page_overlays_runs(lab) -> None:
-    ids = [finished_run(lab, seed=s) for s in (0, 1)]
-    at = page("pages/3_Compare.py")
-    at.session_state["compare"] = ids
-    at.run()
-    assert not at.exception
-    assert len(at.dataframe[0].value) == 2
-    # parallel axes; four charts, and the three per-layer ones per run; the instruments
-    assert len(at.get("plotly_chart")) == 1 + (5 + 3 * 2) + 6
 
 
 def test_optimizers_page_lists_every_optimizer(lab) -> None:
@@ -347,17 +312,6 @@ def test_home_filters_tags_and_deletes_runs(lab) -> None:
     lab.delete(gone)
     assert [run.id for run in lab.list()] == [kept]
     assert len(lab.metrics(gone)) == 0 and lab.events(gone) == []
-
-
-def test_the_live_selection_is_in_the_url(lab) -> None:
-    first, second = finished_run(lab), finished_run(lab, seed=1)
-    at = page("pages/2_Live.py")
-    at.query_params["runs"] = f"{second},unknown-run"
-    at.run()
-    assert at.multiselect(key="live_runs").value == [second]
-    assert at.query_params["runs"] == second
-    at.multiselect(key="live_runs").select(first).run()
-    assert at.query_params["runs"] == f"{second},{first}"
 
 
 def stopped_run(lab, **changes) -> str:
