@@ -52,7 +52,6 @@ class RunRecord:
     finished: float | None  # when `finish` was called
     step: int  # last step the run reported (or flushed metrics for)
     total_steps: int | None
-    epoch: int | None
     error: str | None
     final_metrics: dict[str, Any] | None
     owner: str | None = None  # the process that runs (or ran) it

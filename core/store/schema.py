@@ -23,7 +23,7 @@ from core.store.records import STATUSES
 APPLICATION_ID: Final = 0x4F504C41
 #: Stored in the header's user_version field; raise it with every change to the tables,
 #: and add the change to `MIGRATIONS`.
-SCHEMA_VERSION: Final = 5
+SCHEMA_VERSION: Final = 6
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _STATUS_LIST = ", ".join(f"'{status}'" for status in STATUSES)
@@ -136,6 +136,11 @@ MIGRATIONS: Final = {
         )
         """,
         "PRAGMA user_version = 5",
+    ),
+    5: (
+        # Never written: the step and the run's steps per epoch say where it is.
+        "ALTER TABLE runs DROP COLUMN epoch",
+        "PRAGMA user_version = 6",
     ),
 }
 

@@ -204,24 +204,16 @@ class Store:
         """Record the machine (or Ray node) that trains the run."""
         self._update_run(run_id, "node = ?, updated = ?", (node, time.time()))
 
-    def set_progress(
-        self,
-        run_id: str,
-        step: int,
-        *,
-        epoch: int | None = None,
-        total_steps: int | None = None,
-    ) -> None:
-        """Record the step reached; `epoch` and `total_steps` change only when given.
+    def set_progress(self, run_id: str, step: int, *, total_steps: int | None = None) -> None:
+        """Record the step reached; `total_steps` changes only when given.
 
         Metrics writers advance `step` on every flush, so a run that logs metrics need not
         call this per step.
         """
         self._update_run(
             run_id,
-            "step = ?, epoch = coalesce(?, epoch), total_steps = coalesce(?, total_steps),"
-            " updated = ?",
-            (step, epoch, total_steps, time.time()),
+            "step = ?, total_steps = coalesce(?, total_steps), updated = ?",
+            (step, total_steps, time.time()),
         )
 
     def finish(

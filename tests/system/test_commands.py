@@ -75,7 +75,9 @@ def test_a_version_1_store_is_upgraded_in_place_with_its_runs(tmp_path) -> None:
         store.add_command("r1", "stop")
         store.register_service("me:1:1", ENGINE, {})
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+    columns = [row[1] for row in conn.execute("PRAGMA table_info(runs)")]
+    assert "epoch" not in columns and "node" in columns  # dropped (never written); added
     conn.close()
 
 

@@ -305,9 +305,9 @@ def test_run_lifecycle(store):
     )
 
     store.set_status("r1", "running")
-    store.set_progress("r1", 4, epoch=1)
+    store.set_progress("r1", 4)
     run = store.get_run("r1")
-    assert (run.status, run.step, run.epoch, run.total_steps) == ("running", 4, 1, 10)
+    assert (run.status, run.step, run.total_steps) == ("running", 4, 10)
     assert run.started is not None and run.active and run.progress == 0.4
 
     store.finish("r1", "diverged", {"loss": math.nan, "accuracy": 0.25}, error="loss is NaN")

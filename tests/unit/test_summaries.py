@@ -169,6 +169,7 @@ def test_a_store_written_before_summaries_gets_them_when_it_opens(tmp_path: Path
         expected = stored_buckets(store, "run")
     with closing(sqlite3.connect(path)) as conn:  # as schema version 4 left it
         conn.execute("DROP TABLE metric_summaries")
+        conn.execute("ALTER TABLE runs ADD COLUMN epoch INTEGER")
         conn.execute("PRAGMA user_version = 4")
         conn.commit()
     with Store(path) as store:
