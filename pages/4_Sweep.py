@@ -29,6 +29,7 @@ from core.sweep import (
     sweepable_knobs,
 )
 from ui import forms, state, texts
+from ui.live_chart import live_chart
 
 st.title(":material/explore: Sweep")
 st.caption(
@@ -359,7 +360,7 @@ def sweep_view(sweep: Sweep) -> None:
     if scored:
         target = sweep.plan.objective.metric
         figure_rows = parallel_rows([r.params for r in scored], target, [r.value for r in scored])
-        st.plotly_chart(hyperparameter_figure(figure_rows, target), key="chart:sweep")
+        live_chart(hyperparameter_figure(figure_rows, target), key="chart:sweep")
     actions(sweep, status, rows, picked)
 
 

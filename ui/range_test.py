@@ -12,6 +12,7 @@ from core.charts import range_test_figure
 from core.engine.lr_find import RangeTest
 from core.store import LR_FIND_ENDED_EVENT
 from ui import state, texts
+from ui.live_chart import live_chart
 
 USE = "Use this rate"
 
@@ -26,7 +27,7 @@ def panel(run_id: str, was_active: bool, use: Callable[[float], None]) -> None:
     st.markdown(f"**{texts.literal(run.name)}** `{run.id}` · {texts.badge(run.status)}")
     if run.active:
         st.progress(min(run.progress, 1.0), text=f"step {run.step}/{run.total_steps or '?'}")
-    st.plotly_chart(range_test_figure(curve), key=f"lr_find:{run_id}")
+    live_chart(range_test_figure(curve), key=f"lr_find:{run_id}")
     ended = [e for e in engine.events(run_id) if e.kind == LR_FIND_ENDED_EVENT]
     if ended:
         st.caption(

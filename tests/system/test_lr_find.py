@@ -12,7 +12,7 @@ from core import optimizers
 from core.engine import RunConfig
 from core.engine.lr_find import RangeTest, range_test_config
 from core.store import LR_FIND_ENDED_EVENT, Store
-from tests.apptest import page
+from tests.apptest import live_specs, page
 from tests.cli import run_main
 
 DIGITS = ("--dataset", "digits", "--model", "mlp", "--batch-size", "32")
@@ -112,8 +112,8 @@ def test_the_train_page_finds_a_rate_and_uses_it(lab) -> None:
     lab.wait(run.id, 120)
     at.run()
     assert not at.exception
-    (chart,) = at.get("plotly_chart")
-    assert "Loss as the learning rate grows" in chart.proto.spec
+    (spec,) = live_specs(at)
+    assert "Loss as the learning rate grows" in spec
     suggested = RangeTest.of(lab.metrics(run.id)).suggestion
     assert suggested is not None
     assert any(f"**{suggested:.3g}**" in m.value for m in at.markdown)
@@ -134,7 +134,7 @@ def test_live_shows_a_range_test_again_and_hands_its_rate_to_train(lab) -> None:
     at.session_state["watch"] = [run_id]
     at.run()
     assert not at.exception
-    assert any("Loss as the learning rate grows" in c.proto.spec for c in at.get("plotly_chart"))
+    assert any("Loss as the learning rate grows" in spec for spec in live_specs(at))
     suggested = RangeTest.of(lab.metrics(run_id)).suggestion
     at.button(key=f"lr_find:use:{run_id}").click().run()
     assert not at.exception
