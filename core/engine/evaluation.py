@@ -17,11 +17,10 @@ class Evaluation:
 
     def __init__(self, batches: tf.data.Dataset, model: keras.Model, task: SingleTask) -> None:
         self.batches = batches
-        self.model = model
-        self.task = task
-        # A partial, not the method: TensorFlow counts retraces per function code, so
-        # every run's evaluation would share one count and warn of retracing.
-        self._batch = tf.function(functools.partial(Evaluation._batch_fn, self))
+        # A partial of a function, not a method: TensorFlow counts retraces per function
+        # code, so every run's evaluation would share one count and warn of retracing; and
+        # it holds the model, not `self`, so no reference cycle keeps the model alive.
+        self._batch = tf.function(functools.partial(_batch_sums, model, task))
 
     def __call__(self) -> dict[str, float]:
         totals: dict[str, float] = {}
@@ -31,8 +30,10 @@ class Evaluation:
         count = max(totals.pop("count"), 1.0)
         return {f"val_{key}": value / count for key, value in totals.items()}
 
-    def _batch_fn(self, x: tf.Tensor, y: Any) -> dict[str, tf.Tensor]:
-        outputs = self.model(x, training=False)
-        total = self.task.total(self.task.losses(outputs, y))
-        sums = {"loss": tf.reduce_sum(total), "count": tf.cast(tf.shape(total)[0], tf.float32)}
-        return sums | self.task.scores(outputs, y)
+
+def _batch_sums(model: keras.Model, task: SingleTask, x: tf.Tensor, y: Any) -> dict[str, tf.Tensor]:
+    """A test batch's summed loss, its size, and the task's summed scores."""
+    outputs = model(x, training=False)
+    total = task.total(task.losses(outputs, y))
+    sums = {"loss": tf.reduce_sum(total), "count": tf.cast(tf.shape(total)[0], tf.float32)}
+    return sums | task.scores(outputs, y)
