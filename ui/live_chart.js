@@ -28,6 +28,11 @@ export default function ({ parentElement, data }) {
     chart.className = "optlab-chart";
     chart.style.width = "100%";
     parentElement.appendChild(chart);
+    // The column's width changes with the window and the sidebar: fit it once drawn.
+    chart.resized = new ResizeObserver(() => {
+      if (chart._fullLayout) window.Plotly.Plots.resize(chart);
+    });
+    chart.resized.observe(chart);
   }
   const figure = JSON.parse(data.figure);
   // Draws in order: a figure that arrives while the last one is drawn waits for it.
@@ -37,5 +42,9 @@ export default function ({ parentElement, data }) {
     .catch((error) => {
       chart.textContent = String(error);
     });
-  return () => window.Plotly?.purge(chart);
+  return () => {
+    chart.resized.disconnect();
+    window.Plotly?.purge(chart);
+    chart.remove();
+  };
 }
