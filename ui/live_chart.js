@@ -21,6 +21,35 @@ function loadPlotly(url) {
   return window.__optlabPlotly;
 }
 
+// As st.plotly_chart offers it: the chart alone on the screen, for a demo.
+const FULLSCREEN = {
+  name: "Fullscreen",
+  title: "Fullscreen",
+  icon: {
+    width: 24,
+    height: 24,
+    path: "M3 3h7v2H5v5H3zm11 0h7v7h-2V5h-5zM3 14h2v5h5v2H3zm16 0h2v7h-7v-2h5z",
+    transform: "matrix(1 0 0 1 0 0)",
+  },
+  click: (chart) =>
+    document.fullscreenElement ? document.exitFullscreen() : chart.requestFullscreen(),
+};
+
+function draw(chart) {
+  const { figure, config, plotly } = chart.latest;
+  const layout = { ...figure.layout };
+  if (document.fullscreenElement === chart) {
+    layout.height = window.innerHeight;
+  }
+  // In order: a figure that arrives while the last one is drawn waits for it.
+  chart.drawn = (chart.drawn ?? Promise.resolve())
+    .then(() => loadPlotly(plotly))
+    .then((Plotly) => Plotly.react(chart, figure.data, layout, config))
+    .catch((error) => {
+      chart.textContent = String(error);
+    });
+}
+
 export default function ({ parentElement, data }) {
   let chart = parentElement.querySelector(".optlab-chart");
   if (!chart) {
@@ -33,15 +62,14 @@ export default function ({ parentElement, data }) {
       if (chart._fullLayout) window.Plotly.Plots.resize(chart);
     });
     chart.resized.observe(chart);
+    chart.addEventListener("fullscreenchange", () => draw(chart));
   }
-  const figure = JSON.parse(data.figure);
-  // Draws in order: a figure that arrives while the last one is drawn waits for it.
-  chart.drawn = (chart.drawn ?? Promise.resolve())
-    .then(() => loadPlotly(data.plotly))
-    .then((Plotly) => Plotly.react(chart, figure.data, figure.layout, data.config))
-    .catch((error) => {
-      chart.textContent = String(error);
-    });
+  chart.latest = {
+    figure: JSON.parse(data.figure),
+    config: { ...data.config, modeBarButtonsToAdd: [FULLSCREEN] },
+    plotly: data.plotly,
+  };
+  draw(chart);
   return () => {
     chart.resized.disconnect();
     window.Plotly?.purge(chart);
