@@ -29,7 +29,7 @@ FAST = {
     "hyperparameters": {"learning_rate": 0.1},
 }
 WARM_UP = 10
-CYCLES = 50
+CYCLES = 25
 
 
 def _trim() -> None:
@@ -110,7 +110,7 @@ def cycles(tmp_path_factory: pytest.TempPathFactory) -> tuple[Usage, Usage]:
 def test_start_stop_cycles_leak_no_thread_file_handle_or_writer(
     cycles: tuple[Usage, Usage],
 ) -> None:
-    """After 50 start/stop cycles (past 10 warm-up ones) as many threads and file handles
+    """After 25 start/stop cycles (past 10 warm-up ones) as many threads and file handles
     are open as before, and no ended run's metrics writer is kept alive."""
     before, after = cycles
     assert after.threads == before.threads
@@ -120,7 +120,7 @@ def test_start_stop_cycles_leak_no_thread_file_handle_or_writer(
 
 @pytest.mark.slow
 def test_start_stop_cycles_leak_no_memory(cycles: tuple[Usage, Usage]) -> None:
-    """After 50 start/stop cycles (past 10 warm-up ones) live memory has not grown with
+    """After 25 start/stop cycles (past 10 warm-up ones) live memory has not grown with
     them: under 1 MiB and 100 Python objects a cycle (a kept graph is ~3 MiB, 2,000)."""
     before, after = cycles
     assert after.objects - before.objects < 100 * CYCLES
