@@ -7,12 +7,18 @@ themselves (`ui.nav.PAGES`) hold only their view.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from ui import nav, state
 
-page, title, icon = nav.open_page()  # the sidebar draws the links itself
-st.set_page_config(page_title=title, page_icon=icon, layout="wide")
+# A file, sent inline: a Material icon as the page icon is fetched from fonts.gstatic.com,
+# which a lab without internet cannot reach (the sidebar's icons come with Streamlit).
+FAVICON = Path(__file__).parent / "ui" / "favicon.svg"
+
+page, title = nav.open_page()  # the sidebar draws the links itself
+st.set_page_config(page_title=title, page_icon=FAVICON, layout="wide")
 nav.sidebar()
 state.engine()
 page.run()

@@ -20,18 +20,19 @@ PAGES = (
 )
 
 
-def open_page() -> tuple[st.Page, str, str]:
+def open_page() -> tuple[st.Page, str]:
     """The page the address names (`st.navigation` over `PAGES`), with its browser-tab
-    title and its icon."""
+    title."""
+    # No icon: st.navigation would make a page's Material icon the tab's icon, fetched
+    # from fonts.gstatic.com (the sidebar's links draw theirs with Streamlit's own font).
     pages = [
-        (st.Page(path, title=title, icon=icon, default=path == PAGES[0][0]), title, icon)
-        for path, title, icon in PAGES
+        (st.Page(path, title=title, default=path == PAGES[0][0]), title) for path, title, _ in PAGES
     ]
-    page = st.navigation([page for page, _, _ in pages], position="hidden")
+    page = st.navigation([page for page, _ in pages], position="hidden")
     # Looked up, not read from `page`: outside a Streamlit server (`python app.py`) a page
     # keeps no title.
-    _, title, icon = next(entry for entry in pages if entry[0] is page)
-    return page, "Optimizer Lab" if title == HOME_TITLE else f"{title} · Optimizer Lab", icon
+    _, title = next(entry for entry in pages if entry[0] is page)
+    return page, "Optimizer Lab" if title == HOME_TITLE else f"{title} · Optimizer Lab"
 
 
 def sidebar() -> None:

@@ -12,6 +12,7 @@ import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
@@ -78,6 +79,11 @@ def finished_run(store_path: Path, **config: object) -> str:
     return run_id
 
 
+def outside(url: str) -> bool:
+    """Whether the browser fetches `url` from another host than the app's."""
+    return urlsplit(url).scheme not in ("data", "blob") and urlsplit(url).hostname != "127.0.0.1"
+
+
 def run_status(store_path: Path, run_id: str | None = None) -> str:
     """The status of run `run_id`, or of the store's one run."""
     with Store(store_path) as store:
@@ -90,6 +96,12 @@ def run_status(store_path: Path, run_id: str | None = None) -> str:
 def test_start_watch_and_stop_a_run_in_the_browser(server, browser) -> None:
     url, store_path = server
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    # The lab works without internet: nothing on its pages comes from another host (a
+    # Material page icon was fetched from fonts.gstatic.com).
+    elsewhere: list[str] = []
+    page.on(
+        "request", lambda request: elsewhere.append(request.url) if outside(request.url) else None
+    )
     page.goto(url)
     settle(page)
     assert page.get_by_text("Optimizer Lab").first.is_visible()
@@ -178,6 +190,7 @@ def test_start_watch_and_stop_a_run_in_the_browser(server, browser) -> None:
         page.wait_for_timeout(500)
         assert page.locator("[data-testid='stException']").count() == 0, name
         screenshot(page, name)
+    assert not elsewhere, elsewhere
 
 
 # Markdown (an image, a colour, maths), Plotly (a link, bold, a hover field) and HTML.
