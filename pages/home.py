@@ -222,6 +222,7 @@ def runs_table(was_active: bool) -> None:
             "checkpoint, oldest first.",
         )
     regressions = any("best_val_mae" in (run.final_metrics or {}) for run in shown)
+    on_cluster = engine.cluster() is not None
     selection = st.dataframe(
         [
             {
@@ -232,7 +233,7 @@ def runs_table(was_active: bool) -> None:
                 "knobs": texts.knobs(run),
                 "tags": list(run.tags),
                 "progress": run.progress,
-                **({"node": run.node} if engine.cluster() is not None else {}),
+                **({"node": run.node} if on_cluster else {}),
                 "best val acc": (run.final_metrics or {}).get("best_val_accuracy"),
                 **(
                     {"best val MAE": (run.final_metrics or {}).get("best_val_mae")}
