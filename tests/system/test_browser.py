@@ -183,6 +183,7 @@ def test_start_watch_and_stop_a_run_in_the_browser(server, browser) -> None:
         ("", "home"),
         ("/Compare", "compare"),
         ("/Optimizers", "optimizers"),
+        ("/Sweep", "sweep"),
         ("/Train", "train-form"),
     ):
         page.goto(url + path)
