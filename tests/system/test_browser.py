@@ -3,7 +3,8 @@
 It starts the app on a free port, starts a short run from the Train page, watches the Live
 page's loss chart grow while the run trains, stops the run, and saves a screenshot of every
 page under `test-artifacts/`. It also measures how long a logged step takes to reach the
-screen. Without a browser it is skipped, saying how to install one (`.ci/run` does).
+screen, and checks that no page fetches anything from another host (the lab works
+offline). Without a browser it is skipped, saying how to install one (`.ci/run` does).
 """
 
 from __future__ import annotations
