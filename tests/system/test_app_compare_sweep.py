@@ -21,6 +21,7 @@ from core.engine import RunConfig
 from core.engine.client import EngineClient
 from core.sweep import Dimension, SearchSpace, Sweep
 from tests.apptest import ROOT, SHORT, fill_sweep_form, finished_run, page
+from tests.lean import NO_INSTRUMENTS
 from tests.waiting import wait_for
 
 # Trials of about a second: 8×8 digits, validated every 11 steps.
@@ -32,6 +33,7 @@ TRIAL = RunConfig(
     max_steps=22,
     epochs=1,
     val_every=11,
+    **NO_INSTRUMENTS,
 )
 LR = SearchSpace((Dimension("learning_rate", 1e-3, 1.0, log=True),))
 

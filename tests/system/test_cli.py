@@ -26,6 +26,7 @@ from core.export import LEADING_COLUMNS
 from core.knobs import InvalidInput
 from core.store import Store
 from tests.cli import run_main
+from tests.lean import NO_INSTRUMENTS_FLAGS
 from tests.waiting import wait_for
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +41,10 @@ TRAIN_FLAGS = [
     "--task-weight", "--strategy", "--name", "--data-dir", "--store", "--config",
 ]  # fmt: skip
 # A small real run: 30 MLP steps take about a second.
-SHORT_RUN = ["--max-steps", "30", "--log-every", "5", "--model", "mlp", "--batch-size", "32"]
+SHORT_RUN = [
+    *("--max-steps", "30", "--log-every", "5", "--model", "mlp", "--batch-size", "32"),
+    *NO_INSTRUMENTS_FLAGS,
+]
 
 
 def error_lines(stderr):

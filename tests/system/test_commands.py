@@ -28,6 +28,7 @@ from core.optimizers import catalog
 from core.store import SCHEMA_VERSION, Store, UnknownRunError, owner
 from core.store.schema import DDL
 from tests import app_server
+from tests.lean import NO_INSTRUMENTS
 from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,6 +39,7 @@ LONG = {
     "epochs": 10_000,
     "log_every": 1,
     "hyperparameters": {"learning_rate": 0.05, "radius": 20.0},
+    **NO_INSTRUMENTS,
 }
 
 

@@ -43,6 +43,7 @@ from core.store import Store, StoreError, is_url
 from core.store.connections import ConnectionPool
 from tests import app_server
 from tests.browser import NEEDS_CHROMIUM, chromium, settle
+from tests.lean import NO_INSTRUMENTS
 from tests.threads import new_threads
 from tests.waiting import wait_for
 
@@ -52,6 +53,7 @@ FAST = {
     "model": "mlp",
     "optimizer": "sgd",
     "hyperparameters": {"learning_rate": 0.1},
+    **NO_INSTRUMENTS,
 }
 
 

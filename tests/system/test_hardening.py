@@ -33,6 +33,7 @@ from core.engine import Engine
 from core.knobs import InvalidHyperparameters, LayerRule
 from core.store import LOCK_PATIENCE, Store
 from tests import app_server
+from tests.lean import NO_INSTRUMENTS
 
 # Each takes Python's backtracking `re` exponential time on a long enough text.
 CATASTROPHIC = ("(x|x|x|x|x|x)*y", "(x+x+)+y", "(x+)+y", "(.*x){20}y", "((x|xx)+)+y")
@@ -121,7 +122,7 @@ print("locked", flush=True)
 time.sleep(float(sys.argv[2]))
 conn.execute("ROLLBACK")
 """
-RUN = {"dataset": "digits", "model": "mlp", "optimizer": "sgd", "log_every": 1}
+RUN = {"dataset": "digits", "model": "mlp", "optimizer": "sgd", "log_every": 1, **NO_INSTRUMENTS}
 
 
 @contextmanager

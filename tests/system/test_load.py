@@ -19,6 +19,7 @@ import pytest
 
 from core.engine import Engine
 from core.store import MetricsWriter
+from tests.lean import NO_INSTRUMENTS
 from tests.threads import settle_releases
 from tests.waiting import wait_for
 
@@ -134,7 +135,8 @@ def test_four_at_once_twenty_queued_ten_pollers_all_complete_in_order(tmp_path: 
     train at any time, the queue only ever holds the latest submissions (FIFO), and no
     run starts before enough earlier ones have ended to give it a slot."""
     engine = Engine(tmp_path / "lab.sqlite", max_concurrent=4)
-    ids = [engine.start({**FAST, "max_steps": 20, "seed": i, "log_every": 5}) for i in range(24)]
+    tiny = {**FAST, **NO_INSTRUMENTS, "max_steps": 20, "log_every": 5}
+    ids = [engine.start({**tiny, "seed": i}) for i in range(24)]
     done = threading.Event()
     errors: list[BaseException] = []
     calls = [0] * 10

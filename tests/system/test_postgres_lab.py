@@ -19,9 +19,13 @@ from core.store import Store
 from tests.apptest import ROOT, SHORT, fill_sweep_form, finished_run, page
 from tests.cli import run_main
 from tests.conftest import app_serving
+from tests.lean import NO_INSTRUMENTS_FLAGS
 from tests.waiting import wait_for
 
-SHORT_RUN = ["--max-steps", "20", "--log-every", "5", "--model", "mlp", "--batch-size", "32"]
+SHORT_RUN = [
+    *("--max-steps", "20", "--log-every", "5", "--model", "mlp", "--batch-size", "32"),
+    *NO_INSTRUMENTS_FLAGS,
+]
 
 
 def core(*args: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -21,6 +21,7 @@ from core.engine import Engine
 from core.engine.cluster import ClusterError
 from tests.apptest import ROOT, page
 from tests.conftest import app_serving
+from tests.lean import NO_INSTRUMENTS
 from tests.system.test_postgres_lab import core
 from tests.waiting import wait_for
 
@@ -30,7 +31,7 @@ pytestmark = pytest.mark.slow
 TRIAL = ["--model", "mlp", "--dataset", "digits", "--batch-size", "32", "--max-steps", "6000"]
 TRIAL += ["--log-every", "10", "--no-telemetry"]
 # A run that trains until it is stopped.
-LONG = {"model": "mlp", "dataset": "digits", "optimizer": "sgd", "epochs": 10_000}
+LONG = {"model": "mlp", "dataset": "digits", "optimizer": "sgd", "epochs": 10_000, **NO_INSTRUMENTS}
 
 
 @pytest.fixture(scope="module")

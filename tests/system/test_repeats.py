@@ -13,8 +13,12 @@ from core.engine.repeats import repeat_configs
 from core.store import Store
 from tests.apptest import SHORT, fill_sweep_form, live_specs, page
 from tests.cli import run_main
+from tests.lean import NO_INSTRUMENTS_FLAGS
 
-DIGITS = ("--dataset", "digits", "--model", "mlp", "--optimizer", "sgd", "--max-steps", "12")
+DIGITS = (
+    *("--dataset", "digits", "--model", "mlp", "--optimizer", "sgd", "--max-steps", "12"),
+    *NO_INSTRUMENTS_FLAGS,
+)
 
 
 @pytest.mark.parametrize(

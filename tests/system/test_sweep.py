@@ -31,6 +31,7 @@ from core.sweep import (
     studies,
     varying,
 )
+from tests.lean import NO_INSTRUMENTS
 from tests.waiting import wait_for
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -44,6 +45,7 @@ BASE = RunConfig(
     max_steps=44,
     epochs=2,
     val_every=11,
+    **NO_INSTRUMENTS,
 )
 LR = Dimension("learning_rate", 1e-3, 1.0, log=True)
 FAST = {"poll_interval": 0.05}

@@ -13,10 +13,14 @@ import pytest
 
 from core.store import Store
 from tests.cli import run_main
+from tests.lean import NO_INSTRUMENTS_FLAGS
 
 ROOT = Path(__file__).resolve().parents[2]
 # 8×8 digits at batch 64: 22 steps an epoch, validated every 11 steps.
-BASE = ["--dataset", "digits", "--model", "mlp", "--optimizer", "sgd", "--val-every", "11"]
+BASE = [
+    *("--dataset", "digits", "--model", "mlp", "--optimizer", "sgd", "--val-every", "11"),
+    *NO_INSTRUMENTS_FLAGS,
+]
 SEARCH = ["--param", "learning_rate=0.01:1:log", "--sampler", "random"]
 
 
