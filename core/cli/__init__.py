@@ -7,7 +7,8 @@
 
 The package: `parser` (flags made from the run fields and the knobs), `commands` (what
 each command does), `sweeping` (`sweep` and its table of trials), `progress` (the bar
-and the summary), `exits` (exit statuses).
+and the summary), `exits` (exit statuses), `quiet` (TensorFlow imported without its
+native start-up lines).
 
 Every command takes `--store PATH|URL`: a SQLite file or a `postgresql://` URL (default:
 `$OPTLAB_STORE`, else `runs/optlab.sqlite`).
@@ -44,6 +45,7 @@ from core.cli.exits import (
 )
 from core.cli.parser import build_parser, needs_plugins, run_config
 from core.cli.progress import ProgressBar, format_summary, render_progress
+from core.cli.quiet import import_tensorflow_quietly
 from core.knobs import InvalidInput
 from core.optimizers import catalog
 from core.store import StoreError
@@ -69,9 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line on `argv` (default: `sys.argv[1:]`); returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     plugins = needs_plugins(argv)
-    trains = {"train", "sweep", "lr-find"} & set(argv) and not {"-h", "--help"} & set(argv)
-    if (plugins or trains) and "TF_CPP_MIN_LOG_LEVEL" not in os.environ:
-        _import_tensorflow_quietly()
+    if plugins:  # loading them imports TensorFlow; a training command imports it later,
+        import_tensorflow_quietly()  # once its input is checked (see `open_engine`)
     specs = optimizers.specs() if plugins else list(catalog.BUILTIN)
     if plugins:
         from core import data, models
@@ -99,20 +100,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Python would still try to flush stdout at exit: point it at /dev/null first.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
-
-
-def _import_tensorflow_quietly() -> None:
-    """Imports TensorFlow and finds its devices with the native start-up lines (oneDNN,
-    CPU features, CUDA probing: written to file descriptor 2 before any logging setting
-    applies) kept off the terminal. Python's own errors still show. Setting
-    `TF_CPP_MIN_LOG_LEVEL` leaves TensorFlow's output to it."""
-    saved = os.dup(2)
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), 2)
-        import tensorflow as tf
-
-        tf.config.list_physical_devices()
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)

@@ -20,6 +20,7 @@ import numpy as np
 from core.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError, report
 from core.cli.parser import given_changes, run_config
 from core.cli.progress import ProgressBar, RunWatch, failure, format_summary
+from core.cli.quiet import import_tensorflow_quietly
 from core.cli.sweeping import run_sweep
 from core.engine import Engine, RunConfig
 from core.engine.checkpoints import RunCheckpoints
@@ -396,7 +397,10 @@ def _writing(field: str, write: Callable[[], T]) -> T:
 def open_engine(args: argparse.Namespace, *, max_concurrent: int, must_exist: bool) -> Engine:
     """An engine of the store `args.store`, on the Ray cluster `args.ray_address` if
     given; `UsageError` if either cannot be used (a cluster that does not answer, before
-    the store is opened)."""
+    the store is opened). Called once a command's input is checked: the engine trains in
+    this process, so TensorFlow is imported now (quietly), not before a bad flag's error
+    (6 s of waiting for one line)."""
+    import_tensorflow_quietly()
     try:
         if args.ray_address:
             check_reachable(args.ray_address)

@@ -616,6 +616,40 @@ def test_optlab_answers_help_from_any_folder_without_tensorflow(tmp_path):
     assert done.stderr.strip() == "False"
 
 
+def test_bad_input_is_refused_before_tensorflow_loads_and_training_prints_none_of_its_logs(
+    tmp_path,
+):
+    """A bad flag's error comes without importing TensorFlow (it came after 6 s of it);
+    a good run's terminal shows the progress and none of TensorFlow's native start-up
+    lines, which `TF_CPP_MIN_LOG_LEVEL` (unset here, as in a user's shell) would quiet."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    store = tmp_path / "lab.sqlite"
+    probe = (
+        f"import sys; from core.cli import main; main(['train', '--store', {str(store)!r}, "
+        "'--lr', '-1']); print('tensorflow' in sys.modules, file=sys.stderr)"
+    )
+    refused = subprocess.run(
+        [sys.executable, "-c", probe], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True
+    )
+    assert refused.stderr.splitlines() == [
+        "error: learning_rate: must be in (0, 100] (got -1.0)",
+        "False",
+    ]
+    assert not store.exists()
+
+    trained = subprocess.run(
+        [sys.executable, "-m", "core", "train", "--store", str(store), *SHORT_RUN],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert trained.returncode == 0, trained.stderr
+    assert "completed" in trained.stderr
+    native = ("I0000", "E0000", "W0000", "WARNING: All log messages", "oneDNN", "cuda")
+    assert not [line for line in trained.stderr.splitlines() if line.startswith(native)]
+
+
 def test_a_reader_that_leaves_early_gets_no_traceback(tmp_path):
     """`runs --json | head -1` on a store whose listing is larger than a pipe holds: the
     CLI stops quietly when `head` closes the pipe (it printed a BrokenPipeError)."""
