@@ -397,8 +397,8 @@ def _writing(field: str, write: Callable[[], T]) -> T:
 def open_engine(args: argparse.Namespace, *, max_concurrent: int, must_exist: bool) -> Engine:
     """An engine of the store `args.store`, on the Ray cluster `args.ray_address` if
     given; `UsageError` if either cannot be used (a cluster that does not answer, before
-    the store is opened). Called once a command's input is checked: the engine trains in
-    this process, so TensorFlow is imported now (quietly), not before a bad flag's error
+    the store is opened). Called once a command's input is checked, so TensorFlow, which
+    the engine's runs load, is imported here (quietly) and not before a bad flag's error
     (6 s of waiting for one line)."""
     import_tensorflow_quietly()
     try:
