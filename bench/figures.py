@@ -101,6 +101,14 @@ FIGURES: tuple[Figure, ...] = (
     ),
     Figure(
         3,
+        "3 xla",
+        "Optimizer step, 10M-parameter MLP: projected_gd compiled by XLA (A) vs "
+        "keras.optimizers.SGD (B)",
+        None,
+        "bench.optimizer_step:projected_gd_xla",
+    ),
+    Figure(
+        3,
         "3 ref",
         "Optimizer step, 10M-parameter MLP: the articles' concatenate-and-split projected GD "
         "(A) vs keras.optimizers.SGD (B)",

@@ -16,6 +16,7 @@ lab; plain SGD writes only the rows the batch touched.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import keras
@@ -47,6 +48,19 @@ def projected_gd(settings: Settings) -> Measured:
         lambda: optimizers.build("projected_gd", learning_rate=LEARNING_RATE, radius=RADIUS),
         lambda: keras.optimizers.SGD(LEARNING_RATE),
         settings,
+    )
+
+
+def projected_gd_xla(settings: Settings) -> Measured:
+    """Figure 3's XLA row: `projected_gd` with its step compiled by XLA, which could fuse
+    the norm of x − ηg and the scaled write into two passes, against `keras.optimizers.SGD`
+    as figure 3 steps it (without XLA)."""
+    return _compare(
+        "projected_gd under XLA",
+        lambda: optimizers.build("projected_gd", learning_rate=LEARNING_RATE, radius=RADIUS),
+        lambda: keras.optimizers.SGD(LEARNING_RATE),
+        settings,
+        stepper_a=functools.partial(_step, jit_compile=True),
     )
 
 
@@ -101,11 +115,12 @@ def _compare(
     settings: Settings,
     stepper: Callable[[keras.optimizers.Optimizer], Callable[[], None]] | None = None,
     calls: int | None = None,
+    stepper_a: Callable[[keras.optimizers.Optimizer], Callable[[], None]] | None = None,
 ) -> Measured:
     """Seconds per step of two optimizers, interleaved, each on its own variables (the
-    MLP's unless `stepper` makes another step)."""
+    MLP's unless `stepper` makes another step; A's by `stepper_a` when given)."""
     stepper = stepper or _step
-    step_a, step_b = stepper(make_a()), stepper(make_b())
+    step_a, step_b = (stepper_a or stepper)(make_a()), stepper(make_b())
     calls = calls or settings.pick(CALLS, 3)
     paired = interleave(
         seconds_per_call(step_a, calls),
@@ -128,8 +143,9 @@ def _compare(
     )
 
 
-def _step(optimizer: keras.optimizers.Optimizer) -> Callable[[], None]:
-    """A traced optimizer step on a fresh MLP's variables, with fixed gradients."""
+def _step(optimizer: keras.optimizers.Optimizer, jit_compile: bool = False) -> Callable[[], None]:
+    """A traced optimizer step on a fresh MLP's variables, with fixed gradients (compiled
+    by XLA with `jit_compile`)."""
     variables = _mlp().trainable_variables
     gradients = [
         tf.random.stateless_normal(v.shape, seed=(0, i), stddev=1e-3)
@@ -137,7 +153,7 @@ def _step(optimizer: keras.optimizers.Optimizer) -> Callable[[], None]:
     ]
     optimizer.build(variables)
 
-    @tf.function
+    @tf.function(jit_compile=jit_compile)
     def step() -> None:
         optimizer.apply(gradients, variables)
 

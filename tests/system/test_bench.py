@@ -174,7 +174,7 @@ def test_the_results_file_describes_the_machine_and_ends_with_the_final_line() -
 
 
 def test_figures_are_selected_by_number() -> None:
-    assert [f.label for f in select([3, 6])] == ["3", "3 ref", "6a", "6b"]
+    assert [f.label for f in select([3, 6])] == ["3", "3 xla", "3 ref", "6a", "6b"]
     assert select(None) == list(FIGURES)
     with pytest.raises(ValueError, match="no figure"):
         select([99])
