@@ -3,8 +3,9 @@ commands, faults), not of what the instruments measure.
 
 A 20-step run with every instrument due (a short run measures each on most steps, and
 each kind of step is traced anew) takes about twice as long as one without: 2.0 against
-1.2 s of a tiny MLP run, most of it tracing. The instruments keep their own tests
-(`test_instruments`, `test_engine`, the browser's demo race).
+1.2 s of a tiny MLP run, most of it tracing. Runs keep their instruments where they are
+what is tested or shown: `test_instruments`, `test_engine`, `test_checkpoints` (their
+state across a resume), the pages (`tests.apptest.SHORT`) and the browser's demo race.
 """
 
 from __future__ import annotations
