@@ -71,15 +71,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line on `argv` (default: `sys.argv[1:]`); returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     plugins = needs_plugins(argv)
-    if plugins:  # loading them imports TensorFlow; a training command imports it later,
-        import_tensorflow_quietly()  # once its input is checked (see `open_engine`)
-    specs = optimizers.specs() if plugins else list(catalog.BUILTIN)
     if plugins:
         from core import data, models
 
+        # Loading plugins imports TensorFlow; without them a training command imports it
+        # once its input is checked (`open_engine`).
+        import_tensorflow_quietly()
+        specs = optimizers.specs()
         errors = catalog.plugin_errors() | models.registry.PLUGINS.errors()
         for path, reason in (errors | data.registry.PLUGINS.errors()).items():
             print(f"warning: plugin {path} was not loaded: {reason}", file=sys.stderr)
+    else:
+        specs = list(catalog.BUILTIN)
     parser = build_parser(specs, plugins=plugins)
     try:
         args = parser.parse_args(argv)
