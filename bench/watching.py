@@ -121,6 +121,13 @@ def cpu_seconds(pids: dict[str, set[int]]) -> Counter[str]:
     return used
 
 
+def idle_seconds() -> float:
+    """Seconds of core time the whole machine has spent idle since boot (/proc/stat)."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    # "cpu user nice system idle iowait ...": idle and iowait are cores nobody used.
+    return (int(fields[4]) + int(fields[5])) / os.sysconf("SC_CLK_TCK")
+
+
 def chromium_pids() -> set[int]:
     found = set()
     for entry in Path("/proc").iterdir():
@@ -140,10 +147,10 @@ def two_live_tabs(settings: Settings) -> Measured:
         try:
             time.sleep(settings.pick(10.0, 6.0))  # past the first traces
             shares: Counter[str] = Counter()
-            watched_seconds = 0.0
+            watched_seconds = idle = 0.0
 
             def watched() -> float:
-                nonlocal watched_seconds
+                nonlocal watched_seconds, idle
                 tabs = [browser.new_page() for _ in range(TABS)]
                 for tab in tabs:
                     tab.goto(f"{url}/Live?runs={run_id}")
@@ -151,9 +158,10 @@ def two_live_tabs(settings: Settings) -> Measured:
                     tab.wait_for_selector(".js-plotly-plot", timeout=60_000)
                 time.sleep(SETTLE_SECONDS)
                 groups["browser"] = chromium_pids()
-                before, began = cpu_seconds(groups), time.monotonic()
+                before, began, idle_before = cpu_seconds(groups), time.monotonic(), idle_seconds()
                 speed = steps_per_second(client, run_id, WINDOW_SECONDS)
                 shares.update(cpu_seconds(groups) - before)
+                idle += idle_seconds() - idle_before
                 watched_seconds += time.monotonic() - began
                 for tab in tabs:
                     tab.close()
@@ -170,8 +178,10 @@ def two_live_tabs(settings: Settings) -> Measured:
     cores = ", ".join(
         f"{group} {seconds / watched_seconds:.0%}" for group, seconds in shares.most_common()
     )
+    cores_idle, total = idle / watched_seconds, len(os.sched_getaffinity(0))
     return Measured.compared(
         paired,
         "steps/s",
-        detail=f"In the watched windows, of one core: {cores}.",
+        detail=f"In the watched windows, of one core: {cores}, idle {cores_idle:.0%} "
+        f"({total} cores, {100 * total}% in all).",
     )
