@@ -178,7 +178,8 @@ def two_live_tabs(settings: Settings) -> Measured:
     cores = ", ".join(
         f"{group} {seconds / watched_seconds:.0%}" for group, seconds in shares.most_common()
     )
-    cores_idle, total = idle / watched_seconds, len(os.sched_getaffinity(0))
+    # /proc/stat counts every core of the machine, not only those this process may use.
+    cores_idle, total = idle / watched_seconds, os.cpu_count() or 1
     return Measured.compared(
         paired,
         "steps/s",
