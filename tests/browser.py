@@ -61,3 +61,20 @@ def charts_with_data(page: Any) -> tuple[int, int]:
             return [plots.length, drawn.length];
         }"""
     )
+
+
+def open_live(browser: Any, url: str, run_ids: list[str]) -> Any:
+    """A new tab on the Live page of `run_ids`, once its charts are drawn."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{url}/Live?runs={','.join(run_ids)}")
+    # Attached, not visible: on a slow machine a chart is redrawn by each refresh.
+    page.wait_for_selector(".js-plotly-plot", state="attached", timeout=60_000)
+    return page
+
+
+def record(line: str) -> None:
+    """Prints what a watching test measured and adds it to `test-artifacts/watching.txt`."""
+    print("\n" + line)
+    ARTIFACTS.mkdir(exist_ok=True)
+    with (ARTIFACTS / "watching.txt").open("a") as file:
+        file.write(line + "\n")

@@ -102,3 +102,24 @@ def store_location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "lab.sqlite")
     return request.getfixturevalue("postgres").create_schema()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium, headless, for a module's end-to-end tests."""
+    from tests.browser import chromium
+
+    with chromium() as browser:
+        yield browser
+
+
+@pytest.fixture(scope="module")
+def watched_lab() -> Iterator[tuple[Any, str, Any, dict[str, set[int]]]]:
+    """The lab as a user runs and watches it, for a module's tests: its engine process
+    (warm), `streamlit run app.py` and Chromium, on a fresh store (see
+    `bench.watching.lab_with_a_browser`). Yields the engine's client, the app's URL, the
+    browser, and the pids of the engine and the page server."""
+    from bench.watching import lab_with_a_browser
+
+    with lab_with_a_browser() as lab:
+        yield lab

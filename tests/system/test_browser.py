@@ -21,7 +21,7 @@ import pytest
 from core.engine.client import ENGINE
 from core.store import Store
 from tests import app_server
-from tests.browser import ARTIFACTS, NEEDS_CHROMIUM, chromium, screenshot, settle
+from tests.browser import ARTIFACTS, NEEDS_CHROMIUM, screenshot, settle
 from tests.waiting import wait_for
 
 pytestmark = [
@@ -37,12 +37,6 @@ def server(tmp_path_factory) -> Iterator[tuple[str, Path]]:
     process, port = app_server.start(store, folder / "streamlit.log")
     yield f"http://127.0.0.1:{port}", store
     app_server.stop(process, store)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    with chromium() as browser:
-        yield browser
 
 
 LOSS_CHART = (

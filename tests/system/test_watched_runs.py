@@ -1,0 +1,152 @@
+"""Watching never changes a run (issue 10), in Chromium against `streamlit run` and its
+engine.
+
+- Watching never changes a run: three runs watched with every knob expander open, a
+  reload, a second tab, and the runs ending under the user's eyes record no knob change
+  (nor pause, resume or stop) that nobody asked for.
+- The demo race starts its three runs at once and all three finish, watched, with data
+  in every chart and instrument. Its target (≤ 30 s from the click) is `make bench`
+  figure 11's; here the time is printed and held under a looser guard that the old
+  queued race (140-260 s) fails and a slow machine does not.
+- The page server never loads TensorFlow.
+
+How much watching slows a run is timed alone, in `test_watching.py`. Each test writes
+what it measured to `test-artifacts/watching.txt`.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.watching import race as demo_race
+from tests.browser import NEEDS_CHROMIUM, charts_with_data, open_live, record, screenshot
+
+pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
+
+RACE_GUARD = 90.0  # seconds; the target, 30, is bench figure 11's (issue 10, target 3)
+STOP_SECONDS = 5.0  # from the stop command to the run's end, final validation included
+# Runs with every live knob that a slider could change on by mistake.
+WATCHED = (
+    {"optimizer": "adamw", "hyperparameters": {"learning_rate": 0.001, "weight_decay": 0.01}},
+    {
+        "optimizer": "sgd",
+        "hyperparameters": {
+            "learning_rate": 0.05,
+            "clip_norm": 1.0,
+            "noise_std": 0.001,
+            "prune_threshold": 1e-4,
+        },
+    },
+    {"optimizer": "projected_gd", "hyperparameters": {"learning_rate": 0.05, "radius": 12.0}},
+)
+UNASKED = ("knob", "paused", "resumed")
+
+
+def open_knob_expanders(page: Any) -> None:
+    for expander in page.get_by_text("Change knobs while it trains").all():
+        # A busy 2-core machine (three runs, the page server, the browser) is slow to
+        # answer a click; what is tested is that nothing changes, not how fast.
+        expander.click(timeout=120_000)
+    page.wait_for_timeout(500)
+
+
+def test_the_demo_race_starts_at_once_and_ends_watched(watched_lab) -> None:
+    client, url, browser, _ = watched_lab
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    clicked, race = demo_race(page, url, client)
+    assert sorted(r.config["optimizer"] for r in race) == ["adamw", "projected_gd", "sgd"]
+    starts = [r.started - clicked for r in race]
+    ends = [r.finished - clicked for r in race]
+    record(
+        "demo race, watched: started "
+        + ", ".join(f"{s:.1f}" for s in starts)
+        + " s after the click; ended "
+        + ", ".join(f"{e:.1f}" for e in ends)
+        + " s after it"
+    )
+    assert {r.status for r in race} == {"completed"}
+    assert max(starts) < 2.0, "the three runs did not start at once"
+    assert max(ends) <= RACE_GUARD
+
+    for run in race:  # every instrument measured
+        metrics = client.metrics(run.id)
+        for key in ("alpha", "sharpness", "noise_scale", "distance_from_init", "grad_norm"):
+            assert key in metrics.keys, (run.config["optimizer"], key)
+        assert [e for e in client.events(run.id) if e.kind == "histogram"]
+    page.wait_for_timeout(2500)  # the full refresh after the runs ended
+    for view, charts in (("Training", 5), ("Per layer", 9), ("Instruments", 6)):
+        page.get_by_text(view, exact=True).click()
+        # The group's charts replace the last one's (which linger while it draws).
+        page.wait_for_function(
+            f"document.querySelectorAll('.js-plotly-plot').length === {charts}",
+            timeout=30_000,
+        )
+        page.wait_for_timeout(1000)
+        total, drawn = charts_with_data(page)
+        assert total == charts and drawn == total, f"{view}: {drawn} of {total} charts drawn"
+        screenshot(page, f"live-demo-race-{view.lower().replace(' ', '-')}", height=3000)
+    page.close()
+
+
+def test_watching_never_changes_a_run(watched_lab) -> None:
+    client, url, browser, _ = watched_lab
+    base = {"model": "mlp", "dataset": "digits", "epochs": 10_000, "log_every": 1}
+    ids = [client.start({**base, **run, "name": f"watched {run['optimizer']}"}) for run in WATCHED]
+    try:
+        first = open_live(browser, url, ids)
+        open_knob_expanders(first)
+        first.wait_for_timeout(15_000)
+        first.reload()
+        first.wait_for_selector(".js-plotly-plot", state="attached", timeout=60_000)
+        open_knob_expanders(first)
+        second = open_live(browser, url, ids)
+        open_knob_expanders(second)
+        second.wait_for_timeout(25_000)
+        stop_seconds = []
+        for run_id in ids:  # the runs end while both tabs watch
+            asked = time.monotonic()
+            assert client.settle(client.stop(run_id)).error is None
+            assert client.wait(run_id, 30).status == "stopped"
+            stop_seconds.append(time.monotonic() - asked)
+            first.wait_for_timeout(3000)
+    finally:  # a failure leaves no run training into the next test
+        for run_id in ids:
+            if client.status(run_id).active:
+                client.settle(client.stop(run_id))
+    assert max(stop_seconds) < STOP_SECONDS, stop_seconds
+    first.wait_for_function("document.body.innerText.split('stopped').length > 3", timeout=30_000)
+    screenshot(first, "live-watched", height=2400)
+
+    unasked = [
+        (run_id, event.kind, event.step, event.payload)
+        for run_id in ids
+        for event in client.events(run_id)
+        if event.kind in UNASKED
+    ]
+    assert not unasked, unasked
+    record(
+        f"watched 3 runs for about 60 s in two tabs: {len(unasked)} unasked events; "
+        "stopped in " + ", ".join(f"{s:.2f}" for s in stop_seconds) + " s"
+    )
+    first.close()
+    second.close()
+
+
+def test_the_streamlit_process_never_imports_tensorflow(watched_lab) -> None:
+    """What keeps the page server light (and Streamlit from clearing Keras's session
+    after every refresh): after every page was shown, it has not loaded TensorFlow."""
+    _, url, browser, pids = watched_lab
+    (app_pid,) = pids["page server"]
+    page = browser.new_page()
+    for path in ("", "/Train", "/Live", "/Compare", "/Sweep", "/Optimizers"):
+        page.goto(url + path)
+        page.wait_for_selector("h1", timeout=60_000)
+        page.wait_for_timeout(1000)
+        assert page.locator("[data-testid='stException']").count() == 0, path
+    page.close()
+    maps = Path(f"/proc/{app_pid}/maps").read_text()
+    assert "_pywrap_tensorflow" not in maps and "libtensorflow" not in maps
