@@ -9,16 +9,26 @@ steady rate is read from what both sides store: the wall time logged with every 
 from __future__ import annotations
 
 import logging
+import os
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
+from bench.cores import CoreShares, processes
 from bench.figures import Settings
 from bench.machine import available_cores
 from bench.rows import Measured
 from bench.training import _config, _wait, _window, interleave_engines
 from core.engine import Engine, RunConfig
+
+# Ray's processes by command line: the actor's worker, and the cluster's own (idle
+# workers, the raylet, GCS and agents, all run from Ray's package folder).
+_RAY_PROCESSES = (
+    ("the actor", b"ray::RunActor"),
+    ("Ray's other processes", b"ray::"),
+    ("Ray's other processes", b"/ray/"),
+)
 
 
 def ray_actor_vs_thread(settings: Settings) -> Measured:
@@ -53,29 +63,47 @@ def ray_actor_vs_thread(settings: Settings) -> Measured:
         paired,
         "steps/s",
         detail=(
-            f"from start to first step: {actors.first_step():.1f} s as an actor (a worker "
-            f"process, TensorFlow's import, tracing), {threads.first_step():.1f} s as a thread"
+            f"From start to first step: {actors.first_step():.1f} s as an actor (a worker "
+            f"process, TensorFlow's import, tracing), {threads.first_step():.1f} s as a thread."
         ),
-        diagnose=lambda: "An actor trains in a process of its own beside the engine's.",
+        diagnose=lambda: (
+            f"In the timed steps, of one core: as an actor, {actors.cores}; as a thread, "
+            f"{threads.cores}."
+        ),
     )
 
 
 class _Side:
-    """One engine of figure 12, and the start-to-first-step times its runs took."""
+    """One engine of figure 12, the start-to-first-step times its runs took, and where
+    the cores went while they trained."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.setup: list[float] = []
+        self.cores = CoreShares()
 
     def rate(self, config: RunConfig, first: int, last: int) -> float:
         """Trains one run; returns its steps/s from step `first` to step `last`."""
         started = time.time()
         run_id = self.engine.start(config)
+        # Up to a tenth before `last`: an actor's process may end with its run.
+        if self._reaches(run_id, first):
+            groups = {"engine": {os.getpid()}, **processes(*_RAY_PROCESSES)}
+            with self.cores.window(groups):
+                self._reaches(run_id, last - (last - first) // 10)
         _wait(self.engine, run_id)
         metrics = self.engine.store.read_metrics(run_id)
         wall = dict(zip(metrics.steps.tolist(), metrics["wall_time"].tolist(), strict=True))
         self.setup.append(wall[min(wall)] - started)
         return (last - first) / (wall[last] - wall[first])
+
+    def _reaches(self, run_id: str, step: int) -> bool:
+        """Waits until the run has stored `step`; False if it ends first."""
+        while self.engine.status(run_id).active:
+            if (self.engine.store.last_step(run_id) or 0) >= step:
+                return True
+            time.sleep(0.05)
+        return False
 
     def first_step(self) -> float:
         return statistics.median(self.setup)

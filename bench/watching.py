@@ -12,14 +12,13 @@ the row.
 from __future__ import annotations
 
 import contextlib
-import os
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from bench.cores import CoreShares, processes
 from bench.figures import Settings
 from bench.rows import Measured, NotMeasured, Quantity
 from bench.timing import interleave
@@ -107,62 +106,24 @@ def steps_per_second(client: EngineClient, run_id: str, seconds: float) -> float
     return float((steps[-1] - steps[0]) / (times[-1] - times[0]))
 
 
-def cpu_seconds(pids: dict[str, set[int]]) -> Counter[str]:
-    """CPU seconds used so far by each group of processes (Linux /proc)."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    used: Counter[str] = Counter()
-    for group, members in pids.items():
-        for pid in members:
-            try:
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            used[group] += (int(fields[11]) + int(fields[12])) / ticks
-    return used
-
-
-def idle_seconds() -> float:
-    """Seconds of core time the whole machine has spent idle since boot (/proc/stat)."""
-    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
-    # "cpu user nice system idle iowait ...": idle and iowait are cores nobody used.
-    return (int(fields[4]) + int(fields[5])) / os.sysconf("SC_CLK_TCK")
-
-
-def chromium_pids() -> set[int]:
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if b"chromium" in (entry / "cmdline").read_bytes():
-                    found.add(int(entry.name))
-            except OSError:
-                continue
-    return found
-
-
 def two_live_tabs(settings: Settings) -> Measured:
     """Median steps/s of a LeNet run with two Live tabs open (A) and none (B)."""
     with lab_with_a_browser() as (client, url, browser, groups):
         run_id = client.start(RUN)
         try:
             time.sleep(settings.pick(10.0, 6.0))  # past the first traces
-            shares: Counter[str] = Counter()
-            watched_seconds = idle = 0.0
+            shares = CoreShares()
 
             def watched() -> float:
-                nonlocal watched_seconds, idle
                 tabs = [browser.new_page() for _ in range(TABS)]
                 for tab in tabs:
                     tab.goto(f"{url}/Live?runs={run_id}")
                 for tab in tabs:
                     tab.wait_for_selector(".js-plotly-plot", timeout=60_000)
                 time.sleep(SETTLE_SECONDS)
-                groups["browser"] = chromium_pids()
-                before, began, idle_before = cpu_seconds(groups), time.monotonic(), idle_seconds()
-                speed = steps_per_second(client, run_id, WINDOW_SECONDS)
-                shares.update(cpu_seconds(groups) - before)
-                idle += idle_seconds() - idle_before
-                watched_seconds += time.monotonic() - began
+                groups["browser"] = processes(("browser", b"chromium"))["browser"]
+                with shares.window(groups):
+                    speed = steps_per_second(client, run_id, WINDOW_SECONDS)
                 for tab in tabs:
                     tab.close()
                 return speed
@@ -175,14 +136,6 @@ def two_live_tabs(settings: Settings) -> Measured:
             )
         finally:
             client.settle(client.stop(run_id))
-    cores = ", ".join(
-        f"{group} {seconds / watched_seconds:.0%}" for group, seconds in shares.most_common()
-    )
-    # /proc/stat counts every core of the machine, not only those this process may use.
-    cores_idle, total = idle / watched_seconds, os.cpu_count() or 1
     return Measured.compared(
-        paired,
-        "steps/s",
-        detail=f"In the watched windows, of one core: {cores}, idle {cores_idle:.0%} "
-        f"({total} cores, {100 * total}% in all).",
+        paired, "steps/s", detail=f"In the watched windows, of one core: {shares}."
     )
