@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -74,9 +75,15 @@ def test_two_processes_train_on_one_store_and_a_frozen_one_is_waited_for(tmp_pat
         try:
             time.sleep(5)
             assert engine.status(theirs).status == "running"
-            other = Engine(path)  # a new engine (a restarted app's) ends nothing: it lives
-            assert other.interrupted_at_start == []
-            other.close()
+            # A new engine (a restarted app's) ends nothing: the frozen run lives. It may
+            # have been frozen inside a write, holding the lock: then the new engine waits
+            # for it, so it starts in a thread and the CLI thaws while it waits.
+            with ThreadPoolExecutor(1) as pool:
+                other = pool.submit(Engine, path)
+                time.sleep(1)
+                os.kill(cli.pid, signal.SIGCONT)
+                assert other.result(timeout=60).interrupted_at_start == []
+                other.result().close()
         finally:
             os.kill(cli.pid, signal.SIGCONT)
         _, err = cli.communicate(timeout=180)
