@@ -233,11 +233,14 @@ def controls(run: RunStatus) -> None:
 
 
 def run_panel(run: RunStatus) -> None:
-    """A run's status and progress (refreshed every second while it trains), its controls
+    """A run's status and progress (refreshed every 2 s while it trains), its controls
     and knob sliders (drawn again only when something is clicked, or the run ends)."""
     with st.container(border=True):
         # Ticks while the run trains; an ended run's panel stays as it is.
-        st.fragment(progress, run_every=state.refresh_interval(run.active))(run.id, run.active)
+        st.fragment(
+            progress,
+            run_every=state.refresh_interval(run.active, state.PROGRESS_REFRESH_SECONDS),
+        )(run.id, run.active)
         # A row of their own: beside the title, four buttons in two fifths of a page
         # column were cut to "R…" and "F…" on a laptop screen.
         controls(run)
