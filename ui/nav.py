@@ -47,7 +47,7 @@ def sidebar() -> None:
 # slower than a page's own refresh: every tick costs each open tab's browser.
 @st.fragment(run_every=state.SIDEBAR_REFRESH_SECONDS)
 def training_now() -> None:
-    """The runs not ended, with their step, total and status, refreshed every second."""
+    """The runs not ended, with their step, total and status, refreshed every 5 s."""
     active = [run for run in state.engine().list() if run.active]
     if active:
         st.caption("Training now")
