@@ -20,7 +20,7 @@ class Evaluation:
         # A partial of a function, not a method: TensorFlow counts retraces per function
         # code, so every run's evaluation would share one count and warn of retracing; and
         # it holds the model, not `self`, so no reference cycle keeps the model alive.
-        self._batch = tf.function(functools.partial(_batch_sums, model, task))
+        self._batch = tf.function(functools.partial(_batch_sums, model, task), autograph=False)
 
     def __call__(self) -> dict[str, float]:
         totals: dict[str, float] = {}

@@ -138,7 +138,7 @@ def compute(
         variables = model.trainable_variables
         origin = [v.numpy() for v in variables]
 
-        @tf.function
+        @tf.function(autograph=False)
         def loss_on_batch() -> tf.Tensor:
             return tf.reduce_mean(task.total(task.losses(model(x, training=True), y)))
 

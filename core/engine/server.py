@@ -145,8 +145,8 @@ class EngineService:
 
 def rehearse(dataset: str) -> None:
     """Trains one logged step of a small model on `dataset` with every instrument, and
-    throws it away: what every first trace in a process pays once (autograph converting
-    the optimizer's stages and the instruments, Keras's layer machinery) is then paid
+    throws it away: what every first trace in a process pays once (Keras's layer
+    machinery, TensorFlow's op registrations and kernels) is then paid
     before a run waits for it; a run's first point comes about a second sooner (`make
     bench`, figure 15)."""
     import tensorflow as tf

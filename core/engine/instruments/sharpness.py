@@ -37,7 +37,7 @@ class Sharpness(Instrument):
         self._eigenvector = [tf.Variable(rng.normal(v.shape), trainable=False) for v in variables]
         # A partial, not a method: TensorFlow counts retraces per function code, and the
         # instruments of many runs would share one count.
-        self._measure = tf.function(functools.partial(Sharpness._measure_fn, self))
+        self._measure = tf.function(functools.partial(Sharpness._measure_fn, self), autograph=False)
 
     @property
     def variables(self) -> list[Any]:
