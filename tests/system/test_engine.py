@@ -147,9 +147,9 @@ def test_pause_resume_and_stop_act_within_one_step(engine) -> None:
     wait_for(lambda: engine.status(run_id).step >= paused_at + 20, timeout=30)
     assert engine.status(run_id).status == "running"
 
-    at_request = engine.status(run_id).step
     started = time.monotonic()
     engine.stop(run_id)
+    at_request = engine.status(run_id).step  # read after the request, as for the pause
     final = engine.wait(run_id, 10)
     assert final.status == "stopped"
     assert final.step <= at_request + 1
