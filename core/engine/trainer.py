@@ -7,10 +7,12 @@ optimizer's `stats`, so no value crosses to the host except on a step that logs,
 step itself returns everything at once: one host round trip per logged step. Under a
 `tf.distribute` strategy every statistic comes from all-reduced quantities.
 
-The lab's traced functions are traced without AutoGraph (`autograph=False`): their control
-flow is Python over Python values, or explicit `tf.cond` / `tf.while_loop`, so there is
-nothing to convert, and converting the source of the step's call tree was most of a
-process's first trace (1.9 of 2.4 s for an MLP with every instrument).
+The lab's functions are traced without AutoGraph (`autograph=False`), as Keras traces
+`model.fit`'s (`do_not_convert`): their control flow is Python over Python values, or
+explicit `tf.cond` / `tf.while_loop`, so there is nothing to convert, and converting the
+source of the step's call tree was most of a process's first trace (1.2 of the 1.9 s to a
+first logged step with every instrument). A plugin's model or optimizer is traced as under
+`model.fit`: without AutoGraph there either.
 
 A `Trainer` is made and used in one thread: Keras keeps name and seed state per thread.
 """

@@ -3,7 +3,8 @@
 Converting the source of the training step's call tree (the trainer, the task, the
 optimizer's stages, the instruments) was 1.2 of a fresh process's 1.9 s to its first
 logged step with every instrument; the lab's control flow is Python over Python values or
-explicit `tf.cond` / `tf.while_loop`, so AutoGraph has nothing to convert.
+explicit `tf.cond` / `tf.while_loop`, so AutoGraph has nothing to convert. Keras traces
+`model.fit`'s functions without it too (`tf.autograph.experimental.do_not_convert`).
 """
 
 import ast
