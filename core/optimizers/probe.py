@@ -7,17 +7,27 @@ deadline; only a file that imports there cleanly is imported here. A file that h
 kills the child is reported, and a new child tries the files after it. A plugin folder, or
 file, that other users can write to, and a link that leads out of the folder, are refused
 outright: whoever can change them could run code as the lab.
+
+A clean import is remembered (in `cache_file()`) by the file's path and bytes and the
+Python and TensorFlow it ran under, so an unchanged file is not tried again: the child's
+TensorFlow import cost every engine start and every CLI run of a plugin about 3 s.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import hashlib
+import json
 import os
 import queue
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from importlib import metadata
 from pathlib import Path
 
 from core.store.paths import PROJECT_ROOT
@@ -26,6 +36,10 @@ from core.store.paths import PROJECT_ROOT
 #: loads both cores; three times that, so that only a plugin that hangs is skipped. Each
 #: file has this long; the first also imports TensorFlow within it.
 PROBE_SECONDS = 20.0
+#: Environment variable naming the folder of the lab's caches (default `~/.cache/optlab`).
+CACHE_VAR = "OPTLAB_CACHE"
+#: How many clean imports are remembered; the oldest are forgotten first.
+CACHE_SIZE = 512
 # The child: imports each file named on its command line, saying `MARK ok I` or
 # `MARK failed I why` on its own line after each (a plugin's `sys.exit` included).
 MARK = "optlab-plugin-probe:"
@@ -62,15 +76,84 @@ def unsafe(path: Path) -> str | None:
 
 def probe(paths: Sequence[Path], timeout: float | None = None) -> dict[Path, str | None]:
     """For each of `paths`, None if importing it in a child process ends cleanly within
-    `timeout` seconds (default `PROBE_SECONDS`); else why it does not."""
+    `timeout` seconds (default `PROBE_SECONDS`), or did so before unchanged; else why it
+    does not."""
     timeout = PROBE_SECONDS if timeout is None else timeout
-    results: dict[Path, str | None] = {}
-    remaining = list(paths)
+    fingerprints = {path: fingerprint(path) for path in paths}
+    clean_before = set(_remembered())
+    results: dict[Path, str | None] = {
+        path: None for path in paths if fingerprints[path] in clean_before
+    }
+    untried = [path for path in paths if path not in results]
+    remaining = untried
     while remaining:
         tried = _probe_in_one_child(remaining, timeout)
         results |= tried
         remaining = remaining[len(tried) :]
+    _remember(fingerprints[path] for path in untried if results[path] is None)
     return results
+
+
+def cache_file() -> Path:
+    """Where clean imports are remembered: `plugin-probes.json` in `$OPTLAB_CACHE`, else in
+    `optlab/` of `$XDG_CACHE_HOME` (default `~/.cache`)."""
+    folder = os.environ.get(CACHE_VAR) or (
+        Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache") / "optlab"
+    )
+    return Path(folder).expanduser() / "plugin-probes.json"
+
+
+def fingerprint(path: Path) -> str | None:
+    """What a clean import of `path` is remembered by (None if it cannot be read): its
+    resolved path, its bytes, and the Python and TensorFlow versions."""
+    digest = hashlib.sha256()
+    try:
+        for part in (str(path.resolve()), sys.version, _tensorflow_version()):
+            digest.update(part.encode() + b"\0")
+        digest.update(path.read_bytes())
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+@functools.cache
+def _tensorflow_version() -> str:
+    try:
+        return metadata.version("tensorflow")
+    except metadata.PackageNotFoundError:
+        return "none"
+
+
+def _remembered() -> list[str]:
+    """The fingerprints of clean imports, oldest first; none from a cache file that
+    others could write to (they could mark a file clean)."""
+    path = cache_file()
+    try:
+        if unsafe(path.parent) or unsafe(path):
+            return []
+        clean = json.loads(path.read_text())["clean"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []  # none yet, or unreadable: every file is tried
+    return [item for item in clean if isinstance(item, str)] if isinstance(clean, list) else []
+
+
+def _remember(fingerprints: Iterable[str | None]) -> None:
+    """Adds clean imports to the cache file, written whole and swapped in (two processes
+    that write at once each keep their own, and lose only a later probe's time)."""
+    new = [item for item in fingerprints if item is not None]
+    if not new:
+        return
+    path = cache_file()
+    clean = [item for item in _remembered() if item not in new] + new
+    with contextlib.suppress(OSError):  # a read-only home: the files are tried next time
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        try:
+            with os.fdopen(handle, "w") as file:
+                json.dump({"clean": clean[-CACHE_SIZE:]}, file)
+            os.replace(temporary, path)
+        finally:
+            Path(temporary).unlink(missing_ok=True)
 
 
 def _probe_in_one_child(paths: list[Path], timeout: float) -> dict[Path, str | None]:
