@@ -25,13 +25,14 @@ $(DEV): $(RUNTIME) requirements-dev.txt
 run: $(RUNTIME)
 	$(BIN)/streamlit run app.py --server.address 127.0.0.1
 
-# Two passes: most tests two at a time (pytest-xdist, each file on one worker), then the
-# tests that time training while it is watched (marked `serial`) alone, so that the other
-# pass's load cannot bend what they measure.
+# Two passes: most tests two at a time (pytest-xdist, each file on one worker, handed out
+# in the order tests/conftest.py sorts them: the longest first), then the tests that time
+# training while it is watched (marked `serial`) alone, so that the other pass's load
+# cannot bend what they measure.
 TEST_WORKERS ?= 2
 
 test: $(DEV)
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not serial"
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial"
 	$(BIN)/python -m pytest -m serial
 
 test-fast: $(DEV)

@@ -13,6 +13,8 @@ import tempfile
 
 # A PostgreSQL store's checkpoints go here, not into the project's runs/ folder.
 os.environ.setdefault("OPTLAB_FILES", tempfile.mkdtemp(prefix="optlab-files-"))
+# The plugin files found clean go here, for this session's processes, not into ~/.cache.
+os.environ.setdefault("OPTLAB_CACHE", tempfile.mkdtemp(prefix="optlab-cache-"))
 
 import tensorflow as tf
 
@@ -29,12 +31,32 @@ from typing import Any  # noqa: E402
 
 import pytest  # noqa: E402
 
+# The files that take about a minute or more (seconds on 2 cores, 2026-12-04), longest
+# first. Only the order in which `make test` hands them out depends on it.
+LONGEST_FILES = (
+    "tests/system/test_watched_runs.py",  # 109
+    "tests/system/test_browser.py",  # 99
+    "tests/system/test_hardening.py",  # 89
+    "tests/system/test_checkpoints.py",  # 76
+    "tests/system/test_ray_cluster.py",  # 68
+    "tests/system/test_app.py",  # 60
+    "tests/system/test_cli.py",  # 58
+)
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """System tests first, unit tests last. `make test` hands whole files to two workers
-    in this order; the many short unit files then fill the time of whichever worker ends
-    its last system file first, where a 2.5-minute file handed out last ran alone."""
-    items.sort(key=lambda item: item.nodeid.startswith("tests/unit/"))  # a stable sort
+    """The longest files first, then the other system tests, unit tests last.
+    `make test` hands whole files to two workers in this order (without xdist's reordering
+    by test count, which handed the 110-s file out last, to run alone); the many short
+    unit files then fill the time of whichever worker ends its last system file first."""
+
+    def rank(item: pytest.Item) -> tuple[int, int]:
+        path = item.nodeid.partition("::")[0]
+        if path in LONGEST_FILES:
+            return 0, LONGEST_FILES.index(path)
+        return (1 if path.startswith("tests/system/") else 2), 0
+
+    items.sort(key=rank)  # a stable sort: each file's tests keep their order
 
 
 @contextlib.contextmanager
