@@ -52,6 +52,18 @@ class OpProfile:
         )
         return f"{self.total * 1e3:.1f} ms of op time: {shares}"
 
+    def excess_over(self, other: OpProfile, top: int = 4) -> str:
+        """E.g. `"+0.31 ms: Sum +0.12 ms, Sqrt +0.08 ms"`: how much more op time a call
+        spends than one of `other`, and the `top` op types that spend the most more."""
+        more = {
+            op: seconds - other.seconds.get(op, 0.0)
+            for op, seconds in self.seconds.items()
+            if seconds > other.seconds.get(op, 0.0)
+        }
+        ranked = sorted(more.items(), key=lambda item: -item[1])[:top]
+        ops = ", ".join(f"{op} +{seconds * 1e3:.2f} ms" for op, seconds in ranked)
+        return f"{(self.total - other.total) * 1e3:+.2f} ms: {ops}"
+
 
 def tf_ops(fn: Callable[[], object], calls: int) -> OpProfile:
     """Profiles `calls` calls of `fn` (warm: call it once before) with `tf.profiler`."""

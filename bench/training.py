@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import math
 import statistics
 import tempfile
@@ -31,6 +32,7 @@ from typing import Any
 
 import keras
 
+from bench import profiling
 from bench.figures import Settings
 from bench.machine import available_cores
 from bench.rows import Measured
@@ -50,6 +52,8 @@ LEARNING_RATE = 1e-3
 RUN_TIMEOUT = 300.0
 # Calls of the run loop named when explaining where a step's time goes.
 PROFILE_TOP = 5
+# Warm steps whose op time is profiled when explaining a figure.
+PROFILED_STEPS = 50
 # These figures time training and telemetry; what the instruments cost is figure 8's.
 INSTRUMENTS_OFF = {f"{name}_every": 0 for name in INSTRUMENTS}
 
@@ -63,15 +67,19 @@ def engine_vs_keras(settings: Settings) -> Measured:
             _engine_rate(engine, store, config, first, last), _keras_rate(first, last)
         )
     keras_step = 1 / paired.b_median
-    return Measured.compared(
-        paired,
-        "steps/s",
-        diagnose=lambda: (
+
+    def diagnose() -> str:
+        ours, theirs = _trainer_ops(config), _keras_ops()
+        return (
             "Sampled in one more run, an engine step took "
             f"{_engine_profile(config, first, last)}; "
-            f"a Keras fit step took {keras_step * 1e3:.2f} ms in the figure."
-        ),
-    )
+            f"a Keras fit step took {keras_step * 1e3:.2f} ms in the figure. Profiled with "
+            f"tf.profiler, an engine step spends {ours.summary()}; a Keras step "
+            f"{theirs.summary()}; the engine's op time over Keras's: "
+            f"{ours.excess_over(theirs)}."
+        )
+
+    return Measured.compared(paired, "steps/s", diagnose=diagnose)
 
 
 def telemetry_cost(settings: Settings) -> Measured:
@@ -80,7 +88,7 @@ def telemetry_cost(settings: Settings) -> Measured:
     on_config = _config(last + 1, telemetry=True)
     # Off, a row is still logged once an epoch: the clock needs both window ends.
     off_config = _config(last + 1, telemetry=False, log_every=first)
-    return _step_times(settings, (on_config, off_config), first, last, "telemetry")
+    return _step_times(settings, (on_config, off_config), first, last, "telemetry", ops=True)
 
 
 def instrument_cost(settings: Settings) -> Measured:
@@ -128,24 +136,39 @@ def _patched(module: Any, name: str, value: Any) -> Iterator[None]:
 
 
 def _step_times(
-    settings: Settings, configs: tuple[RunConfig, RunConfig], first: int, last: int, what: str
+    settings: Settings,
+    configs: tuple[RunConfig, RunConfig],
+    first: int,
+    last: int,
+    what: str,
+    *,
+    ops: bool = False,
 ) -> Measured:
     """Seconds per step from step `first` to `last` of runs with config A and with B,
-    interleaved; a miss is explained by profiling one more run of each."""
+    interleaved; a miss is explained by sampling one more run of each and, with `ops`,
+    by the op time of each one's trainer step (`what` must then be in that step)."""
     on_config, off_config = configs
     with _clocked_engine() as (engine, store):
         on = _engine_rate(engine, store, on_config, first, last)
         off = _engine_rate(engine, store, off_config, first, last)
         paired = settings.interleave(lambda: 1 / on(), lambda: 1 / off())
-    return Measured.compared(
-        paired,
-        "s",
-        diagnose=lambda: (
+
+    def diagnose() -> str:
+        sampled = (
             f"Sampled in one more run each, a step with {what} took "
             f"{_engine_profile(on_config, first, last)}; without, "
             f"{_engine_profile(off_config, first, last)}."
-        ),
-    )
+        )
+        if not ops:
+            return sampled
+        on, off = _trainer_ops(on_config), _trainer_ops(off_config)
+        return (
+            f"{sampled} Profiled with tf.profiler, a step with {what} spends "
+            f"{on.summary()}; without, {off.summary()}; the op time {what} add: "
+            f"{on.excess_over(off)}."
+        )
+
+    return Measured.compared(paired, "s", diagnose=diagnose)
 
 
 def two_runs_at_once(settings: Settings) -> Measured:
@@ -259,25 +282,11 @@ def _keras_rate(first: int, last: int) -> Sampler:
     """A sampler that fits one `last`-batch epoch with Keras and returns its steps/s from
     batch `first` to batch `last`. The model is compiled once and keeps training: its
     first sample traces, and later ones run warm."""
-    dataset = data.load(DATASET)
-    model = models.build(
-        MODEL, input_shape=dataset.input_shape, num_classes=dataset.num_classes, seed=0
-    )
-    model.compile(
-        optimizer=keras.optimizers.AdamW(learning_rate=LEARNING_RATE),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-    )
+    model = _keras_model()
     clock = _BatchClock()
 
     def sample() -> float:
-        batches = data.pipeline(
-            dataset,
-            "train",
-            batch_size=BATCH,
-            seed=0,
-            drop_remainder=True,
-            epochs=math.ceil(last / steps_per_epoch()),
-        )
+        batches = _keras_batches(last)
         clock.times.clear()
         # shuffle=False: the pipeline shuffles already (and Keras warns otherwise).
         model.fit(
@@ -286,6 +295,31 @@ def _keras_rate(first: int, last: int) -> Sampler:
         return (last - first) / (clock.times[last - 1] - clock.times[first - 1])
 
     return sample
+
+
+def _keras_model() -> keras.Model:
+    """Figure 1's model, compiled for `model.fit` with Keras's AdamW."""
+    dataset = data.load(DATASET)
+    model = models.build(
+        MODEL, input_shape=dataset.input_shape, num_classes=dataset.num_classes, seed=0
+    )
+    model.compile(
+        optimizer=keras.optimizers.AdamW(learning_rate=LEARNING_RATE),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
+    return model
+
+
+def _keras_batches(steps: int) -> Any:
+    """The engine's training pipeline, as many epochs as `steps` batches need."""
+    return data.pipeline(
+        data.load(DATASET),
+        "train",
+        batch_size=BATCH,
+        seed=0,
+        drop_remainder=True,
+        epochs=math.ceil(steps / steps_per_epoch()),
+    )
 
 
 class _BatchClock(keras.callbacks.Callback):
@@ -330,6 +364,34 @@ def _engine_profile(config: RunConfig, first: int, last: int) -> str:
         for call, seconds in sampler.seconds.most_common(PROFILE_TOP)
     )
     return f"{step_seconds * 1e3:.2f} ms ({parts})"
+
+
+def _trainer_ops(config: RunConfig) -> profiling.OpProfile:
+    """The op time of one warm step of a trainer of `config`, logged if it logs every
+    step: the traced step the engine runs, without the engine around it."""
+    import tensorflow as tf
+
+    from core.engine.trainer import Trainer
+
+    gc.collect()
+    trainer = Trainer(config, tf.distribute.get_strategy())
+    steps = itertools.count(1)
+    log = config.log_every == 1
+    try:
+        for _ in range(5):  # traced, then warm
+            trainer.step(next(steps), log=log)
+        return profiling.tf_ops(lambda: trainer.step(next(steps), log=log), PROFILED_STEPS)
+    finally:
+        trainer.close()
+
+
+def _keras_ops() -> profiling.OpProfile:
+    """The op time of one warm step of figure 1's `model.fit` (its train function)."""
+    model = _keras_model()
+    batches = _keras_batches(PROFILED_STEPS + 5)
+    model.fit(batches, epochs=1, steps_per_epoch=5, shuffle=False, verbose=0)  # traced
+    iterator = iter(batches)
+    return profiling.tf_ops(lambda: model.train_function(iterator), PROFILED_STEPS)
 
 
 # Runs -----------------------------------------------------------------------------------
