@@ -6,10 +6,12 @@ import sys
 from core.cli import main
 
 status = main()
-if "core.engine.strategies" in sys.modules and sys.modules["core.engine.strategies"].collective():
-    # TensorFlow's multi-worker runtime may abort ("terminate called after throwing")
-    # while its threads are torn down at exit, once the other workers are gone: the run
-    # is stored, so leave without that teardown.
+if "tensorflow" in sys.modules:
+    # Whatever the command stored is written and closed by now. Leave without the
+    # interpreter's teardown: TensorFlow's C++ code may still run in daemon threads (one
+    # letting go of a run's batch iterator, a multi-worker runtime whose peers are gone),
+    # and the forced unwind that ends such a thread at exit makes it abort ("terminate
+    # called after throwing ...", exit status -6 instead of the command's).
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)

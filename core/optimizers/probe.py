@@ -9,8 +9,9 @@ file, that other users can write to, and a link that leads out of the folder, ar
 outright: whoever can change them could run code as the lab.
 
 A clean import is remembered (in `cache_file()`) by the file's path and bytes and the
-Python and TensorFlow it ran under, so an unchanged file is not tried again: the child's
-TensorFlow import cost every engine start and every CLI run of a plugin about 3 s.
+Python and TensorFlow it ran under; when every file imported cleanly before, unchanged, no
+child is started: its TensorFlow import cost every engine start and every CLI run of a
+plugin about 3 s.
 """
 
 from __future__ import annotations
@@ -76,21 +77,20 @@ def unsafe(path: Path) -> str | None:
 
 def probe(paths: Sequence[Path], timeout: float | None = None) -> dict[Path, str | None]:
     """For each of `paths`, None if importing it in a child process ends cleanly within
-    `timeout` seconds (default `PROBE_SECONDS`), or did so before unchanged; else why it
-    does not."""
+    `timeout` seconds (default `PROBE_SECONDS`); else why it does not. When every file
+    imported cleanly before, unchanged, no child is started; else all are tried, in
+    order, as they will be imported (a file may need what one before it registers)."""
     timeout = PROBE_SECONDS if timeout is None else timeout
     fingerprints = {path: fingerprint(path) for path in paths}
-    clean_before = set(_remembered())
-    results: dict[Path, str | None] = {
-        path: None for path in paths if fingerprints[path] in clean_before
-    }
-    untried = [path for path in paths if path not in results]
-    remaining = untried
+    if set(fingerprints.values()) <= set(_remembered()):
+        return dict.fromkeys(paths)
+    results: dict[Path, str | None] = {}
+    remaining = list(paths)
     while remaining:
         tried = _probe_in_one_child(remaining, timeout)
         results |= tried
         remaining = remaining[len(tried) :]
-    _remember(fingerprints[path] for path in untried if results[path] is None)
+    _remember(fingerprints[path] for path in paths if results[path] is None)
     return results
 
 

@@ -292,8 +292,8 @@ def test_an_op_profile_says_which_ops_spend_more() -> None:
 
 
 def test_the_op_time_telemetry_adds_to_a_trainer_step_is_profiled() -> None:
-    """What explains figure 2 when it misses: the traced step's ops with telemetry and
-    without (the norms of every layer's gradient and step)."""
+    """What explains figures 1 and 2 when they miss: the traced step's ops with telemetry
+    (per-layer norms, sparsity, distance from the initial weights) and without."""
     on = RunConfig(model="mlp", dataset="digits", optimizer="adamw", log_every=1, **NO_INSTRUMENTS)
     off = on.replace(telemetry=False, log_every=100)
     with_telemetry, without = training._trainer_ops(on), training._trainer_ops(off)

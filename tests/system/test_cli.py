@@ -781,3 +781,33 @@ def test_export_writes_a_model_that_loads_and_trains_on(tmp_path):
     assert result["iterations"] == [44, 46]  # it trains on from the run's step count
     assert result["accuracy"] == pytest.approx(final["val_accuracy"], abs=1e-6)
     assert math.isfinite(result["loss"]) and not result["engine"]
+
+
+# Runs `python -m core ARGS` with a teardown hook that says when the interpreter's exit
+# teardown runs: after a command that loaded TensorFlow it must not (see core/__main__.py).
+AS_PYTHON_M_CORE = """
+import atexit, runpy, sys
+atexit.register(lambda: print("interpreter teardown", flush=True))
+sys.argv = ["core", *sys.argv[1:]]
+runpy.run_module("core", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_a_command_that_loaded_tensorflow_exits_without_the_interpreters_teardown(
+    tmp_path,
+) -> None:
+    """An engine whose run's batch iterator was still being let go of aborted at exit
+    (status -6 after SIGTERM, "FATAL: exception not rethrown"); a command that loaded
+    TensorFlow now leaves with its status and no teardown, and one that did not, as usual."""
+    store = tmp_path / "lab.sqlite"
+    train = ["train", "--store", store, "--model", "mlp", "--max-steps", 3, "--log-every", 1]
+    for argv, tensorflow in ((train, True), (["runs", "--store", store], False)):
+        done = subprocess.run(
+            [sys.executable, "-c", AS_PYTHON_M_CORE, *map(str, argv)],
+            cwd=PROJECT_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert ("interpreter teardown" in done.stdout) is not tensorflow, argv

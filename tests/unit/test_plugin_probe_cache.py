@@ -36,8 +36,12 @@ def test_a_clean_file_is_tried_once_until_it_changes(tmp_path, children) -> None
     fine = plugin(tmp_path / "plugins", "fine.py", "X = 1\n")
     other = plugin(tmp_path / "plugins", "other.py", "Y = 2\n")
     assert probe.probe([fine]) == {fine: None}
+    assert probe.probe([fine]) == {fine: None}
+    assert children == [["fine.py"]]  # not tried again
+    # A new file is tried after those before it, as the lab will import them.
     assert probe.probe([fine, other]) == {fine: None, other: None}
-    assert children == [["fine.py"], ["other.py"]]  # fine.py was not tried again
+    assert probe.probe([fine, other]) == {fine: None, other: None}
+    assert children == [["fine.py"], ["fine.py", "other.py"]]
 
     fine.write_text("while True:\n    pass\n")
     hangs = "did not finish importing within 2 s (tried in a child process)"
