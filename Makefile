@@ -28,12 +28,14 @@ run: $(RUNTIME)
 # Two passes: most tests two at a time (pytest-xdist, each file on one worker, handed out
 # in the order tests/conftest.py sorts them: the longest first), then the tests that time
 # training while it is watched (marked `serial`) alone, so that the other pass's load
-# cannot bend what they measure.
+# cannot bend what they measure. The second pass collects only the files that hold them
+# (tests/unit/test_make_test_passes.py checks that no other file marks a test `serial`).
 TEST_WORKERS ?= 2
+SERIAL_FILES := tests/system/test_watching.py
 
 test: $(DEV)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial"
-	$(BIN)/python -m pytest -m serial
+	$(BIN)/python -m pytest -m serial $(SERIAL_FILES)
 
 test-fast: $(DEV)
 	$(BIN)/python -m pytest tests/unit -m "not slow" -q
