@@ -195,7 +195,7 @@ def test_metrics_that_could_not_be_written_fail_the_run_naming_them(tmp_path) ->
     assert LOCK_PATIENCE >= 30  # the default outlasts the 30 s lock above
 
 
-# 3. Plugins that loop, exit, or are not the lab's to load -----------------------------------
+# 3. Plugins that hang, loop, exit, or are not the lab's to load -----------------------------
 
 GOOD_PLUGIN = """
 from core.optimizers import SGD, register
