@@ -20,7 +20,6 @@ id>`), all on the same y range, so that the small charts compare at a glance.
 from __future__ import annotations
 
 import functools
-import html
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ import plotly.graph_objects as go
 from core.engine.instruments import INSTRUMENTS
 from core.engine.landscape import Landscape
 from core.engine.lr_find import RangeTest
+from core.escaping import escape_html
 from core.group_comparison import mean_band
 from core.series import downsample, flags_to_steps, robust_range
 from core.store import DIVERGED_EVENT, HISTOGRAM_EVENT, KNOB_EVENT, Event, Metrics
@@ -69,14 +69,8 @@ class RunView:
 
     @property
     def text(self) -> str:
-        """The label as a chart shows it: literally (see `literal`)."""
-        return literal(self.label)
-
-
-def literal(text: str) -> str:
-    """`text` for Plotly to show as typed: its HTML subset (`<a href>`, `<b>`, …) escaped,
-    and `%{` broken with a zero-width space so that no hover template reads it."""
-    return html.escape(text, quote=False).replace("%{", "%\u200b{")
+        """The label as a chart shows it: as typed (see `escape_html`)."""
+        return escape_html(self.label)
 
 
 def training_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
@@ -279,7 +273,7 @@ def group_figure(groups: Mapping[str, Sequence[Metrics]], key: str) -> go.Figure
         if not len(steps):
             continue
         colour = _run_colour(i)
-        name = f"{literal(label)} ({len(series)} runs)"
+        name = f"{escape_html(label)} ({len(series)} runs)"
         if not np.isnan(margin).all():
             traces.append(
                 {
@@ -703,6 +697,7 @@ def _heat_strips(events: Sequence[Event], kind: str, title: str) -> go.Figure:
         return _figure(key, title, [])
     edges = events[0].payload["edges"]
     layers = list(events[0].payload[kind])
+    shown = [escape_html(layer) for layer in layers]  # names the model's author chose
     bins = len(edges) - 1
     columns = []
     for event in events:
@@ -712,10 +707,10 @@ def _heat_strips(events: Sequence[Event], kind: str, title: str) -> go.Figure:
             column.extend(counts / max(counts.sum(), 1.0))
             column.append(np.nan)  # a gap between layers
         columns.append(column)
-    labels = [f"{layer} 1e{edges[b]:+.0f}" for layer in layers for b in range(bins)]
+    labels = [f"{layer} 1e{edges[b]:+.0f}" for layer in shown for b in range(bins)]
     rows = [
         label
-        for j, layer in enumerate(layers)
+        for j, layer in enumerate(shown)
         for label in (*labels[j * bins : (j + 1) * bins], f"{layer} ·")
     ]
     strip = {
@@ -735,7 +730,7 @@ def _heat_strips(events: Sequence[Event], kind: str, title: str) -> go.Figure:
         key,
         title,
         [strip],
-        yaxis={"tickvals": middles, "ticktext": layers},
+        yaxis={"tickvals": middles, "ticktext": shown},
         height=max(340, 26 * len(layers) * 4),
     )
 
@@ -804,7 +799,10 @@ def _scatter(
     meta: str | None = None,
 ) -> dict[str, Any]:
     """A trace named `<run> · <what>` in the legend (or `legend`, in a chart of one run,
-    which then toggles alone); hover values use the axes' formats."""
+    which then toggles alone); hover values use the axes' formats. `what` and `legend`
+    may be a layer's or a task's name, which the model's author chose: shown as typed."""
+    what = escape_html(what)
+    legend = None if legend is None else escape_html(legend)
     trace = {
         "type": "scatter",
         "x": _compact(steps),
@@ -925,7 +923,7 @@ def _categorical_dimension(key: str, values: Sequence[object]) -> dict[str, Any]
         "label": key,
         "values": [categories.index(label) for label in labels],
         "tickvals": list(range(len(categories))),
-        "ticktext": categories,
+        "ticktext": [escape_html(category) for category in categories],  # a dataset's path
         "range": [-0.5, len(categories) - 0.5],  # a single category too has an extent
     }
 

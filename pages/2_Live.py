@@ -22,6 +22,7 @@ from core.engine.config import LR_FIND
 from core.engine.live import TASK_WEIGHT, live_knobs
 from core.engine.lr_find import training_config
 from core.engine.repeats import group_label, groups
+from core.escaping import escape_markdown
 from core.knobs import InvalidInput, Knob, live_change
 from core.store import Command, UnknownRunError
 from ui import downloads, landscape, range_test, state, texts, views
@@ -59,10 +60,10 @@ def send(action: Callable[[str], Command], run_id: str, done: str) -> None:
     try:
         command = engine.settle(action(run_id))
     except (InvalidInput, UnknownRunError) as exc:
-        st.toast(f"Not done: {texts.literal(str(exc))}", icon=":material/warning:")
+        st.toast(f"Not done: {escape_markdown(str(exc))}", icon=":material/warning:")
         return
     if command.error:
-        st.toast(f"Not done: {texts.literal(command.error)}", icon=":material/warning:")
+        st.toast(f"Not done: {escape_markdown(command.error)}", icon=":material/warning:")
     else:
         st.toast(done, icon=":material/check:")
 
@@ -72,7 +73,7 @@ def resume(run_id: str, step: int) -> None:
     try:
         engine.resume(run_id)
     except (InvalidInput, UnknownRunError, EngineUnavailable) as exc:
-        st.toast(f"Not resumed: {texts.literal(str(exc))}", icon=":material/warning:")
+        st.toast(f"Not resumed: {escape_markdown(str(exc))}", icon=":material/warning:")
     else:
         st.toast(f"Resuming from step {step:,}", icon=":material/play_arrow:")
 
@@ -122,7 +123,7 @@ def fork_form(run: RunStatus, saved: list[int]) -> None:
     try:
         fork_id = engine.fork(run.id, step, **changes)
     except (InvalidInput, UnknownRunError, EngineUnavailable) as exc:
-        st.error(f"Not forked: {texts.literal(str(exc))}", icon=":material/warning:")
+        st.error(f"Not forked: {escape_markdown(str(exc))}", icon=":material/warning:")
         return
     state.open_page("pages/2_Live.py", **{state.WATCH: [run.id, fork_id]})
 
@@ -276,7 +277,7 @@ def progress(run_id: str, was_active: bool) -> None:
     """The run's name, status, knobs now, step, speed and ETA."""
     run = engine.status(run_id)
     st.markdown(
-        f"**{texts.literal(run.name)}** `{run.id}` · {texts.badge(run.status)}  \n"
+        f"**{escape_markdown(run.name)}** `{run.id}` · {texts.badge(run.status)}  \n"
         f"{texts.knobs(run)}"
     )
     speed = f"{run.steps_per_second:.1f} steps/s" if run.steps_per_second else ""

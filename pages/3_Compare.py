@@ -17,6 +17,7 @@ from core.charts import (
 )
 from core.engine import RunStatus
 from core.engine.repeats import group_label, groups
+from core.escaping import escape_markdown
 from core.group_comparison import compare, describe, higher_is_better, time_to_target, value_at
 from core.sweep import numeric, parallel_rows, settings, varying
 from ui import downloads, state, texts, views
@@ -114,7 +115,7 @@ def group_comparison(runs: dict[str, RunStatus]) -> None:
     else:
         percent = "accuracy" in metric and at != "time to reach"
         text = describe(result, group_label(found[a]), group_label(found[b]), what, percent=percent)
-        st.markdown(texts.literal(text))
+        st.markdown(escape_markdown(text))
     st.plotly_chart(
         group_figure({labels[a]: metrics[a], labels[b]: metrics[b]}, metric),
         key="chart:groups",
@@ -148,7 +149,7 @@ st.dataframe(
     },
 )
 if same := alike(chosen[0], differ):
-    st.caption(f"Alike in every run: {texts.literal(same)}")
+    st.caption(f"Alike in every run: {escape_markdown(same)}")
 if kept := {run.id: saved for run in chosen if (saved := engine.checkpoints(run.id))}:
     with st.popover("Download a model", icon=":material/download:"):
         model_of = st.selectbox(

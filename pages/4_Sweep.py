@@ -12,6 +12,7 @@ from core import data, models, optimizers
 from core.charts import hyperparameter_figure
 from core.engine import RunConfig
 from core.engine.repeats import MAX_REPEATS
+from core.escaping import escape_markdown
 from core.knobs import InvalidInput
 from core.store import UnknownRunError
 from core.sweep import (
@@ -195,7 +196,7 @@ def resume(name: str) -> None:
         sweep = Sweep.load(engine, name)
         sweep.start()
     except InvalidInput as exc:
-        st.toast(f"Not resumed: {texts.literal(str(exc))}", icon=":material/warning:")
+        st.toast(f"Not resumed: {escape_markdown(str(exc))}", icon=":material/warning:")
     else:
         state.sweeps()[name] = sweep
 
@@ -351,9 +352,9 @@ def actions(
 def sweep_view(sweep: Sweep) -> None:
     status = sweep.status()
     st.progress(status.progress, text=progress_text(status))
-    st.caption(texts.literal(plan_text(sweep.plan)))
+    st.caption(escape_markdown(plan_text(sweep.plan)))
     if status.error:
-        st.error(texts.literal(status.error), icon=":material/error:")
+        st.error(escape_markdown(status.error), icon=":material/error:")
     rows = sweep.results()
     picked = trials_table(sweep, rows)
     scored = [r for r in rows if r.value is not None]

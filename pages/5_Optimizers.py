@@ -3,8 +3,8 @@
 import streamlit as st
 
 from core import optimizers
+from core.escaping import escape_markdown
 from core.optimizers import stages
-from ui import texts
 
 st.title(":material/function: Optimizers")
 st.markdown(
@@ -47,11 +47,11 @@ for spec in optimizers.specs():
         )
         st.code(USAGE.format(args=f'"{spec.name}", learning_rate=1e-3'), language="python")
         if spec.source != "core":
-            st.caption(f"Plugin: {texts.literal(spec.source)}")
+            st.caption(f"Plugin: {escape_markdown(spec.source)}")
 
 for path, error in optimizers.plugin_errors().items():
     st.error(
-        f"Plugin {texts.literal(path)} did not load: {texts.literal(error)}",
+        f"Plugin {escape_markdown(path)} did not load: {escape_markdown(error)}",
         icon=":material/error:",
     )
 

@@ -13,6 +13,7 @@ import streamlit as st
 from core.engine import RunConfig, RunStatus
 from core.engine.client import EngineUnavailable
 from core.engine.repeats import repeat_configs
+from core.escaping import escape_markdown
 from core.knobs import InvalidInput
 from core.store import ACTIVE_STATUSES, FINAL_STATUSES, UnknownRunError
 from ui import state, texts
@@ -88,14 +89,14 @@ def cluster_field() -> None:
         return
     if "error" in cluster:
         st.warning(
-            f"Ray cluster at {texts.literal(cluster['address'])}: "
-            f"{texts.literal(cluster['error'])}",
+            f"Ray cluster at {escape_markdown(cluster['address'])}: "
+            f"{escape_markdown(cluster['error'])}",
             icon=":material/lan:",
         )
         return
-    nodes = texts.literal(", ".join(cluster["nodes"]))  # names its operator chose
+    nodes = escape_markdown(", ".join(cluster["nodes"]))  # names its operator chose
     st.info(
-        f"Runs train on the Ray cluster at {texts.literal(cluster['address'])}: "
+        f"Runs train on the Ray cluster at {escape_markdown(cluster['address'])}: "
         f"{len(cluster['nodes'])} node(s) ({nodes}), "
         f"{cluster['free_cpus']:g} of {cluster['cpus']:g} CPUs free, "
         f"{cluster['free_gpus']:g} of {cluster['gpus']:g} GPUs free.",
@@ -125,7 +126,7 @@ def tag_runs(chosen: list[RunStatus], text: str) -> None:
         for run in chosen:
             engine.set_tags(run.id, [*run.tags, *tags])
     except InvalidInput as exc:
-        st.toast(f"Not tagged: {texts.literal(str(exc))}", icon=":material/warning:")
+        st.toast(f"Not tagged: {escape_markdown(str(exc))}", icon=":material/warning:")
 
 
 def resume_runs(chosen: list[RunStatus]) -> None:
@@ -134,7 +135,7 @@ def resume_runs(chosen: list[RunStatus]) -> None:
         try:
             engine.resume(run.id)
         except (InvalidInput, UnknownRunError, EngineUnavailable) as exc:
-            st.toast(f"Not resumed: {texts.literal(str(exc))}", icon=":material/warning:")
+            st.toast(f"Not resumed: {escape_markdown(str(exc))}", icon=":material/warning:")
 
 
 def resumable(runs: list[RunStatus]) -> list[RunStatus]:
@@ -147,7 +148,7 @@ def delete_runs(chosen: list[RunStatus]) -> None:
         try:
             engine.delete(run.id)
         except InvalidInput as exc:
-            st.toast(f"Not deleted: {texts.literal(str(exc))}", icon=":material/warning:")
+            st.toast(f"Not deleted: {escape_markdown(str(exc))}", icon=":material/warning:")
     st.session_state.pop("runs_table", None)  # its selection named rows that are gone
 
 

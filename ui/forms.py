@@ -13,8 +13,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from core.escaping import escape_markdown
 from core.knobs import Knob, read_number
-from ui import texts
 
 RULE_COLUMNS = ("pattern", "lr_mult", "weight_decay")
 
@@ -124,4 +124,4 @@ def show_error(errors: dict[str, str], name: str) -> None:
 
 def error(name: str, reason: str) -> None:
     """Why field `name` was refused; the reason quotes what was typed, shown as typed."""
-    st.error(f"**{texts.literal(name)}**: {texts.literal(reason)}", icon=":material/warning:")
+    st.error(f"**{escape_markdown(name)}**: {escape_markdown(reason)}", icon=":material/warning:")

@@ -7,8 +7,9 @@ import streamlit as st
 
 from core.charts import landscape_figures
 from core.engine.landscape import GRID, POINTS
+from core.escaping import escape_markdown
 from core.knobs import InvalidInput
-from ui import state, texts, views
+from ui import state, views
 
 ASKED = "landscape_asked"  # (run id, step) → the id of the command that asked for it
 
@@ -41,7 +42,7 @@ def panel(run_id: str, steps: list[int]) -> None:
             try:
                 command = engine.ask_landscape(run_id, step)
             except InvalidInput as exc:
-                st.toast(f"Not computed: {texts.literal(str(exc))}", icon=":material/warning:")
+                st.toast(f"Not computed: {escape_markdown(str(exc))}", icon=":material/warning:")
                 return
             st.session_state[ASKED][(run_id, step)] = command.id
             st.rerun()
@@ -54,7 +55,7 @@ def waiting(run_id: str, step: int, command_id: int) -> None:
     engine = state.engine()
     command = engine.store.get_command(command_id)
     if command is not None and command.error:
-        st.error(f"Not computed: {texts.literal(command.error)}", icon=":material/error:")
+        st.error(f"Not computed: {escape_markdown(command.error)}", icon=":material/error:")
         return
     if engine.landscape(run_id, step) is not None:
         st.rerun()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core.escaping import escape_markdown
 from ui import state, texts
 
 HOME_TITLE = "Home"
@@ -53,6 +54,6 @@ def training_now() -> None:
         st.caption("Training now")
     for run in active:
         st.caption(
-            f"{texts.badge(run.status)} {texts.literal(run.name)} · "
+            f"{texts.badge(run.status)} {escape_markdown(run.name)} · "
             f"{run.step}/{run.total_steps or '?'}"
         )

@@ -10,6 +10,7 @@ import streamlit as st
 
 from core.charts import range_test_figure
 from core.engine.lr_find import RangeTest
+from core.escaping import escape_markdown
 from core.store import LR_FIND_ENDED_EVENT
 from ui import state, texts
 from ui.live_chart import live_chart
@@ -24,19 +25,19 @@ def panel(run_id: str, was_active: bool, use: Callable[[float], None]) -> None:
     engine = state.engine()
     run = engine.status(run_id)
     curve = RangeTest.of(engine.metrics(run_id))
-    st.markdown(f"**{texts.literal(run.name)}** `{run.id}` · {texts.badge(run.status)}")
+    st.markdown(f"**{escape_markdown(run.name)}** `{run.id}` · {texts.badge(run.status)}")
     if run.active:
         st.progress(min(run.progress, 1.0), text=f"step {run.step}/{run.total_steps or '?'}")
     live_chart(range_test_figure(curve), key=f"lr_find:{run_id}")
     ended = [e for e in engine.events(run_id) if e.kind == LR_FIND_ENDED_EVENT]
     if ended:
         st.caption(
-            f"Ended at step {ended[-1].step:,}: {texts.literal(ended[-1].payload['reason'])}."
+            f"Ended at step {ended[-1].step:,}: {escape_markdown(ended[-1].payload['reason'])}."
         )
     if was_active and not run.active:
         st.rerun()
     if run.error:
-        st.error(texts.literal(run.error.partition("\n")[0]), icon=":material/error:")
+        st.error(escape_markdown(run.error.partition("\n")[0]), icon=":material/error:")
     if curve.suggestion is None:
         if not run.active:
             st.warning(

@@ -15,9 +15,9 @@ import streamlit as st
 
 from core.engine.client import EngineClient, use_engine_plugins
 from core.engine.server import launch
+from core.escaping import escape_markdown
 from core.store import Store, StoreError, default_location
 from core.sweep import Sweep
-from ui import texts
 
 WATCH = "watch"  # run ids on the Live page
 COMPARE = "compare"  # run ids on the Compare page
@@ -38,7 +38,7 @@ def engine() -> EngineClient:
         return shared_engine()
     except StoreError as exc:
         st.error(
-            f"The lab's store cannot be used: {texts.literal(str(exc))}", icon=":material/error:"
+            f"The lab's store cannot be used: {escape_markdown(str(exc))}", icon=":material/error:"
         )
         st.stop()
 

@@ -1,14 +1,14 @@
 """Short human texts for runs: status badges, durations, numbers, knob summaries, and
 what a model or a dataset is.
 
-Anything a user typed (a run name, a tag) goes through `literal` before it reaches
-Markdown, so that it shows as typed and never as a link, an image, a colour or maths.
+Anything a user typed (a run name, a tag) goes through `core.escaping.escape_markdown`
+before it reaches Markdown, so that it shows as typed and never as a link, an image, a
+colour or maths.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +37,6 @@ KEY_KNOBS = (
     "prune_threshold",
 )
 SHORT_NAMES = {"learning_rate": "lr"}
-_MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|:$~%&=\"'^])")
-
-
-def literal(text: str) -> str:
-    """`text` escaped for Markdown: every punctuation mark that could start a link, an
-    image, emphasis, a colour directive, an icon or maths is backslash-escaped."""
-    return _MARKDOWN_SPECIALS.sub(r"\\\1", text)
 
 
 def badge(status: str) -> str:

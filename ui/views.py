@@ -10,6 +10,7 @@ import streamlit as st
 from core.charts import RunView
 from core.engine import RunStatus
 from core.engine.client import EngineClient
+from core.escaping import escape_markdown
 from core.store import Metrics, UnknownRunError, summaries
 from ui import texts
 from ui.live_chart import live_chart
@@ -105,7 +106,7 @@ def show_in_columns(
 def show_error(run: RunStatus) -> None:
     """Why a run failed, wrapped: the message first, where it was raised on demand."""
     message, _, where = (run.error or "").partition("\n  ")
-    st.error(f"Run {run.status}: {texts.literal(message)}", icon=":material/error:")
+    st.error(f"Run {run.status}: {escape_markdown(message)}", icon=":material/error:")
     if where:
         with st.expander("Where it was raised"):
             st.code("  " + where, language=None, wrap_lines=True)

@@ -33,6 +33,7 @@ from core.store.paths import Location, files_base
 ENGINE = "engine"  # the service role of a process that takes new runs
 DASHBOARD = "dashboard"  # the role of a dashboard process, which keeps an engine alive
 POLL_SECONDS = 0.1
+MAX_TAGS = 20  # per run: the runs table shows them all
 #: How long one read of the engine's service row answers for what it published (its
 #: plugins): one script run of a page asks for them many times.
 INFO_SECONDS = 1.0
@@ -246,10 +247,14 @@ class EngineClient(RunReader):
         self.store.delete_run(run_id)
 
     def set_tags(self, run_id: str, tags: Iterable[str]) -> None:
-        clean = [tag.strip() for tag in tags if tag.strip()]
+        """Replaces the run's tags: at most `MAX_TAGS`, each 1 to 40 printable characters
+        (blank ones are dropped, repeats kept once). Raises `InvalidInput` naming `tags`."""
+        clean = list(dict.fromkeys(tag.strip() for tag in tags if tag.strip()))
         for tag in clean:
             if len(tag) > 40 or not tag.isprintable():
                 raise InvalidInput({"tags": f"a tag is 1 to 40 printable characters (got {tag!r})"})
+        if len(clean) > MAX_TAGS:
+            raise InvalidInput({"tags": f"a run has at most {MAX_TAGS} tags (got {len(clean)})"})
         self.store.set_tags(run_id, clean)
 
     # Reading (see `RunReader`) ------------------------------------------------------

@@ -21,7 +21,14 @@ from pathlib import Path
 import pytest
 
 from core.engine import Engine, RunConfig
-from core.engine.client import DASHBOARD, ENGINE, INFO_SECONDS, EngineClient, EngineUnavailable
+from core.engine.client import (
+    DASHBOARD,
+    ENGINE,
+    INFO_SECONDS,
+    MAX_TAGS,
+    EngineClient,
+    EngineUnavailable,
+)
 from core.engine.server import IDLE_GRACE_SECONDS, EngineService, lock_path, serve
 from core.knobs import InvalidHyperparameters
 from core.optimizers import catalog
@@ -180,6 +187,10 @@ def test_tags_and_deleting_an_ended_run(served) -> None:
     assert client.status(run_id).tags == ("baseline", "lr sweep")
     with pytest.raises(InvalidHyperparameters, match="tags"):
         client.set_tags(run_id, ["x" * 41])
+    client.set_tags(run_id, [f"t{i}" for i in range(MAX_TAGS)] * 2)  # repeats count once
+    with pytest.raises(InvalidHyperparameters, match="at most 20 tags"):
+        client.set_tags(run_id, [f"t{i}" for i in range(MAX_TAGS + 1)])
+    assert len(client.status(run_id).tags) == MAX_TAGS
     client.wait(run_id, 60)
     client.delete(run_id)
     assert run_id not in {r.id for r in client.list()}

@@ -427,6 +427,72 @@ def test_a_run_name_is_shown_as_typed_in_legends_titles_and_hover() -> None:
         assert "&lt;a href" in typed
 
 
+HOSTILE = '<a href="http://evil.example/">click</a> %{x} <b>bold</b>'
+
+
+def chart_texts(figure: go.Figure) -> list[str]:
+    """Every text Plotly renders as HTML: the title, each trace's name, hover template,
+    hover texts and custom data, and the axes' tick labels."""
+    texts = [figure.layout.title.text or ""]
+    for trace in figure.data:
+        texts += [getattr(trace, "name", None) or "", getattr(trace, "hovertemplate", None) or ""]
+        for extra in ("hovertext", "customdata"):
+            values = getattr(trace, extra, None)
+            texts += [] if values is None else [str(t) for t in np.ravel(values)]
+        for dimension in getattr(trace, "dimensions", None) or ():
+            texts += [str(t) for t in dimension.ticktext or ()]
+    texts += [str(t) for t in figure.layout.yaxis.ticktext or ()]
+    return texts
+
+
+def assert_shown_as_typed(figures: Iterable[go.Figure]) -> None:
+    shown = [text for figure in figures for text in chart_texts(figure) if "evil" in text]
+    assert shown, "the hostile text is in the charts"
+    for text in shown:
+        typed = text.split("<br>")[0]  # a hover template's own part follows the name
+        assert "<a " not in typed and "<b>" not in typed and "%{x}" not in typed, text
+        assert "&lt;a href" in typed
+
+
+def test_layer_and_task_names_are_shown_as_typed_in_every_chart() -> None:
+    """A layer's or a task's name is the model author's: in legends, hover text, heat
+    strips' ticks and hover, it shows as typed (issue 36, item 8)."""
+    layers = (HOSTILE, "logits")
+    n = 100
+    logged = metrics(
+        n,
+        layers=layers,
+        **{f"distance_from_init/{HOSTILE}": np.linspace(0, 1, n)},
+        **{f"loss/{HOSTILE}": np.linspace(2, 1, n), f"accuracy/{HOSTILE}": np.full(n, 0.5)},
+    )
+    histogram = Event(
+        id=2,
+        run_id="a",
+        step=50,
+        time=0.0,
+        kind="histogram",
+        payload={
+            "edges": [-2.0, -1.0, 0.0],
+            "grad": {HOSTILE: [3, 1], "logits": [0, 4]},
+            "weight": {HOSTILE: [1, 1], "logits": [2, 2]},
+        },
+    )
+    run = RunView("a", "run a", logged, [histogram])
+    figures = {**live_figures([run]), **instrument_figures([run])}
+    for key in ("step_norm", "sparsity", "task_loss", "accuracy", "distance_from_init"):
+        assert_shown_as_typed([figures[key]])
+    assert_shown_as_typed([figures["histogram/grad"], figures["histogram/weight"]])
+
+
+def test_hyperparameter_categories_are_shown_as_typed() -> None:
+    """A dataset's name holds its file's path, which its uploader chose."""
+    rows = [
+        {"dataset": f"npz:/uploads/{HOSTILE}.npz", "val_accuracy": 0.8},
+        {"dataset": "mnist-5k", "val_accuracy": 0.9},
+    ]
+    assert_shown_as_typed([hyperparameter_figure(rows, "val_accuracy")])
+
+
 def test_a_fork_is_drawn_after_its_parents_line_dotted_in_its_colour() -> None:
     parent = metrics(100)
     fork = Metrics(steps=np.arange(51, 101), series={"loss": np.linspace(1, 0.5, 50)})
