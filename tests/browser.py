@@ -40,27 +40,51 @@ def settle(page: Any, timeout: float = 60_000) -> None:
     )
 
 
+def repainted(page: Any) -> None:
+    """Waits until the browser has painted twice: a layout change (a resized window) is
+    on screen."""
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
+
 def screenshot(page: Any, name: str, height: int = 1000) -> None:
     """Saves the page; Streamlit scrolls inside its own container, so a tall page needs a
     tall window rather than `full_page`."""
     ARTIFACTS.mkdir(exist_ok=True)
     page.set_viewport_size({"width": 1400, "height": height})
-    page.wait_for_timeout(300)
+    repainted(page)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
     page.set_viewport_size({"width": 1400, "height": 1000})
 
 
+# (charts on the page, charts that draw at least one point)
+_CHARTS_WITH_DATA = """() => {
+    const plots = [...document.querySelectorAll('.js-plotly-plot')];
+    const drawn = plots.filter(p => (p._fullData || []).some(
+        t => (t.x && t.x.length) || (t.z && t.z.length)
+             || (t.dimensions && t.dimensions.length)));
+    return [plots.length, drawn.length];
+}"""
+
+
 def charts_with_data(page: Any) -> tuple[int, int]:
     """(charts on the page, charts that draw at least one point)."""
-    return page.evaluate(
-        """() => {
-            const plots = [...document.querySelectorAll('.js-plotly-plot')];
-            const drawn = plots.filter(p => (p._fullData || []).some(
-                t => (t.x && t.x.length) || (t.z && t.z.length)
-                     || (t.dimensions && t.dimensions.length)));
-            return [plots.length, drawn.length];
-        }"""
-    )
+    return page.evaluate(_CHARTS_WITH_DATA)
+
+
+def wait_for_drawn_charts(page: Any, count: int, what: str, timeout: float = 60_000) -> None:
+    """Waits until the page holds `count` charts and each draws at least one point; fails
+    saying how many were drawn, naming `what`, when `timeout` milliseconds pass first."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(
+            f"() => {{ const [all, drawn] = ({_CHARTS_WITH_DATA})(); "
+            f"return all === {count} && drawn === all; }}",
+            timeout=timeout,
+        )
+    except PlaywrightTimeout:
+        total, drawn = charts_with_data(page)
+        pytest.fail(f"{what}: {drawn} of {total} charts drawn, {count} expected")
 
 
 def open_live(browser: Any, url: str, run_ids: list[str]) -> Any:

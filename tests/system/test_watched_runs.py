@@ -23,7 +23,15 @@ from typing import Any
 import pytest
 
 from bench.watching import race as demo_race
-from tests.browser import NEEDS_CHROMIUM, charts_with_data, open_live, record, screenshot
+from tests.browser import (
+    NEEDS_CHROMIUM,
+    open_live,
+    record,
+    screenshot,
+    settle,
+    wait_for_drawn_charts,
+)
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
 
@@ -44,14 +52,37 @@ WATCHED = (
     {"optimizer": "projected_gd", "hyperparameters": {"learning_rate": 0.05, "radius": 12.0}},
 )
 UNASKED = ("knob", "paused", "resumed")
+KNOB_PANEL = "Change knobs while it trains"
+# Steps each watched run trains in the first tab's window (twice as many in the second's):
+# about 15 s on an idle 2-core machine, several refreshes of every chart and slider.
+WATCH_STEPS = 1500
 
 
 def open_knob_expanders(page: Any) -> None:
-    for expander in page.get_by_text("Change knobs while it trains").all():
+    panels = page.locator("[data-testid='stExpander']").filter(has_text=KNOB_PANEL)
+    for panel in panels.all():
         # A busy 2-core machine (three runs, the page server, the browser) is slow to
         # answer a click; what is tested is that nothing changes, not how fast.
-        expander.click(timeout=120_000)
-    page.wait_for_timeout(500)
+        panel.get_by_text(KNOB_PANEL).click(timeout=120_000)
+        panel.get_by_role("slider").first.wait_for(state="visible", timeout=120_000)
+
+
+def watch(page: Any, client: Any, run_ids: list[str], steps: int) -> None:
+    """Waits while `page` watches until every run has trained `steps` more steps and the
+    page's loss chart has drawn them (its refreshes, and its sliders', ran meanwhile)."""
+    targets = {run_id: client.status(run_id).step + steps for run_id in run_ids}
+    wait_for(
+        lambda: all(client.status(r).step >= target for r, target in targets.items()),
+        timeout=300,
+        what=f"the watched runs to train {steps} more steps",
+    )
+    page.wait_for_function(
+        """(step) => [...document.querySelectorAll('.js-plotly-plot')].some(p =>
+            p.layout && p.layout.uirevision === 'loss' && (p._fullData || []).some(
+                t => t.x && t.x.length && Number(t.x[t.x.length - 1]) >= step))""",
+        arg=min(targets.values()),
+        timeout=120_000,
+    )
 
 
 def test_the_demo_race_starts_at_once_and_ends_watched(watched_lab) -> None:
@@ -77,17 +108,12 @@ def test_the_demo_race_starts_at_once_and_ends_watched(watched_lab) -> None:
         for key in ("alpha", "sharpness", "noise_scale", "distance_from_init", "grad_norm"):
             assert key in metrics.keys, (run.config["optimizer"], key)
         assert [e for e in client.events(run.id) if e.kind == "histogram"]
-    page.wait_for_timeout(2500)  # the full refresh after the runs ended
+    # The full refresh after the runs ended: each is shown completed.
+    page.wait_for_function("document.body.innerText.split('completed').length > 3", timeout=60_000)
     for view, charts in (("Training", 5), ("Per layer", 9), ("Instruments", 6)):
         page.get_by_text(view, exact=True).click()
         # The group's charts replace the last one's (which linger while it draws).
-        page.wait_for_function(
-            f"document.querySelectorAll('.js-plotly-plot').length === {charts}",
-            timeout=30_000,
-        )
-        page.wait_for_timeout(1000)
-        total, drawn = charts_with_data(page)
-        assert total == charts and drawn == total, f"{view}: {drawn} of {total} charts drawn"
+        wait_for_drawn_charts(page, charts, what=view)
         screenshot(page, f"live-demo-race-{view.lower().replace(' ', '-')}", height=3000)
     page.close()
 
@@ -99,20 +125,22 @@ def test_watching_never_changes_a_run(watched_lab) -> None:
     try:
         first = open_live(browser, url, ids)
         open_knob_expanders(first)
-        first.wait_for_timeout(15_000)
+        watch(first, client, ids, WATCH_STEPS)
         first.reload()
         first.wait_for_selector(".js-plotly-plot", state="attached", timeout=60_000)
         open_knob_expanders(first)
         second = open_live(browser, url, ids)
         open_knob_expanders(second)
-        second.wait_for_timeout(25_000)
+        watch(second, client, ids, 2 * WATCH_STEPS)
         stop_seconds = []
-        for run_id in ids:  # the runs end while both tabs watch
+        for stopped, run_id in enumerate(ids, 1):  # the runs end while both tabs watch
             asked = time.monotonic()
             assert client.settle(client.stop(run_id)).error is None
             assert client.wait(run_id, 30).status == "stopped"
             stop_seconds.append(time.monotonic() - asked)
-            first.wait_for_timeout(3000)
+            first.wait_for_function(  # the tab has shown it stopped
+                f"document.body.innerText.split('stopped').length > {stopped}", timeout=60_000
+            )
     finally:  # a failure leaves no run training into the next test
         for run_id in ids:
             if client.status(run_id).active:
@@ -145,7 +173,7 @@ def test_the_streamlit_process_never_imports_tensorflow(watched_lab) -> None:
     for path in ("", "/Train", "/Live", "/Compare", "/Sweep", "/Optimizers"):
         page.goto(url + path)
         page.wait_for_selector("h1", timeout=60_000)
-        page.wait_for_timeout(1000)
+        settle(page)
         assert page.locator("[data-testid='stException']").count() == 0, path
     page.close()
     maps = Path(f"/proc/{app_pid}/maps").read_text()
