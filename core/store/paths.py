@@ -85,7 +85,7 @@ def is_url(location: Location) -> bool:
 def shown(location: Location) -> str:
     """The location as messages show it: a URL without its secrets (see
     `core.redaction`)."""
-    return redacted(os.fspath(location))
+    return redacted(os.fspath(location), location)
 
 
 def files_base(location: Location) -> Path:
