@@ -43,16 +43,17 @@ SECRET = "s3cr3t"
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
     """Two Ray nodes of one CPU each, with a token of their own; yields the cluster (its
-    `address`, and the second node as `second`)."""
+    `address`, its `token`, and the second node as `second`)."""
     import ray
     from ray.cluster_utils import Cluster
 
-    with own_token():
+    with own_token() as token:
         cluster = Cluster(
             initialize_head=True,
             head_node_args={"num_cpus": 1, "node_name": "head", "include_dashboard": False},
         )
         cluster.second = cluster.add_node(num_cpus=1, node_name="second")
+        cluster.token = token
         cluster.wait_for_nodes()
         try:
             yield cluster
@@ -236,6 +237,39 @@ def session_logs(cluster: Any) -> bytes:
     """Every log of the cluster's session."""
     logs = Path(cluster.head_node.get_session_dir_path()) / "logs"
     return b"\n".join(path.read_bytes() for path in logs.rglob("*") if path.is_file())
+
+
+# The lab's join, in a process of its own, as on another machine.
+JOIN = """
+import sys
+from core.engine.cluster import RayCluster
+from core.store import Store
+RayCluster(sys.argv[1], Store(sys.argv[2])).close()
+"""
+
+
+def test_the_lab_joins_with_the_token_it_has_and_says_how_to_give_one_it_lacks(
+    cluster, tmp_path
+) -> None:
+    """`RAY_AUTH_MODE` unset: with the token in a file, the lab joins (Ray would not, for
+    an address); without a token, it says what to do (as with `RAY_AUTH_MODE=token`)."""
+    token_file = tmp_path / "token"
+    token_file.write_text(cluster.token)
+    env = {name: value for name, value in os.environ.items() if not name.startswith("RAY_AUTH")}
+    env |= {"HOME": str(tmp_path), "RAY_gcs_server_port_wait_time_s": "2"}  # fail in 2 s
+
+    def join(**more: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-c", JOIN, cluster.address, str(tmp_path / "lab.sqlite")]
+        return subprocess.run(
+            command, cwd=ROOT, env=env | more, capture_output=True, text=True, timeout=120
+        )
+
+    joined = join(RAY_AUTH_TOKEN_PATH=str(token_file))
+    assert joined.returncode == 0, joined.stderr[-3000:]
+    for refused in (join(), join(RAY_AUTH_MODE="token")):
+        assert refused.returncode == 1
+        assert "ClusterError: ray_address: cannot join the cluster at" in refused.stderr
+        assert "the cluster asks for its token: set RAY_AUTH_MODE=token" in refused.stderr
 
 
 def test_a_run_asking_more_than_any_node_has_fails_saying_so(cluster, postgres) -> None:
