@@ -21,6 +21,7 @@ from bench.machine import available_cores
 from bench.rows import Measured
 from bench.training import _config, _wait, _window, interleave_engines
 from core.engine import Engine, RunConfig
+from core.engine.cluster import own_token
 
 # Ray's processes by command line: the actor's worker, and the cluster's own (idle
 # workers, the raylet, GCS and agents, all run from Ray's package folder).
@@ -40,15 +41,17 @@ def ray_actor_vs_thread(settings: Settings) -> Measured:
     # Every core for the actor, as the thread has them: Ray sets an actor's thread pools
     # (OMP_NUM_THREADS) to the CPUs it asked for.
     config = _config(last, telemetry=True).replace(num_cpus=float(available_cores()))
-    ray.init(
-        address="local",  # a cluster of its own, even where this machine is in another
-        num_cpus=available_cores(),
-        include_dashboard=False,
-        log_to_driver=False,
-        logging_level=logging.WARNING,
-    )
-    try:
-        with tempfile.TemporaryDirectory() as folder:
+    # A token of its own: a local cluster would otherwise write ~/.ray/auth_token, which
+    # changes what `ray start` does on this machine from then on (see the README).
+    with own_token(), tempfile.TemporaryDirectory() as folder:
+        ray.init(
+            address="local",  # a cluster of its own, even where this machine is in another
+            num_cpus=available_cores(),
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+        )
+        try:
             actors = _Side(Engine(Path(folder) / "ray.sqlite", ray_address="auto"))
             threads = _Side(Engine(Path(folder) / "thread.sqlite"))
             paired = interleave_engines(
@@ -57,8 +60,8 @@ def ray_actor_vs_thread(settings: Settings) -> Measured:
                 (actors.engine, threads.engine),
                 settings,
             )
-    finally:
-        ray.shutdown()
+        finally:
+            ray.shutdown()
     return Measured.compared(
         paired,
         "steps/s",

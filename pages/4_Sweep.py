@@ -14,7 +14,8 @@ from core.engine import RunConfig
 from core.engine.repeats import MAX_REPEATS
 from core.escaping import escape_markdown
 from core.knobs import InvalidInput
-from core.store import UnknownRunError
+from core.redaction import redacted
+from core.store import StoreError, UnknownRunError
 from core.sweep import (
     MAX_SEED,
     SAMPLERS,
@@ -172,6 +173,8 @@ def new_sweep_form() -> None:
                 sweep.start()
             except InvalidInput as exc:
                 st.session_state[ERRORS] = exc.errors
+            except StoreError as exc:
+                failed("Not started", exc)
             else:
                 st.session_state.pop(ERRORS, None)
                 state.sweeps()[sweep.study_name] = sweep
@@ -180,12 +183,18 @@ def new_sweep_form() -> None:
             forms.error(name, reason)
 
 
+def failed(what: str, exc: Exception) -> None:
+    """What failed and why (the storage's or the store's error), as a message rather
+    than a traceback, without the secrets of a URL it quotes."""
+    st.error(f"{what}: {escape_markdown(redacted(str(exc)))}", icon=":material/error:")
+
+
 def open_sweep(name: str) -> Sweep | None:
     if name not in state.sweeps():
         try:
             state.sweeps()[name] = Sweep.load(engine, name)
         except InvalidInput as exc:
-            st.warning(str(exc), icon=":material/warning:")
+            st.warning(escape_markdown(redacted(str(exc))), icon=":material/warning:")
             return None
     return state.sweeps()[name]
 
@@ -195,8 +204,8 @@ def resume(name: str) -> None:
     try:
         sweep = Sweep.load(engine, name)
         sweep.start()
-    except InvalidInput as exc:
-        st.toast(f"Not resumed: {escape_markdown(str(exc))}", icon=":material/warning:")
+    except (InvalidInput, StoreError) as exc:
+        st.toast(f"Not resumed: {escape_markdown(redacted(str(exc)))}", icon=":material/warning:")
     else:
         state.sweeps()[name] = sweep
 
@@ -354,7 +363,7 @@ def sweep_view(sweep: Sweep) -> None:
     st.progress(status.progress, text=progress_text(status))
     st.caption(escape_markdown(plan_text(sweep.plan)))
     if status.error:
-        st.error(escape_markdown(status.error), icon=":material/error:")
+        st.error(escape_markdown(redacted(status.error)), icon=":material/error:")
     rows = sweep.results()
     picked = trials_table(sweep, rows)
     scored = [r for r in rows if r.value is not None]
@@ -369,13 +378,16 @@ def sweep_view(sweep: Sweep) -> None:
 # counts tick along with the picked sweep's trials.
 @st.fragment(run_every=state.refresh_interval(anything_active()))
 def sweeps_view(was_active: bool) -> None:
-    # Oldest first: a new study adds a row at the end, so a pick (a row number) stays put.
-    studies = list_studies(engine)[::-1]
-    if not studies:
-        st.info("No sweeps yet.", icon=":material/info:")
-        return
-    if (sweep := open_sweep(studies_table(studies))) is not None:
-        sweep_view(sweep)
+    try:
+        # Oldest first: a new study adds a row at the end, so a pick (a row number) stays.
+        studies = list_studies(engine)[::-1]
+        if not studies:
+            st.info("No sweeps yet.", icon=":material/info:")
+            return
+        if (sweep := open_sweep(studies_table(studies))) is not None:
+            sweep_view(sweep)
+    except (InvalidInput, StoreError) as exc:  # the storage cannot be opened, or failed
+        failed("The sweeps cannot be read", exc)
     if was_active != anything_active():
         st.rerun()  # every sweep ended, or one resumed: a full rerun sets the timer
 

@@ -36,9 +36,10 @@ import pytest  # noqa: E402
 LONGEST_FILES = (
     "tests/system/test_watched_runs.py",  # 109
     "tests/system/test_browser.py",  # 99
+    "tests/system/test_ray_cluster.py",  # 90
     "tests/system/test_hardening.py",  # 89
     "tests/system/test_checkpoints.py",  # 76
-    "tests/system/test_ray_cluster.py",  # 68
+    "tests/system/test_readme.py",  # 75
     "tests/system/test_app.py",  # 60
     "tests/system/test_cli.py",  # 58
 )

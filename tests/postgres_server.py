@@ -13,8 +13,12 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import psycopg
+from psycopg import sql
+
+from tests.waiting import wait_for
 
 #: Where Debian installs the server's programs, one folder per major version.
 INSTALLS = Path("/usr/lib/postgresql")
@@ -57,6 +61,27 @@ class PostgresServer:
         with psycopg.connect(self.url(), autocommit=True) as conn:
             conn.execute(f"CREATE SCHEMA {name}")
         return f"{self.url()}?options=-csearch_path%3D{name}"
+
+    def create_role(self, password: str) -> str:
+        """A new role that logs in only with `password` (SCRAM over TCP: the server's
+        other roles stay trusted), and a schema of the default database that it owns;
+        returns the URL that works in the schema as the role, its password included."""
+        name = self._new_name()
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+                    sql.Identifier(name), sql.Literal(password)
+                )
+            )
+            conn.execute(f"CREATE SCHEMA {name} AUTHORIZATION {name}")
+        hba = self.folder / "data" / "pg_hba.conf"  # the first line that fits decides
+        hba.write_text(f"host all {name} 127.0.0.1/32 scram-sha-256\n{hba.read_text()}")
+        self._ctl("reload")
+        wait_for(lambda: not _connects(self.url().replace("postgres@", f"{name}@")), 30)
+        return (
+            f"postgresql://{name}:{quote(password, safe='')}@127.0.0.1:{self.port}/postgres"
+            f"?options=-csearch_path%3D{name}"
+        )
 
     def _new_name(self) -> str:
         return f"test_{os.getpid()}_{next(self._names)}"
@@ -110,6 +135,14 @@ def _as_owner(*command: str) -> None:
     """Run a server program as the folder's owner: `postgres` under root, else oneself."""
     prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
     subprocess.run([*prefix, *command], check=True, capture_output=True, timeout=120)
+
+
+def _connects(url: str) -> bool:
+    try:
+        psycopg.connect(url, connect_timeout=5).close()
+    except psycopg.OperationalError:
+        return False
+    return True
 
 
 def _free_port() -> int:

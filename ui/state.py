@@ -16,6 +16,7 @@ import streamlit as st
 from core.engine.client import EngineClient, use_engine_plugins
 from core.engine.server import launch
 from core.escaping import escape_markdown
+from core.redaction import redacted
 from core.store import Store, StoreError, default_location
 from core.sweep import Sweep
 
@@ -37,9 +38,8 @@ def engine() -> EngineClient:
     try:
         return shared_engine()
     except StoreError as exc:
-        st.error(
-            f"The lab's store cannot be used: {escape_markdown(str(exc))}", icon=":material/error:"
-        )
+        why = escape_markdown(redacted(str(exc)))
+        st.error(f"The lab's store cannot be used: {why}", icon=":material/error:")
         st.stop()
 
 

@@ -41,6 +41,7 @@ from core.store import (
     Store,
     StoreError,
     UnknownRunError,
+    canonical,
     default_location,
     is_url,
     owner,
@@ -399,14 +400,15 @@ def open_engine(args: argparse.Namespace, *, max_concurrent: int, must_exist: bo
     given; `UsageError` if either cannot be used (a cluster that does not answer, before
     the store is opened). Called once a command's input is checked, so TensorFlow, which
     the engine's runs load, is imported here (quietly) and not before a bad flag's error
-    (6 s of waiting for one line)."""
+    (6 s of waiting for one line) or a location that is no store's."""
+    location = canonical(args.store or default_location())
     import_tensorflow_quietly()
     try:
         if args.ray_address:
             check_reachable(args.ray_address)
     except ClusterError as exc:
         raise UsageError(str(exc)) from None
-    store = open_store(args.store, must_exist=must_exist)
+    store = open_store(location, must_exist=must_exist)
     try:
         return Engine(store, max_concurrent=max_concurrent, ray_address=args.ray_address)
     except ClusterError as exc:
@@ -418,8 +420,9 @@ def open_store(location: str | None, *, must_exist: bool) -> Store:
     """The store at `location`, a path or a URL (default: `default_location()`). With
     `must_exist`, a missing file is refused rather than created (a PostgreSQL database
     exists once it can be connected to). `UsageError` if it is missing or cannot be
-    used."""
-    location = location or default_location()
+    used; `LocationError` (bad input too) if `location` is no store's (see
+    `core.store.canonical`)."""
+    location = canonical(location or default_location())
     if must_exist and not is_url(location) and not Path(location).exists():
         raise UsageError(f"no store at {location}")
     try:

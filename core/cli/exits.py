@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from core.redaction import redacted
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -15,5 +17,6 @@ class UsageError(Exception):
 
 
 def report(message: str) -> None:
-    """`message` as an `error:` line on stderr."""
-    print(f"error: {message}", file=sys.stderr, flush=True)
+    """`message` as an `error:` line on stderr, without the secrets of any URL it quotes
+    (see `core.redaction`)."""
+    print(f"error: {redacted(message)}", file=sys.stderr, flush=True)

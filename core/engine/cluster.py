@@ -16,11 +16,14 @@ Ray is imported only here, and only when a cluster is named.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
 import re
+import secrets
 import socket
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +34,11 @@ from core.store.paths import FILES_VAR
 
 #: Environment variable naming the cluster's address (`host:port`, or `auto`).
 ADDRESS_VAR = "OPTLAB_RAY_ADDRESS"
+#: Ray's token authentication (Ray >= 2.52): `token` on every node and every process that
+#: joins, the token from `TOKEN_VAR`, else the file `RAY_AUTH_TOKEN_PATH` names, else
+#: `~/.ray/auth_token`.
+AUTH_MODE_VAR = "RAY_AUTH_MODE"
+TOKEN_VAR = "RAY_AUTH_TOKEN"
 #: The Ray namespace the lab's actors live in.
 NAMESPACE = "optlab"
 CONNECT_SECONDS = 5.0  # how long a cluster's address may take to answer
@@ -90,6 +98,7 @@ class RayCluster:
         self._joined = not ray.is_initialized()  # whether `close` leaves the cluster
         if self._joined:
             check_reachable(address)  # Ray itself would retry for minutes
+            use_token_if_any()
             try:
                 ray.init(
                     address=address,
@@ -98,9 +107,9 @@ class RayCluster:
                     logging_level=logging.WARNING,
                     runtime_env={"env_vars": _passed_env()},
                 )
-            except (ConnectionError, RuntimeError, ValueError) as exc:
+            except (ConnectionError, RuntimeError, ValueError, ray.exceptions.RayError) as exc:
                 raise ClusterError(
-                    f"ray_address: cannot join the cluster at {address}: {exc}"
+                    f"ray_address: cannot join the cluster at {address}: {_join_failure(exc)}"
                 ) from None
         if not is_url(self.location):
             others = remote_nodes(ray.nodes(), ray.util.get_node_ip_address())
@@ -150,9 +159,14 @@ class RayCluster:
                 f"{config.num_gpus:g} GPUs",
             )
             return
+        # The store's location, a URL's password with it, goes through Ray's object store:
+        # Ray keeps an actor's arguments in its creation task, which it hands to anyone who
+        # asks for the actor by name; an object's contents it shows to no one and logs
+        # nowhere. In a list, the argument is the reference, which the actor resolves.
+        location = [ray.put(self.location)]
         actor = self._actor_class.options(
             num_cpus=config.num_cpus, num_gpus=config.num_gpus, name=f"run-{control.run_id}"
-        ).remote(self.location, control.run_id, config.to_dict(), control.step)
+        ).remote(location, control.run_id, config.to_dict(), control.step)
         try:
             self._relay(actor, control, store)
         except RayActorError as exc:
@@ -205,13 +219,16 @@ class RayCluster:
 
 class RunActor:
     """A run's actor (see the module docstring): `train` executes the run while `relay`,
-    on a second thread of the actor, passes the engine's requests in and progress out."""
+    on a second thread of the actor, passes the engine's requests in and progress out.
+    `location` holds the reference of the store's location in Ray's object store (see
+    `RayCluster.execute`)."""
 
-    def __init__(self, location: str, run_id: str, config: dict[str, Any], step: int) -> None:
+    def __init__(self, location: list[Any], run_id: str, config: dict[str, Any], step: int) -> None:
         import ray
 
         self.control = RunControl(run_id, RunConfig.from_dict(config), step, node=node_name(ray))
-        self.store = Store(location)
+        (store,) = ray.get(location)
+        self.store = Store(store)
 
     def train(self) -> str:
         try:
@@ -249,6 +266,51 @@ def check_reachable(address: str, timeout: float = CONNECT_SECONDS) -> None:
         ) from None
 
 
+def use_token_if_any() -> None:
+    """Ray's token authentication for joining a cluster whenever a token is at hand
+    (`RAY_AUTH_TOKEN`, `RAY_AUTH_TOKEN_PATH` or `~/.ray/auth_token`) and `RAY_AUTH_MODE` is
+    not set: as Ray does itself for `ray.init("auto")`, not for an address. A cluster that
+    asks for the token (`ray start --head` does once a token file exists) then takes this
+    process, and one that does not takes it as well. Sets `RAY_AUTH_MODE` for the process."""
+    from ray._raylet import AuthenticationTokenLoader
+
+    if AUTH_MODE_VAR not in os.environ and AuthenticationTokenLoader.instance().has_token(
+        ignore_auth_mode=True
+    ):
+        os.environ[AUTH_MODE_VAR] = "token"
+        _reload_auth()
+
+
+@contextlib.contextmanager
+def own_token() -> Iterator[str]:
+    """Token authentication with a fresh token, for the clusters started and joined in the
+    block (their nodes, and the processes started meanwhile, inherit it): `RAY_AUTH_MODE`
+    and `RAY_AUTH_TOKEN` set in this process until it ends. Such a cluster neither reads nor
+    writes `~/.ray/auth_token`, whether it exists or not. Yields the token."""
+    token = secrets.token_hex(32)  # what `ray get-auth-token --generate` makes
+    saved = {name: os.environ.get(name) for name in (AUTH_MODE_VAR, TOKEN_VAR)}
+    os.environ.update({AUTH_MODE_VAR: "token", TOKEN_VAR: token})
+    _reload_auth()
+    try:
+        yield token
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        _reload_auth()
+
+
+def _reload_auth() -> None:
+    """Has Ray read its authentication settings (which it reads once a process) and its
+    token again, from the environment."""
+    from ray._raylet import AuthenticationTokenLoader, Config
+
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
+
+
 def node_name(ray: Any) -> str:
     """The name of the Ray node this process runs on (`ray start --node-name`; by
     default the node's IP address)."""
@@ -261,6 +323,18 @@ def remote_nodes(nodes: list[dict[str, Any]], here: str) -> list[str]:
     """The live nodes of `nodes` (as `ray.nodes()` gives them) on another machine than
     `here` (this machine's IP address), by name."""
     return [n["NodeName"] for n in nodes if n["Alive"] and n["NodeManagerAddress"] != here]
+
+
+def _join_failure(exc: Exception) -> str:
+    """Why joining failed; for a token Ray asked for and did not get (a missing one, or
+    another cluster's), how to give it."""
+    if "InvalidAuthToken" in str(exc.__cause__) or "no authentication token" in str(exc):
+        return (
+            "the cluster asks for its token: set RAY_AUTH_MODE=token and give this machine "
+            "the head's token (`ray get-auth-token` there) as ~/.ray/auth_token or "
+            'RAY_AUTH_TOKEN (see the README\'s "Scale out")'
+        )
+    return str(exc)
 
 
 def _passed_env() -> dict[str, str]:

@@ -34,7 +34,7 @@ from typing import IO, TYPE_CHECKING, Any
 from core.engine import stack
 from core.engine.client import DASHBOARD, ENGINE, live_service, log_path
 from core.engine.engine import Engine
-from core.store import Store, StoreError, is_url, owner, shown
+from core.store import Store, StoreError, canonical, is_url, owner, shown
 from core.store.errors import DatabaseError
 from core.store.paths import ENV_VAR, PROJECT_ROOT, Location, files_base
 
@@ -52,8 +52,10 @@ def lock_path(location: Location) -> Path:
 
 
 def absolute(location: Location) -> str:
-    """The store's location as another process finds it from any folder."""
-    return str(location) if is_url(location) else str(Path(location).resolve())
+    """The store's location as another process finds it from any folder (`LocationError`
+    for one that is no store's: see `core.store.canonical`)."""
+    location = canonical(location)
+    return location if is_url(location) else str(Path(location).resolve())
 
 
 class EngineService:

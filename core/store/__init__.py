@@ -16,7 +16,7 @@ commands, services, statuses), `paths` (where a store lives).
 
 from core.store.errors import StoreError, UnknownRunError
 from core.store.metrics import Metrics
-from core.store.paths import default_location, default_path, is_url, shown
+from core.store.paths import LocationError, canonical, default_location, default_path, is_url, shown
 from core.store.records import (
     ACTIVE_STATUSES,
     COMMAND_KINDS,
@@ -53,6 +53,7 @@ __all__ = [
     "STATUSES",
     "Command",
     "Event",
+    "LocationError",
     "Metrics",
     "MetricsWriter",
     "RunRecord",
@@ -60,6 +61,7 @@ __all__ = [
     "Store",
     "StoreError",
     "UnknownRunError",
+    "canonical",
     "default_location",
     "default_path",
     "is_url",

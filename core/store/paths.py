@@ -1,14 +1,19 @@
 """Where the store lives: a SQLite file (the default) or a PostgreSQL database URL.
 
-A store's location is a path or a `postgresql://` URL. Beside it live the files that are
-not rows (checkpoints, uploaded datasets, the engine's lock and log): next to a SQLite
-file, or, for a PostgreSQL store, in a local folder named after the server and database.
+A store's location is a path or a PostgreSQL URL. Beside it live the files that are not
+rows (checkpoints, uploaded datasets, the engine's lock and log): next to a SQLite file,
+or, for a PostgreSQL store, in a local folder named after the server and database.
+`canonical` reads every location the lab is given, in one way.
 """
 
 import os
 import re
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit, urlunsplit
+from urllib.parse import parse_qs, urlsplit
+
+from core.knobs import InvalidInput
+from core.redaction import redacted
+from core.store.errors import StoreError
 
 #: Environment variable that overrides the default location.
 ENV_VAR = "OPTLAB_STORE"
@@ -18,24 +23,58 @@ FILES_VAR = "OPTLAB_FILES"
 #: The project root: the folder that holds the `core` package.
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
-#: URL schemes of a PostgreSQL store.
-POSTGRES_SCHEMES = ("postgresql", "postgres")
+#: URL schemes of a PostgreSQL store: libpq's two, and SQLAlchemy's for the lab's driver
+#: (psycopg), which Optuna's users write. The store's own is the first.
+POSTGRES_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
+#: The URL scheme of a SQLite file, as SQLAlchemy writes it: `sqlite:///PATH`.
+SQLITE_SCHEME = "sqlite"
+#: The forms of a location, for errors.
+FORMS = "a file's path, sqlite:///PATH, or postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
+
+# What starts like a URL: a scheme and a colon (`mysql:`, `postgresql+psycopg:`, also
+# `lab:PASSWORD@host` without its scheme).
+_SCHEME = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]+):")
 
 Location = str | os.PathLike[str]
+
+
+class LocationError(InvalidInput, StoreError):
+    """A store's location that is neither a path nor a URL of a store; its field is
+    `store`, and its message quotes no part of the location that may hold a secret."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__({"store": why})
+
+
+def canonical(location: Location) -> str:
+    """`location` as the lab opens it: a PostgreSQL URL with the scheme `postgresql://`
+    (written `postgresql://`, `postgres://` or `postgresql+psycopg://`), or a path (a
+    `sqlite:///PATH` URL's, `~` expanded). Raises `LocationError` for a URL of another
+    kind, or a text that starts like one (a file so named is `./NAME:...`): such a
+    location is never taken for a path, which would create files named after it."""
+    text = os.fspath(location)
+    start = _SCHEME.match(text)
+    if start is None:
+        return os.path.expanduser(text)
+    scheme, rest = start["scheme"].lower(), text[start.end() :]
+    if scheme in POSTGRES_SCHEMES and rest.startswith("//"):
+        return f"{POSTGRES_SCHEMES[0]}:{rest}"
+    if scheme == SQLITE_SCHEME and rest.startswith("///"):
+        return _sqlite_path(rest.removeprefix("///"))
+    raise LocationError(
+        f"{start[0]}... is not a store's URL: give {FORMS} (./{start[0]}... for a file so named)"
+    )
+
+
+def default_location() -> str:
+    """`$OPTLAB_STORE` if set and non-empty (see `canonical`), else `default_path()`."""
+    override = os.environ.get(ENV_VAR)
+    return canonical(override) if override else str(default_path())
 
 
 def default_path() -> Path:
     """`runs/optlab.sqlite` under the project root: the store when none is named."""
     return PROJECT_ROOT / "runs" / "optlab.sqlite"
-
-
-def default_location() -> str:
-    """`$OPTLAB_STORE` if set and non-empty (a path or a `postgresql://` URL), else
-    `default_path()`."""
-    override = os.environ.get(ENV_VAR)
-    if override:
-        return override if is_url(override) else str(Path(override).expanduser())
-    return str(default_path())
 
 
 def is_url(location: Location) -> bool:
@@ -44,15 +83,9 @@ def is_url(location: Location) -> bool:
 
 
 def shown(location: Location) -> str:
-    """The location as messages show it: a URL without its password."""
-    if not is_url(location):
-        return str(location)
-    assert isinstance(location, str)
-    parts = urlsplit(location)
-    if parts.password is None:
-        return location
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
+    """The location as messages show it: a URL without its secrets (see
+    `core.redaction`)."""
+    return redacted(os.fspath(location), location)
 
 
 def files_base(location: Location) -> Path:
@@ -70,3 +103,11 @@ def files_base(location: Location) -> Path:
         name += f"_{schema[1]}"
     folder = Path(os.environ.get(FILES_VAR) or PROJECT_ROOT / "runs").expanduser()
     return folder / f"{re.sub(r'[^A-Za-z0-9-]+', '_', name)}.postgresql"
+
+
+def _sqlite_path(path: str) -> str:
+    """The file of a `sqlite:///PATH` URL (relative, or absolute as `sqlite:////PATH`)."""
+    if path in ("", ":memory:") or "?" in path or "#" in path:
+        raise LocationError(f"sqlite:///PATH names a file, and nothing else: give {FORMS}")
+    path = os.path.expanduser(path)
+    return f"./{path}" if _SCHEME.match(path) else path  # read again, still a path

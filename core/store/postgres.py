@@ -16,7 +16,7 @@ Both locks are keyed by the lab and the schema, so stores in two schemas of one 
 import contextlib
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import closing
 from typing import Any, Final
 
@@ -24,6 +24,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 
+from core.redaction import redacted
 from core.store.connections import Cursor, translated
 from core.store.errors import DatabaseError, StoreError
 from core.store.paths import shown
@@ -75,7 +76,7 @@ class PostgresConnection:
     """A `core.store.connections.Connection` to a store's PostgreSQL database."""
 
     def __init__(self, url: str, timeout: float) -> None:
-        with _translated():
+        with _connecting(url):
             # The URL's own options (e.g. `?options=-csearch_path%3Dlab`) are kept.
             options = conninfo_to_dict(url).get("options") or ""
             self._conn = psycopg.connect(
@@ -118,6 +119,22 @@ class PostgresConnection:
 
     def close(self) -> None:
         self._conn.close()
+
+
+@contextlib.contextmanager
+def _connecting(url: str) -> Iterator[None]:
+    """`_translated`, its errors without the secrets of `url`: libpq quotes the part of a
+    URL that it cannot parse, a password as well (`invalid percent-encoded token:
+    "50%off"`)."""
+    try:
+        with _translated():
+            yield
+    except DatabaseError as exc:
+        message = redacted(str(exc), url)
+        if message == str(exc):
+            raise
+        # Not chained: the driver's error, which quotes the secret, stays out of tracebacks.
+        raise DatabaseError(message, transient=exc.transient) from None
 
 
 def prepare(url: str, timeout: float) -> None:

@@ -20,7 +20,7 @@ from core.store import chunks, owner, schema, summaries
 from core.store.connections import Connection, ConnectionPool
 from core.store.errors import ConstraintError, DatabaseError, StoreError, UnknownRunError
 from core.store.metrics import Block, Metrics, stack
-from core.store.paths import default_location, files_base, is_url, shown
+from core.store.paths import canonical, default_location, files_base, is_url, shown
 from core.store.records import (
     ACTIVE_STATUSES,
     COMMAND_KINDS,
@@ -73,7 +73,8 @@ class Store:
         flush_interval: float = 0.5,
         timeout: float = LOCK_PATIENCE,
     ) -> None:
-        """Open (or create) the store at `path`, a file's path or a `postgresql://` URL;
+        """Open (or create) the store at `path`, a file's path or a `postgresql://` URL
+        (see `paths.canonical`, which refuses any other URL before anything is created);
         by default `paths.default_location()`.
 
         `flush_interval` is the default for metrics writers, in seconds; `timeout` is how
@@ -82,8 +83,8 @@ class Store:
         `LOCK_PATIENCE`, so that a run outlasts another process holding the lock for a
         while (a long export, a frozen process mid-write) instead of failing.
         """
-        #: Where the store is, as given: a path or a URL (for another process to open).
-        self.location = str(default_location() if path is None else path)
+        #: Where the store is: a path or a URL (for another process to open).
+        self.location = canonical(default_location() if path is None else path)
         #: The location as messages show it (without a URL's password).
         self.name = shown(self.location)
         #: The path its side files are named after (see `paths.files_base`).

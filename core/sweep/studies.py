@@ -9,16 +9,18 @@ Importing this module does not import Optuna.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from core.knobs import InvalidInput
-from core.store import is_url
+from core.redaction import redacted
+from core.store import StoreError, is_url
 from core.sweep.driver import abandoned, settle_abandoned
 from core.sweep.trial_run import TrialCounts
 
@@ -84,7 +86,7 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
     """The Optuna storage at `url`, one per URL and process (it is thread-safe).
 
     Creates Optuna's tables on first use. Raises `InvalidInput` naming
-    `storage` when the URL cannot be opened.
+    `storage` when the URL cannot be opened; its message holds none of the URL's secrets.
     """
     import optuna
 
@@ -94,25 +96,51 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
     try:
         return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
     except Exception as exc:
-        raise InvalidInput({"storage": f"cannot open {url}: {exc}"}) from exc
+        message = redacted(f"cannot open {url}: {exc}", url)
+        raise InvalidInput({"storage": message}) from _cause(exc, url)
+
+
+@contextlib.contextmanager
+def storage_errors(url: str) -> Iterator[None]:
+    """Raises a failure of the storage at `url` (Optuna's `StorageInternalError`, or
+    SQLAlchemy's error) as a `StoreError` that names the storage and says why, without
+    the URL's secrets."""
+    import optuna
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        yield
+    except (SQLAlchemyError, optuna.exceptions.StorageInternalError) as exc:
+        # Optuna's says only that a commit failed; SQLAlchemy's, behind it, says why.
+        why = exc.__cause__ if isinstance(exc, optuna.exceptions.StorageInternalError) else exc
+        message = redacted(f"the sweeps' storage {url} failed: {why or exc}", url)
+        raise StoreError(message) from _cause(exc, url)
+
+
+def _cause(exc: BaseException, url: str) -> BaseException | None:
+    """`exc`, to chain, unless its text quotes a secret of `url` (then nothing)."""
+    return exc if redacted(str(exc), url) == str(exc) else None
 
 
 def list_studies(engine: Engine, storage: str | None = None) -> list[SweepSummary]:
-    """Every study in `storage` (default: `engine`'s store), the most recent first."""
+    """Every study in `storage` (default: `engine`'s store), the most recent first.
+    Raises `InvalidInput` naming `storage` if it cannot be opened, `StoreError` (see
+    `storage_errors`) if it fails."""
     url = storage_url(engine, storage)
-    opened = open_storage(url)
     result = []
-    for study in opened.get_all_studies():
-        # What `optuna.get_all_study_summaries` reads (its trials by `_study_id`, as it
-        # does), counted by state here; trials a killed sweep left running are settled.
-        trials = opened.get_all_trials(study._study_id, deepcopy=False)
-        driven_here = DRIVERS.driving(url, study.study_name)
-        # Loading a study costs a page refresh much: only for a trial to settle.
-        if any(abandoned(engine, t, driven_here=driven_here) for t in trials) and settle_abandoned(
-            engine, _load(study.study_name, opened), driven_here=driven_here
-        ):
+    with storage_errors(url):
+        opened = open_storage(url)
+        for study in opened.get_all_studies():
+            # What `optuna.get_all_study_summaries` reads (its trials by `_study_id`, as it
+            # does), counted by state here; trials a killed sweep left running are settled.
             trials = opened.get_all_trials(study._study_id, deepcopy=False)
-        result.append(_summary(study, trials))
+            driven_here = DRIVERS.driving(url, study.study_name)
+            # Loading a study costs a page refresh much: only for a trial to settle.
+            if any(abandoned(engine, t, driven_here=driven_here) for t in trials) and (
+                settle_abandoned(engine, _load(study.study_name, opened), driven_here=driven_here)
+            ):
+                trials = opened.get_all_trials(study._study_id, deepcopy=False)
+            result.append(_summary(study, trials))
     return sorted(result, key=lambda s: s.started or datetime.max, reverse=True)
 
 

@@ -10,11 +10,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from core.knobs import InvalidInput
-from core.store import StoreError, UnknownRunError
+from core.redaction import redacted
+from core.store import StoreError, UnknownRunError, shown
 from core.sweep.driver import Driver, run_ids_of, settle_abandoned
 from core.sweep.objective import OBJECTIVE_ATTR, Objective
 from core.sweep.plan import MAX_SEED, SweepPlan
-from core.sweep.studies import DRIVERS, PLAN_ATTR, open_storage, storage_url
+from core.sweep.studies import DRIVERS, PLAN_ATTR, open_storage, storage_errors, storage_url
 from core.sweep.trial_run import REASON, RUN_ID, RUN_STATUS, SPREAD, TrialCounts
 
 if TYPE_CHECKING:
@@ -212,7 +213,8 @@ class Sweep:
         on `start`); those cut short run again on `start`.
 
         Raises `InvalidInput` naming `study_name` if there is no such study or
-        no `Sweep` made it, or the stored plan's field that is no longer valid.
+        no `Sweep` made it, or the stored plan's field that is no longer valid;
+        `StoreError` if the storage fails.
         """
         import optuna
 
@@ -220,9 +222,11 @@ class Sweep:
             raise InvalidInput({"poll_interval": reason})
         url = storage_url(engine, storage)
         try:
-            study = optuna.load_study(study_name=study_name, storage=open_storage(url))
+            with storage_errors(url):
+                study = optuna.load_study(study_name=study_name, storage=open_storage(url))
         except KeyError:
-            raise InvalidInput({"study_name": f"no study {study_name!r} in {url}"}) from None
+            where = shown(url)
+            raise InvalidInput({"study_name": f"no study {study_name!r} in {where}"}) from None
         stored = study.user_attrs.get(PLAN_ATTR)
         if stored is None or len(study.directions) != 1:
             raise InvalidInput({"study_name": f"{study_name} is not an Optimizer Lab sweep"})
@@ -267,8 +271,8 @@ class Sweep:
         """Creates the study (or takes up the loaded one) and starts the driver thread.
 
         Raises `InvalidInput` naming `study_name` if a new sweep's study name is
-        taken, or if this process already runs the study; `RuntimeError` if this sweep has
-        started before (load it again to resume it).
+        taken, or if this process already runs the study; `StoreError` if the storage
+        fails; `RuntimeError` if this sweep has started before (load it again to resume it).
         """
         with self._lock:
             if self._started:
@@ -277,7 +281,8 @@ class Sweep:
         try:
             DRIVERS.claim(self.storage, self.study_name)
             try:
-                study = self._open_study()  # outside the lock: it may wait on the database
+                with storage_errors(self.storage):  # outside the lock: it may wait on it
+                    study = self._open_study()
             except BaseException:
                 DRIVERS.release(self.storage, self.study_name)
                 raise
@@ -331,12 +336,13 @@ class Sweep:
             return self._study
 
     def status(self) -> SweepStatus:
-        """Where the sweep stands, read from its study (which other machines may share)."""
+        """Where the sweep stands, read from its study (which other machines may share);
+        `StoreError` if its storage fails."""
         with self._lock:
             state, error, study = self._state, self._error, self._study
         if study is not None and state not in ACTIVE_STATES:
             self._settle(study)
-        trials = study.get_trials(deepcopy=False) if study is not None else []
+        trials = self._trials(study)
         counts = TrialCounts.of(trials)
         best = _best(trials, self.plan.objective)
         return SweepStatus(
@@ -356,17 +362,14 @@ class Sweep:
         )
 
     def results(self) -> list[TrialRow]:
-        """Every trial of the study, by number, with its run's live progress."""
-        study = self.study
-        trials = study.get_trials(deepcopy=False) if study is not None else []
-        return [self._row(trial) for trial in trials]
+        """Every trial of the study, by number, with its run's live progress; `StoreError`
+        if its storage fails."""
+        return [self._row(trial) for trial in self._trials(self.study)]
 
     def best_config(self) -> RunConfig:
         """The base config with the best completed trial's values; raises `LookupError`
         while no trial has completed."""
-        study = self.study
-        trials = study.get_trials(deepcopy=False) if study is not None else []
-        best = _best(trials, self.plan.objective)
+        best = _best(self._trials(self.study), self.plan.objective)
         if best is None:
             raise LookupError(f"no trial of sweep {self.study_name} has completed yet")
         return self.plan.config_for(best.params)
@@ -404,10 +407,18 @@ class Sweep:
         study.set_user_attr(OBJECTIVE_ATTR, self.plan.objective.metric)
         return study
 
+    def _trials(self, study: optuna.Study | None) -> list[optuna.trial.FrozenTrial]:
+        """The study's trials (none before it exists); `StoreError` if its storage fails."""
+        if study is None:
+            return []
+        with storage_errors(self.storage):
+            return study.get_trials(deepcopy=False)
+
     def _settle(self, study: optuna.Study) -> None:
         """Settles the trials a killed driver left running (see `settle_abandoned`)."""
         driving = DRIVERS.driving(self.storage, self.study_name)
-        with contextlib.suppress(StoreError):  # the engine closed: they wait for a reader
+        # The engine closed, or the storage failed: they wait for a reader.
+        with contextlib.suppress(StoreError), storage_errors(self.storage):
             settle_abandoned(self.engine, study, driven_here=driving)
 
     def _drive(self, driver: Driver) -> None:
@@ -416,7 +427,7 @@ class Sweep:
         try:
             state = driver()
         except Exception as exc:
-            state, error = "failed", f"{type(exc).__name__}: {exc}"
+            state, error = "failed", redacted(f"{type(exc).__name__}: {exc}", self.storage)
         finally:
             DRIVERS.release(self.storage, self.study_name)
         with self._lock:

@@ -1,6 +1,8 @@
 """The lab on a two-node Ray cluster on this machine: a head node and a second node
 (`ray.cluster_utils.Cluster`, one CPU each, named `head` and `second`), its store on the
-session's PostgreSQL server, as machines of a real cluster would share it.
+session's PostgreSQL server, as machines of a real cluster would share it. The cluster
+asks for a token of its own (`own_token`): the same whether `~/.ray/auth_token` exists or
+not, and whichever Ray test ran before.
 
 The tests run in file order: the last one kills the second node.
 """
@@ -13,13 +15,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bench.cores import processes
 from core.engine import Engine
-from core.engine.cluster import ClusterError
+from core.engine.cluster import NAMESPACE, ClusterError, own_token
 from tests.apptest import ROOT, page
 from tests.conftest import app_serving
 from tests.lean import NO_INSTRUMENTS
@@ -33,26 +36,30 @@ TRIAL = ["--model", "mlp", "--dataset", "digits", "--batch-size", "32", "--max-s
 TRIAL += ["--log-every", "10", "--no-telemetry"]
 # A run that trains until it is stopped.
 LONG = {"model": "mlp", "dataset": "digits", "optimizer": "sgd", "epochs": 10_000, **NO_INSTRUMENTS}
+# Part of a store's password, which the cluster must show nowhere.
+SECRET = "s3cr3t"
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
-    """Two Ray nodes of one CPU each; yields the cluster (its `address`, and the second
-    node as `second`)."""
+    """Two Ray nodes of one CPU each, with a token of their own; yields the cluster (its
+    `address`, its `token`, and the second node as `second`)."""
     import ray
     from ray.cluster_utils import Cluster
 
-    cluster = Cluster(
-        initialize_head=True,
-        head_node_args={"num_cpus": 1, "node_name": "head", "include_dashboard": False},
-    )
-    cluster.second = cluster.add_node(num_cpus=1, node_name="second")
-    cluster.wait_for_nodes()
-    try:
-        yield cluster
-    finally:
-        ray.shutdown()
-        cluster.shutdown()
+    with own_token() as token:
+        cluster = Cluster(
+            initialize_head=True,
+            head_node_args={"num_cpus": 1, "node_name": "head", "include_dashboard": False},
+        )
+        cluster.second = cluster.add_node(num_cpus=1, node_name="second")
+        cluster.token = token
+        cluster.wait_for_nodes()
+        try:
+            yield cluster
+        finally:
+            ray.shutdown()
+            cluster.shutdown()
 
 
 def started(engine: Any, run_id: str) -> str:
@@ -168,6 +175,101 @@ def test_a_run_trains_at_the_engines_priority_not_at_that_of_rays_workers(
         assert engine.wait(run_id, 60).status == "stopped"
     finally:
         engine.close()
+
+
+def test_the_store_password_is_in_no_actor_record_command_line_or_log(cluster, postgres) -> None:
+    """The store's URL, password included, reaches a run's actor without being one of its
+    arguments: Ray hands those to anyone who asks for the actor by name (as
+    `ray.get_actor` does), and its dashboard shows its records of actors, tasks and jobs.
+    While the run trains, none of them holds the password, nor does a command line of this
+    machine, nor a log of the cluster's session."""
+    engine = Engine(postgres.create_role(f"{SECRET}-of-the-store"), ray_address=cluster.address)
+    try:
+        run_id = engine.start(LONG)
+        started(engine, run_id)
+        assert SECRET not in ray_records(cluster.address, f"run-{run_id}")
+        assert SECRET.encode() not in command_lines()
+        assert SECRET.encode() not in session_logs(cluster)
+        engine.stop(run_id)
+        assert engine.wait(run_id, 60).status == "stopped"
+    finally:
+        engine.close()
+
+
+def ray_records(address: str, actor: str) -> str:
+    """What the cluster tells whoever joins it about its actors, tasks and jobs, as text:
+    the actor named `actor` with its creation task, every actor, every task's events,
+    every job (with its runtime environment)."""
+    from ray._private.grpc_utils import init_grpc_channel
+    from ray.core.generated import gcs_service_pb2 as gcs
+    from ray.core.generated import gcs_service_pb2_grpc as rpc
+
+    channel = init_grpc_channel(address)
+    try:
+        actors = rpc.ActorInfoGcsServiceStub(channel)
+        named = actors.GetNamedActorInfo(
+            gcs.GetNamedActorInfoRequest(name=actor, ray_namespace=NAMESPACE)
+        )
+        assert named.actor_table_data.name == actor and named.task_spec.args  # it is there
+        replies = [
+            named,
+            actors.GetAllActorInfo(gcs.GetAllActorInfoRequest()),
+            rpc.TaskInfoGcsServiceStub(channel).GetTaskEvents(gcs.GetTaskEventsRequest()),
+            rpc.JobInfoGcsServiceStub(channel).GetAllJobInfo(gcs.GetAllJobInfoRequest()),
+        ]
+    finally:
+        channel.close()
+    return "\n".join(str(reply) + reply.SerializeToString().decode("latin-1") for reply in replies)
+
+
+def command_lines() -> bytes:
+    """Every process's command line, as `ps` shows them."""
+    lines = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            lines.append(cmdline.read_bytes())
+        except OSError:  # it ended meanwhile
+            continue
+    return b"\n".join(lines)
+
+
+def session_logs(cluster: Any) -> bytes:
+    """Every log of the cluster's session."""
+    logs = Path(cluster.head_node.get_session_dir_path()) / "logs"
+    return b"\n".join(path.read_bytes() for path in logs.rglob("*") if path.is_file())
+
+
+# The lab's join, in a process of its own, as on another machine.
+JOIN = """
+import sys
+from core.engine.cluster import RayCluster
+from core.store import Store
+RayCluster(sys.argv[1], Store(sys.argv[2])).close()
+"""
+
+
+def test_the_lab_joins_with_the_token_it_has_and_says_how_to_give_one_it_lacks(
+    cluster, tmp_path
+) -> None:
+    """`RAY_AUTH_MODE` unset: with the token in a file, the lab joins (Ray would not, for
+    an address); without a token, it says what to do (as with `RAY_AUTH_MODE=token`)."""
+    token_file = tmp_path / "token"
+    token_file.write_text(cluster.token)
+    env = {name: value for name, value in os.environ.items() if not name.startswith("RAY_AUTH")}
+    env |= {"HOME": str(tmp_path), "RAY_gcs_server_port_wait_time_s": "2"}  # fail in 2 s
+
+    def join(**more: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-c", JOIN, cluster.address, str(tmp_path / "lab.sqlite")]
+        return subprocess.run(
+            command, cwd=ROOT, env=env | more, capture_output=True, text=True, timeout=120
+        )
+
+    joined = join(RAY_AUTH_TOKEN_PATH=str(token_file))
+    assert joined.returncode == 0, joined.stderr[-3000:]
+    for refused in (join(), join(RAY_AUTH_MODE="token")):
+        assert refused.returncode == 1
+        assert "ClusterError: ray_address: cannot join the cluster at" in refused.stderr
+        assert "the cluster asks for its token: set RAY_AUTH_MODE=token" in refused.stderr
 
 
 def test_a_run_asking_more_than_any_node_has_fails_saying_so(cluster, postgres) -> None:

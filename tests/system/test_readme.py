@@ -1,19 +1,31 @@
-"""The README's Python snippets are true: each runs as shown, in a fresh interpreter; and
-every `optlab` command it shows is one the command line takes."""
+"""The README's Python snippets are true: each runs as shown, in a fresh interpreter;
+every `optlab` command it shows is one the command line takes; and its commands that start
+a Ray cluster and have the lab join it work as written, whether a token file exists or
+not."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import shlex
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
+from tests.app_server import free_port
+from tests.lean import NO_INSTRUMENTS_FLAGS
+
 ROOT = Path(__file__).resolve().parents[2]
-SNIPPETS = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.DOTALL)
+README = (ROOT / "README.md").read_text()
+SNIPPETS = re.findall(r"```python\n(.*?)```", README, re.DOTALL)
+SHELL_BLOCKS = re.findall(r"```sh\n(.*?)```", README, re.DOTALL)
 # The README has these; a new one needs a test here.
 KERAS_USE, CALLBACK, PLUGIN, MODEL_AND_DATA_PLUGIN = SNIPPETS
 
@@ -50,7 +62,7 @@ print("ok", spec.source, optimizers.plugin_errors())
 
 def optlab_commands() -> list[list[str]]:
     """The arguments of every `optlab` command in the README's shell blocks."""
-    shell = "\n".join(re.findall(r"```sh\n(.*?)```", (ROOT / "README.md").read_text(), re.DOTALL))
+    shell = "\n".join(SHELL_BLOCKS)
     commands = []
     for line in shell.replace("\\\n", " ").splitlines():
         for part in line.split("#")[0].split(";"):
@@ -131,3 +143,68 @@ def test_the_model_and_dataset_snippet_is_a_plugin_the_lab_trains(tmp_path: Path
     assert done.returncode == 0, done.stderr[-3000:]
     final = dict(line.split() for line in done.stdout.splitlines()[1:] if len(line.split()) == 2)
     assert float(final["val_accuracy"]) > 0.9  # XOR needs the hidden layer: it learnt it
+
+
+def cluster_commands() -> list[str]:
+    """The lines of the README's block that starts a Ray cluster, continuations joined."""
+    (block,) = [block for block in SHELL_BLOCKS if "ray start --head" in block]
+    return [line.strip() for line in block.replace("\\\n", " ").splitlines() if line.strip()]
+
+
+def end_sessions(sessions: set[int]) -> None:
+    """Kills every process of `sessions`: the commands started there, and the daemons
+    that `ray start` leaves behind (they keep its session)."""
+    for folder in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError):  # gone meanwhile
+            if os.getsid(int(folder.name)) in sessions:
+                os.kill(int(folder.name), signal.SIGKILL)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("token_file", [False, True], ids=["no token file", "a token file"])
+def test_the_cluster_commands_start_a_cluster_the_lab_trains_on(token_file, tmp_path) -> None:
+    """The README's commands as written, on this machine (its address for HEAD, a free
+    port for 6379; the lab trains a run from the command line for `make run`, on a store
+    of its own), in a home folder of their own: without a token file, and with one (as a
+    local `ray.init()` leaves: then `ray start --head` alone asks for the token and
+    `ray start --address` alone gives none)."""
+    home = tmp_path / "home"
+    if token_file:
+        (home / ".ray").mkdir(parents=True)
+        (home / ".ray" / "auth_token").write_text("f" * 64)
+    store = tmp_path / "lab.sqlite"
+    port = free_port()
+    lab = f"{sys.executable} -m core train --max-steps 2 --model mlp --dataset digits"
+    lab += " " + " ".join([*NO_INSTRUMENTS_FLAGS, "--num-cpus", "1"])
+    env = {name: value for name, value in os.environ.items() if not name.startswith("RAY_")}
+    # Ray's session folders (and socket paths, at most 107 characters) in a short one.
+    ray_folder = tempfile.mkdtemp(prefix="ray-")
+    env |= {"HOME": str(home), "RAY_TMPDIR": ray_folder, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    sessions: set[int] = set()
+    try:
+        for line in cluster_commands():
+            command = line.split("#")[0].replace("HEAD:6379", f"127.0.0.1:{port}")
+            command = command.replace("--port 6379", f"--port {port}").replace("make run", lab)
+            command = re.sub(r"OPTLAB_STORE=\S+", f"OPTLAB_STORE={store}", command)
+            assert "6379" not in command and "HEAD" not in command, command
+            shell = subprocess.Popen(
+                ["bash", "-c", command],
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                start_new_session=True,
+            )
+            sessions.add(shell.pid)
+            output = shell.communicate(timeout=300)[0]
+            assert shell.returncode == 0, f"{command}\n{output[-3000:]}"
+        listed = subprocess.run(
+            [sys.executable, "-m", "core", "runs", "--json", "--store", str(store)],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        [run] = json.loads(listed.stdout)
+        assert run["status"] == "completed" and run["node"], run
+    finally:
+        end_sessions(sessions)
+        shutil.rmtree(ray_folder, ignore_errors=True)
