@@ -103,6 +103,11 @@ def check_bytes(kind: str, content: bytes) -> Dataset:
     return parse("upload", io.BytesIO(content))
 
 
+_DIGEST_CHARS = 16  # of a kept upload's name: 64 bits of its SHA-256
+# A kept upload's file name: a made-safe stem holds no dot.
+_KEPT_NAME = re.compile(rf"([A-Za-z0-9_-]+)\.([0-9a-f]{{{_DIGEST_CHARS}}})\.({'|'.join(FORMATS)})")
+
+
 def keep(folder: Path, filename: str, content: bytes) -> str:
     """Checks an uploaded file and keeps it in `folder` as `STEM.DIGEST.EXT`: its name made
     safe, then the start of its content's SHA-256 (see `label`). A file is never replaced:
@@ -140,11 +145,6 @@ def label(name: str) -> str:
         return f"your file {filename}"
     stem, digest, kind = kept_name.groups()
     return f"your file {stem}.{kind} ({digest[:8]})"
-
-
-_DIGEST_CHARS = 16  # of a kept upload's name: 64 bits of its SHA-256
-# A kept upload's file name: a made-safe stem holds no dot.
-_KEPT_NAME = re.compile(rf"([A-Za-z0-9_-]+)\.([0-9a-f]{{{_DIGEST_CHARS}}})\.({'|'.join(FORMATS)})")
 
 
 @functools.lru_cache(maxsize=4)
@@ -220,8 +220,9 @@ def from_arrays(
     num_classes = 1  # a regression's one target
     if problem == "classification":
         num_classes = int(max(y_train.max(), y_test.max())) + 1
-        if num_classes < 2 or num_classes > MAX_CLASSES:
-            raise BadDataFile(f"dataset: needs 2 to {MAX_CLASSES} classes (got {num_classes})")
+        if num_classes < 2 or num_classes > MAX_CLASSES:  # saying which, not the labels
+            found = "every label is 0" if num_classes < 2 else f"a label is {MAX_CLASSES} or more"
+            raise BadDataFile(f"dataset: needs 2 to {MAX_CLASSES} classes; {found}")
         if not np.isin(np.unique(y_test), y_train).all():
             raise BadDataFile("dataset: y_test has labels that y_train never shows")
     return Dataset(

@@ -5,9 +5,8 @@ file can ask for 4 GB. Here the zip's directory and each member's `.npy` header 
 dtype) are read first, without the data: `open_archive` refuses a directory of more than
 `MAX_DIRECTORY_BYTES` or `MAX_MEMBERS` entries, and `headers` a member neither stored nor
 deflated, or one whose declared size is not its header's plus its shape times its item
-size. The caller then judges the
-shapes and sizes, and `read` fills an array of exactly the declared size from a stream
-that ends there.
+size. The caller then judges the shapes and sizes, and `read` fills an array of exactly
+the declared size from a stream that ends there (and compares the checksum there).
 
 Every error names a member by the key it stands for (`x_train`), or by its position in
 the archive, and never quotes what the file holds: the file may be someone else's.
@@ -113,12 +112,13 @@ def read(archive: zipfile.ZipFile, member: Member) -> np.ndarray:
         with archive.open(member.info) as stream:
             stream.seek(member.data_offset)
             done = 0
-            while done < size:
+            while done < size:  # the last bytes read, zipfile compares the checksum
                 got = stream.readinto(view[done : done + READ_CHUNK])
                 if not got:
                     raise BadArchive(f"{member.key}.npy ends before its data does")
                 done += got
-            stream.read(1)  # at the end: the checksum is compared
+    except BadArchive:
+        raise
     except _BROKEN:
         raise BadArchive(_damaged(member.key)) from None
     array = np.frombuffer(buffer, dtype=member.dtype)

@@ -87,7 +87,8 @@ BAD_NPZ = [
     ({**arrays(), "y_test": -np.ones(20)}, "y_test must hold class labels"),
     ({**arrays(), "x_train": np.full((80, 5), np.nan)}, "x_train holds NaN or infinite values"),
     ({**arrays(), "x_train": np.array(["a"] * 80)}, "x_train must be numbers"),
-    ({**arrays(), "y_train": np.zeros(80), "y_test": np.zeros(20)}, "needs 2 to 1000 classes"),
+    ({**arrays(), "y_train": np.zeros(80), "y_test": np.zeros(20)}, "every label is 0"),
+    ({**arrays(), "y_train": np.full(80, 123_456)}, "needs 2 to 1000 classes; a label is 1000"),
     ({**arrays(), "y_test": np.full(20, 7)}, "y_test has labels that y_train never shows"),
     ({**arrays(), "x_train": np.array([[object()]] * 80)}, "holds Python objects"),
 ]
@@ -217,10 +218,12 @@ def test_an_npz_member_whose_size_disagrees_with_its_header_is_refused(tmp_path:
     )
 
 
-def test_an_npz_whose_data_fails_its_checksum_is_refused(tmp_path: Path) -> None:
-    path = Path(npz(tmp_path, **arrays()).removeprefix("npz:"))
+@pytest.mark.parametrize("features", [5, 500])  # read whole with the header; or after it
+def test_an_npz_whose_data_fails_its_checksum_is_refused(tmp_path: Path, features: int) -> None:
+    given = arrays(shape=(features,))
+    path = Path(npz(tmp_path, **given).removeprefix("npz:"))
     content = bytearray(path.read_bytes())
-    at = content.index(npy(arrays()["x_train"])[:128]) + 1000  # in x_train's data, stored
+    at = content.index(npy(given["x_train"])) + 1000  # in x_train's data, stored
     content[at] ^= 0xFF
     path.write_bytes(content)
     assert refusal(f"npz:{path}") == (
