@@ -145,8 +145,8 @@ class EngineClient(RunReader):
 
     def start(self, config: RunConfig | Mapping[str, Any]) -> str:
         """Hands a run to the engine process and returns its id. An invalid config raises
-        `InvalidInput` naming every bad field, and nothing is stored; so does one the
-        engine refuses (see `_handed`)."""
+        `InvalidInput` naming every bad field, and nothing is stored; a run the engine
+        refuses raises it too, and is removed (see `_await_acceptance`)."""
         if not isinstance(config, RunConfig):
             config = RunConfig.from_dict(config)
         service = self.ensure_engine()
@@ -160,22 +160,22 @@ class EngineClient(RunReader):
             owner=service.owner,
             command="start",
         )
-        self._handed(run_id, service.owner)
+        self._await_acceptance(run_id, service.owner)
         return run_id
 
     def fork(self, run_id: str, step: int, **changes: Any) -> str:
         """Hands a fork of `run_id` from its checkpoint of `step` to the engine process,
         with knobs or run fields changed (see `core.engine.forks`); returns its id. A fork
-        the engine refuses raises `InvalidInput` (see `_handed`)."""
+        the engine refuses raises `InvalidInput` (see `_await_acceptance`)."""
         service = self.ensure_engine()
         assert service is not None
         fork_id = create_fork(
             self.store, run_id, step, changes, owner=service.owner, command="start"
         )
-        self._handed(fork_id, service.owner)
+        self._await_acceptance(fork_id, service.owner)
         return fork_id
 
-    def _handed(self, run_id: str, engine: str) -> None:
+    def _await_acceptance(self, run_id: str, engine: str) -> None:
         """Waits up to `ACCEPT_SECONDS` for the engine `engine` to take the new run's
         start command. A run it refused (what it would read, or a model that cannot fit
         in its memory: see `Engine._accept`) ended failed before it started: it is

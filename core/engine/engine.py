@@ -252,7 +252,9 @@ class Engine(RunReader):
         """Queues a run stored for this engine: a resume or a fork asked here, or, when
         `handed_over`, a `start` command another process wrote (whose config may read
         only what `core.engine.handover` allows). A config refused (`InvalidInput`) ends
-        the run failed, saying why, before anything is read or trained."""
+        the run before anything is read or trained, saying why: failed, or interrupted
+        if it trained before (a resume: it stays resumable, as the memory it lacked may
+        come free)."""
         record = self.store.get_run(run_id)
         if record is None:
             raise UnknownRunError(run_id)
@@ -264,7 +266,8 @@ class Engine(RunReader):
             config = RunConfig.from_dict(record.config)
             self._check_fits(config)
         except InvalidInput as exc:
-            self.store.finish(run_id, "failed", {"steps": record.step}, str(exc))
+            status = "failed" if record.started is None else "interrupted"
+            self.store.finish(run_id, status, {"steps": record.step}, str(exc))
             raise
         with self._lock:
             if self._closed:

@@ -35,7 +35,9 @@ def check_handed_over(values: Mapping[str, Any], uploads: Path) -> None:
     dataset, data_dir = values.get("dataset"), values.get("data_dir")
     root = tfds_source.data_root()
     if files.is_file(dataset) and not _inside(dataset.partition(":")[2], uploads):
-        errors["dataset"] = f"{HANDED_OVER} may read only files in the lab's uploads, {uploads}"
+        errors["dataset"] = (
+            f"{HANDED_OVER} may read only files in the lab's uploads ({uploads}): upload it"
+        )
     tfds_name = dataset.removeprefix(tfds_source.PREFIX) if tfds_source.is_tfds(dataset) else None
     if tfds_name is not None and not _inside(root / tfds_name, root):
         errors["dataset"] = f"{HANDED_OVER} may name only TFDS datasets in the engine's data dir"

@@ -258,6 +258,34 @@ def test_a_run_through_the_store_reads_only_the_uploads(tmp_path: Path) -> None:
         assert secret not in everything
 
 
+def test_a_resume_or_a_fork_through_the_store_is_held_to_the_uploads_too(tmp_path: Path) -> None:
+    """A run trained in this process on a file outside the uploads (as a CLI run) is
+    resumed or forked from another process: refused, naming `dataset`. The refused resume
+    leaves it resumable, and this process resumes it."""
+    numbers = tmp_path / "numbers.csv"
+    numbers.write_text("".join(f"{i},{i * 0.5},{i % 2}\n" for i in range(20)))
+    path = tmp_path / "lab.sqlite"
+    with served(path) as engine, Store(path) as store:
+        long_run = {**CSV_RUN, "dataset": f"csv:{numbers}", "max_steps": None, "epochs": 10_000}
+        run_id = engine.start({**long_run, "checkpoint_every": 1})
+        wait_for(lambda: engine.status(run_id).step >= 2, what="two steps")
+        engine.stop(run_id)
+        assert engine.wait(run_id, 60).status == "stopped"
+        client = EngineClient(store)
+        with pytest.raises(InvalidInput) as refusal:
+            client.fork(run_id, engine.checkpoints(run_id)[-1].step)
+        assert set(refusal.value.errors) == {"dataset"}
+        client.resume(run_id)
+        wait_for(lambda: not store.pending_commands(engine.owner), what="the resume taken")
+        record = store.get_run(run_id)
+        assert record.status == "interrupted" and record.error.startswith("dataset: ")
+        assert [r.id for r in store.list_runs()] == [run_id]  # the refused fork is gone
+        engine.resume(run_id)  # asked here, as `optlab resume` asks
+        wait_for(lambda: engine.status(run_id).status == "running", what="resumed here")
+        engine.stop(run_id)
+        assert engine.wait(run_id, 60).status == "stopped"
+
+
 def test_the_cli_trains_on_a_file_anywhere(tmp_path: Path) -> None:
     """A local user names any path: only runs through the store are held to the uploads."""
     numbers = tmp_path / "numbers.csv"
