@@ -143,7 +143,7 @@ def take_suggested_rate() -> None:
 
 def submit(range_test: bool = False) -> None:
     """Validates the form; starts the run (a learning-rate range test of its config if
-    `range_test`), or keeps every error for display."""
+    `range_test`), or keeps every error for display, the engine's refusal's too."""
     errors: dict[str, str] = {}
     values: dict[str, Any] = {}
     for name, knob in run_fields().items():
@@ -187,7 +187,10 @@ def submit(range_test: bool = False) -> None:
     if errors:
         return
     engine = state.engine()
-    if range_test:
-        st.session_state[RANGE_TEST] = engine.start(range_test_config(config))
-    else:
-        st.session_state[STARTED] = [engine.start(c) for c in configs]
+    try:
+        if range_test:
+            st.session_state[RANGE_TEST] = engine.start(range_test_config(config))
+        else:
+            st.session_state[STARTED] = [engine.start(c) for c in configs]
+    except InvalidInput as exc:  # the engine's refusal: what it may not read, or cannot fit
+        st.session_state[ERRORS] = exc.errors

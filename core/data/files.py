@@ -8,26 +8,39 @@ column, with or without a header line; its last fifth of each class is the test 
 are, except bytes (`uint8`), which are scaled into [0, 1] as images are.
 
 Every check happens when the file is read, with one message naming `dataset`: the size
-limit, the arrays and their shapes, the labels, non-finite values. A file is read once per
-process while it does not change (its size and modification time are its identity).
+limits, the arrays and their shapes, the labels, non-finite values. A message names a row
+and a column, or an array, and never quotes what the file holds. A `.npz` is judged from
+its members' headers before any array is read (see `core.data.npz_archive`). A file is
+read once per process while it does not change (its resolved path, size and modification
+time are its identity).
+
+Uploads are kept under names made from their content (`keep`), so a file that a run
+trained on is never replaced: a resume, a fork or a clone reads the same data.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import io
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
+from core.data import npz_archive
 from core.data.dataset import Dataset, frozen, stratified_split
 from core.data.registry import DatasetInfo
 
 #: The largest file the lab reads: each process that trains on it holds it in memory.
 MAX_BYTES = 200 * 2**20
+#: The most memory a file's arrays may take once loaded, counted as the lab holds them
+#: (features as float32, labels as int64) or as the file stores them where that is more:
+#: a compressed file of 200 MB can hold a thousand times as much.
+MAX_LOADED_BYTES = 2 * 2**30
 #: The name prefixes of file datasets, by format.
 FORMATS = ("npz", "csv")
 ARRAYS = ("x_train", "y_train", "x_test", "y_test")
@@ -73,7 +86,7 @@ def load(name: str) -> Dataset:
             f"dataset: {path.name} is {stat.st_size / 2**20:,.0f} MB; the limit is "
             f"{MAX_BYTES / 2**20:,.0f} MB"
         )
-    return _read(name, kind, os.fspath(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    return _read(kind, os.fspath(path.resolve()), stat.st_size, stat.st_mtime_ns)
 
 
 def check_bytes(kind: str, content: bytes) -> Dataset:
@@ -90,17 +103,26 @@ def check_bytes(kind: str, content: bytes) -> Dataset:
     return parse("upload", io.BytesIO(content))
 
 
+_DIGEST_CHARS = 16  # of a kept upload's name: 64 bits of its SHA-256
+# A kept upload's file name: a made-safe stem holds no dot.
+_KEPT_NAME = re.compile(rf"([A-Za-z0-9_-]+)\.([0-9a-f]{{{_DIGEST_CHARS}}})\.({'|'.join(FORMATS)})")
+
+
 def keep(folder: Path, filename: str, content: bytes) -> str:
-    """Checks an uploaded file and keeps it in `folder` under its name (made safe; a file
-    of that name is replaced); returns its dataset name. Raises `BadDataFile`."""
+    """Checks an uploaded file and keeps it in `folder` as `STEM.DIGEST.EXT`: its name made
+    safe, then the start of its content's SHA-256 (see `label`). A file is never replaced:
+    the same content keeps the name it has, other content under the same name gets a
+    name of its own. Returns its dataset name. Raises `BadDataFile`."""
     kind = Path(filename).suffix.removeprefix(".").lower()
     check_bytes(kind, content)
     stem = re.sub(r"[^A-Za-z0-9_-]+", "_", Path(filename).stem).strip("_")[:60] or "data"
+    digest = hashlib.sha256(content).hexdigest()[:_DIGEST_CHARS]
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{stem}.{kind}"
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_bytes(content)
-    os.replace(partial, path)  # whole, or not there: a run reading it never sees half
+    path = folder / f"{stem}.{digest}.{kind}"
+    if not path.exists():
+        partial = path.with_name(f".{path.name}.partial")
+        partial.write_bytes(content)
+        os.replace(partial, path)  # whole, or not there: a run reading it never sees half
     return f"{kind}:{path.resolve()}"
 
 
@@ -113,45 +135,58 @@ def kept(folder: Path) -> list[str]:
 
 
 def label(name: str) -> str:
-    """A dataset name as a picker shows it: a file's by its file name."""
-    return f"your file {Path(name.partition(':')[2]).name}" if is_file(name) else name
+    """A dataset name as a picker shows it: a file's by its file name; a kept upload's as
+    it was uploaded, with the start of its digest (`my_data.npz (1a2b3c4d)`)."""
+    if not is_file(name):
+        return name
+    filename = Path(name.partition(":")[2]).name
+    kept_name = _KEPT_NAME.fullmatch(filename)
+    if kept_name is None:
+        return f"your file {filename}"
+    stem, digest, kind = kept_name.groups()
+    return f"your file {stem}.{kind} ({digest[:8]})"
 
 
-@functools.lru_cache(maxsize=8)
-def _read(name: str, kind: str, path: str, size: int, mtime_ns: int) -> Dataset:
+@functools.lru_cache(maxsize=4)
+def _read(kind: str, path: str, size: int, mtime_ns: int) -> Dataset:
+    """The dataset in the file at the resolved `path`, named `KIND:PATH`: one entry per
+    file, however its name was spelled."""
     del size, mtime_ns  # the cache key: a changed file is read again
     with open(path, "rb") as file:
-        return (_from_npz if kind == "npz" else _from_csv)(name, file)
+        return (_from_npz if kind == "npz" else _from_csv)(f"{kind}:{path}", file)
 
 
-def _from_npz(name: str, file: io.BufferedIOBase) -> Dataset:
+def _from_npz(name: str, file: BinaryIO) -> Dataset:
+    """The dataset of a `.npz`, judged from its members' headers before any is read."""
     try:
-        with np.load(file, allow_pickle=False) as archive:
-            missing = [key for key in ARRAYS if key not in archive.files]
+        with npz_archive.open_archive(file) as archive:
+            members = npz_archive.headers(archive, ARRAYS)
+            missing = [key for key in ARRAYS if key not in members]
             if missing:
                 raise BadDataFile(
                     f"dataset: the .npz lacks {', '.join(missing)} (it needs {', '.join(ARRAYS)})"
                 )
-            arrays = {key: archive[key] for key in ARRAYS}
-    except BadDataFile:
-        raise
-    except (ValueError, OSError, EOFError) as exc:
-        raise BadDataFile(f"dataset: not a readable .npz file ({exc})") from None
+            loaded = sum(map(_loaded_bytes, members.values()))
+            if loaded > MAX_LOADED_BYTES:
+                raise BadDataFile(
+                    f"dataset: its arrays take {loaded / 2**30:,.1f} GB once loaded (features "
+                    f"as float32); the limit is {MAX_LOADED_BYTES / 2**30:,.1f} GB"
+                )
+            arrays = {key: npz_archive.read(archive, member) for key, member in members.items()}
+    except npz_archive.BadArchive as exc:
+        raise BadDataFile(f"dataset: not a .npz the lab reads: {exc}") from None
     return from_arrays(name, arrays)
 
 
-def _from_csv(name: str, file: io.BufferedIOBase) -> Dataset:
-    try:
-        text = file.read().decode("utf-8")
-    except UnicodeDecodeError:
-        raise BadDataFile("dataset: a .csv must be UTF-8 text") from None
-    lines = [line for line in text.splitlines() if line.strip()]
-    if lines and not _numeric(lines[0]):
-        lines = lines[1:]  # a header line
-    try:
-        table = np.loadtxt(lines, delimiter=",", dtype=np.float64, ndmin=2)
-    except ValueError as exc:
-        raise BadDataFile(f"dataset: every value of the .csv must be a number ({exc})") from None
+def _loaded_bytes(member: npz_archive.Member) -> int:
+    """What an array takes once loaded: as the lab holds it (features as float32, labels
+    as int64), or as it is stored where that is more (it is read as stored first)."""
+    held = 4 if member.key.startswith("x") else 8
+    return member.count * max(held, member.dtype.itemsize)
+
+
+def _from_csv(name: str, file: BinaryIO) -> Dataset:
+    table = _csv_table(file)
     if table.shape[0] < 2 or table.shape[1] < 2:
         raise BadDataFile("dataset: a .csv needs rows of features then a label, two rows or more")
     x, y = table[:, :-1], table[:, -1]
@@ -185,8 +220,9 @@ def from_arrays(
     num_classes = 1  # a regression's one target
     if problem == "classification":
         num_classes = int(max(y_train.max(), y_test.max())) + 1
-        if num_classes < 2 or num_classes > MAX_CLASSES:
-            raise BadDataFile(f"dataset: needs 2 to {MAX_CLASSES} classes (got {num_classes})")
+        if num_classes < 2 or num_classes > MAX_CLASSES:  # saying which, not the labels
+            found = "every label is 0" if num_classes < 2 else f"a label is {MAX_CLASSES} or more"
+            raise BadDataFile(f"dataset: needs 2 to {MAX_CLASSES} classes; {found}")
         if not np.isin(np.unique(y_test), y_train).all():
             raise BadDataFile("dataset: y_test has labels that y_train never shows")
     return Dataset(
@@ -208,7 +244,8 @@ def _features(key: str, x: np.ndarray) -> np.ndarray:
             f"(N, height, width, channels) (got {x.dtype} {x.shape})"
         )
     if x.dtype == np.uint8:
-        x = x.astype(np.float32) / np.float32(255)  # bytes: pixels, scaled as images are
+        x = x.astype(np.float32)
+        x /= np.float32(255)  # bytes: pixels, scaled as images are (in place: one copy)
     x = np.asarray(x, np.float32)
     if not np.isfinite(x).all():
         raise BadDataFile(f"dataset: {key} holds NaN or infinite values")
@@ -229,6 +266,56 @@ def _targets(key: str, y: np.ndarray) -> np.ndarray:
     if not np.isfinite(y).all():
         raise BadDataFile(f"dataset: {key} holds NaN or infinite values")
     return y.astype(np.float32)
+
+
+def _csv_table(file: BinaryIO) -> np.ndarray:
+    """The numbers of a .csv, a row per line that holds values. Raises `BadDataFile`
+    naming the row and column at fault, never what they hold."""
+    try:
+        rows = (line for _, line in _csv_lines(file))
+        return np.loadtxt(rows, delimiter=",", dtype=np.float64, ndmin=2)
+    except BadDataFile:
+        raise
+    except ValueError:  # NumPy's message quotes the line
+        file.seek(0)
+        fault = _csv_fault(file)
+        raise BadDataFile(f"dataset: the .csv is not a table of numbers: {fault}") from None
+
+
+def _csv_lines(file: BinaryIO) -> Iterator[tuple[int, str]]:
+    """(row, text) of each line of a .csv that holds values: not blank, not only a `#`
+    comment, not the header (a first such line that is not all numbers). Rows count the
+    file's lines from 1. Raises `BadDataFile` for a line that is not UTF-8."""
+    first = True
+    for row, raw in enumerate(file, 1):
+        try:
+            line = raw.decode("utf-8-sig" if row == 1 else "utf-8")
+        except UnicodeDecodeError:
+            raise BadDataFile(f"dataset: the .csv's row {row} is not UTF-8 text") from None
+        values = line.partition("#")[0]
+        if not values.strip():
+            continue
+        if first:
+            first = False
+            if not _numeric(values):
+                continue  # a header
+        yield row, line
+
+
+def _csv_fault(file: BinaryIO) -> str:
+    """Where a .csv that NumPy could not read stops being a table of numbers."""
+    width = None
+    for row, line in _csv_lines(file):
+        values = line.partition("#")[0].split(",")
+        width = width or len(values)
+        if len(values) != width:
+            return f"row {row} has {len(values)} values where the rows before it have {width}"
+        for column, value in enumerate(values, 1):
+            try:
+                float(value)
+            except ValueError:
+                return f"row {row}, column {column} is not a number"
+    return "NumPy could not read it as one"
 
 
 def _numeric(line: str) -> bool:

@@ -9,6 +9,7 @@ that watches a run costs the training process nothing but the store's reads.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -37,6 +38,10 @@ MAX_TAGS = 20  # per run: the runs table shows them all
 #: How long one read of the engine's service row answers for what it published (its
 #: plugins): one script run of a page asks for them many times.
 INFO_SECONDS = 1.0
+#: How long `start` and `fork` wait for the engine to take a run, or to refuse it.
+ACCEPT_SECONDS = 5.0
+# Where each field's reason begins in an `InvalidInput`'s message.
+_FIELD = re.compile(r"(?:^|; )([\w/]+): ")
 
 
 def log_path(location: Location) -> Path:
@@ -140,7 +145,8 @@ class EngineClient(RunReader):
 
     def start(self, config: RunConfig | Mapping[str, Any]) -> str:
         """Hands a run to the engine process and returns its id. An invalid config raises
-        `InvalidInput` naming every bad field, and nothing is stored."""
+        `InvalidInput` naming every bad field, and nothing is stored; a run the engine
+        refuses raises it too, and is removed (see `_await_acceptance`)."""
         if not isinstance(config, RunConfig):
             config = RunConfig.from_dict(config)
         service = self.ensure_engine()
@@ -154,14 +160,38 @@ class EngineClient(RunReader):
             owner=service.owner,
             command="start",
         )
+        self._await_acceptance(run_id, service.owner)
         return run_id
 
     def fork(self, run_id: str, step: int, **changes: Any) -> str:
         """Hands a fork of `run_id` from its checkpoint of `step` to the engine process,
-        with knobs or run fields changed (see `core.engine.forks`); returns its id."""
+        with knobs or run fields changed (see `core.engine.forks`); returns its id. A fork
+        the engine refuses raises `InvalidInput` (see `_await_acceptance`)."""
         service = self.ensure_engine()
         assert service is not None
-        return create_fork(self.store, run_id, step, changes, owner=service.owner, command="start")
+        fork_id = create_fork(
+            self.store, run_id, step, changes, owner=service.owner, command="start"
+        )
+        self._await_acceptance(fork_id, service.owner)
+        return fork_id
+
+    def _await_acceptance(self, run_id: str, engine: str) -> None:
+        """Waits up to `ACCEPT_SECONDS` for the engine `engine` to take the new run's
+        start command. A run it refused (what it would read, or a model that cannot fit
+        in its memory: see `Engine._accept`) ended failed before it started: it is
+        deleted, and its reasons raised as `InvalidInput`, as a local engine's `start`
+        raises them. A run not taken by then stays queued; refused later, it ends failed,
+        saying why."""
+        deadline = time.monotonic() + ACCEPT_SECONDS
+        while any(c.run_id == run_id for c in self.store.pending_commands(engine)):
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(POLL_SECONDS / 2)
+        record = self.store.get_run(run_id)
+        if record is None or record.status != "failed" or record.started is not None:
+            return
+        self.store.delete_run(run_id)
+        raise InvalidInput(_reasons(record.error or "refused by the engine"))
 
     def stop(self, run_id: str) -> Command:
         """Asks the run's process to stop it within one step."""
@@ -282,6 +312,16 @@ class EngineClient(RunReader):
     def _command(self, run_id: str, kind: str) -> Command:
         self._steerable(run_id)
         return self.store.add_command(run_id, kind)
+
+
+def _reasons(message: str) -> dict[str, str]:
+    """Each field's reason in the message of an `InvalidInput` (`field: why; ...`); the
+    whole message as `config`'s when it names no field."""
+    starts = list(_FIELD.finditer(message))
+    if not starts or starts[0].start() != 0:
+        return {"config": message}
+    ends = [match.start() for match in starts[1:]] + [len(message)]
+    return {match[1]: message[match.end() : end] for match, end in zip(starts, ends, strict=True)}
 
 
 def live_service(store: Store, role: str) -> Service | None:

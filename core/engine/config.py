@@ -164,7 +164,14 @@ FIELDS: tuple[Knob, ...] = (
         "default: one device; mirrored: every local device; multiworker: from TF_CONFIG.",
         choices=STRATEGIES,
     ),
-    Knob("data_dir", "text", None, "TFDS data dir, for TFDS datasets.", optional=True),
+    Knob(
+        "data_dir",
+        "text",
+        None,
+        "TFDS data dir, for TFDS datasets (a run handed to the engine through the store, "
+        "as the dashboard's are: the engine's own only).",
+        optional=True,
+    ),
     Knob(
         "kind",
         "choice",

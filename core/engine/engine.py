@@ -26,7 +26,9 @@ from core.engine.cluster import ClusterError, RayCluster
 from core.engine.commands import CommandListener
 from core.engine.config import RunConfig
 from core.engine.execution import RunControl, RunExecution
+from core.engine.footprint import check_fits
 from core.engine.forks import create_fork
+from core.engine.handover import check_handed_over
 from core.engine.live import checked_changes
 from core.engine.reading import RunReader
 from core.engine.status import Progress, RunStatus
@@ -77,10 +79,12 @@ class Engine(RunReader):
     # Starting and controlling runs ------------------------------------------------------
 
     def start(self, config: RunConfig | Mapping[str, Any]) -> str:
-        """Queues a run and returns its id. An invalid config raises
-        `InvalidInput` naming every bad field, and nothing is stored."""
+        """Queues a run and returns its id. An invalid config, or one whose model cannot
+        fit in the memory available (see `core.engine.footprint`), raises `InvalidInput`
+        naming every bad field, and nothing is stored."""
         if not isinstance(config, RunConfig):
             config = RunConfig.from_dict(config)
+        self._check_fits(config)
         with self._lock:
             if self._closed:
                 raise RuntimeError("the engine is closed")
@@ -95,7 +99,7 @@ class Engine(RunReader):
         """Carries out a command written to the store for one of this engine's runs.
         Raises `InvalidInput` (or `UnknownRunError`) to refuse it."""
         if command.kind == "start":
-            self._accept(command.run_id)
+            self._accept(command.run_id, handed_over=True)
         elif command.kind == "stop":
             self.stop(command.run_id)
         elif command.kind == "pause":
@@ -244,19 +248,38 @@ class Engine(RunReader):
             raise InvalidInput({"run_id": f"run {run_id} has ended"})
         return control
 
-    def _accept(self, run_id: str) -> None:
-        """Queues a run another process stored for this engine (a `start` command)."""
+    def _accept(self, run_id: str, *, handed_over: bool = False) -> None:
+        """Queues a run stored for this engine: a resume or a fork asked here, or, when
+        `handed_over`, a `start` command another process wrote (whose config may read
+        only what `core.engine.handover` allows). A config refused (`InvalidInput`) ends
+        the run before anything is read or trained, saying why: failed, or interrupted
+        if it trained before (a resume: it stays resumable, as the memory it lacked may
+        come free)."""
         record = self.store.get_run(run_id)
         if record is None:
             raise UnknownRunError(run_id)
         if record.status != "queued":
             raise InvalidInput({"run_id": f"run {run_id} is {record.status}"})
-        config = RunConfig.from_dict(record.config)
+        try:
+            if handed_over:
+                check_handed_over(record.config, self.store.datasets_folder)
+            config = RunConfig.from_dict(record.config)
+            self._check_fits(config)
+        except InvalidInput as exc:
+            status = "failed" if record.started is None else "interrupted"
+            self.store.finish(run_id, status, {"steps": record.step}, str(exc))
+            raise
         with self._lock:
             if self._closed:
                 raise InvalidInput({"run_id": "the engine is closing"})
             if run_id not in self._controls:
                 self._enqueue(run_id, config, record.step)
+
+    def _check_fits(self, config: RunConfig) -> None:
+        """Refuses a run whose model cannot fit in this machine's memory; a Ray cluster's
+        run trains on a node of its own, whose memory is its own."""
+        if self.cluster is None:
+            check_fits(config)
 
     def _enqueue(self, run_id: str, config: RunConfig, step: int = 0) -> None:
         """Adds a stored, queued run to the queue, to start after `step` (lock held)."""

@@ -4,6 +4,7 @@ the engine."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import subprocess
@@ -113,7 +114,8 @@ def test_train_page_offers_the_datasets_uploaded_and_a_cloned_runs_file(lab, tmp
     content = tmp_path / "mine.npz"
     np.savez(content, x_train=x[:50], y_train=y[:50], x_test=x[50:], y_test=y[50:])
     kept = files.keep(lab.store.datasets_folder, "my data!.npz", content.read_bytes())
-    assert kept == f"npz:{lab.store.datasets_folder.resolve() / 'my_data.npz'}"
+    digest = hashlib.sha256(content.read_bytes()).hexdigest()
+    assert kept == f"npz:{lab.store.datasets_folder.resolve() / f'my_data.{digest[:16]}.npz'}"
     elsewhere = f"npz:{content}"  # a CLI run's file, cloned
 
     at = page("pages/1_Train.py")
@@ -122,7 +124,7 @@ def test_train_page_offers_the_datasets_uploaded_and_a_cloned_runs_file(lab, tmp
     assert not at.exception
     picker = at.selectbox(key="run:dataset")
     assert picker.value == elsewhere and picker.options[-2:] == [
-        "your file my_data.npz",
+        f"your file my_data.npz ({digest[:8]})",
         "your file mine.npz",
     ]
     picker.select(kept).run()

@@ -9,6 +9,7 @@ offline). Without a browser it is skipped, saying how to install one (`.ci/run` 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
@@ -322,9 +323,10 @@ def test_upload_an_npz_on_train_and_train_on_it(server, browser, tmp_path):
         "() => document.body.innerText.includes('lacks y_train, x_test, y_test')", timeout=30_000
     )
     chooser.set_input_files(str(upload))
+    digest = hashlib.sha256(upload.read_bytes()).hexdigest()
     page.wait_for_function(  # picked: the select box shows it
         "() => [...document.querySelectorAll('input')]"
-        ".some(i => i.value === 'your file bright_or_dark.npz')",
+        f".some(i => i.value === 'your file bright_or_dark.npz ({digest[:8]})')",
         timeout=30_000,
     )
     settle(page)
@@ -338,7 +340,8 @@ def test_upload_an_npz_on_train_and_train_on_it(server, browser, tmp_path):
     page.get_by_role("button", name="Start training").click()
     page.wait_for_url(f"{url}/Live**", timeout=60_000)
 
-    kept = (store_path.parent / f"{store_path.stem}.datasets" / "bright_or_dark.npz").resolve()
+    uploads = store_path.parent / f"{store_path.stem}.datasets"
+    kept = (uploads / f"bright_or_dark.{digest[:16]}.npz").resolve()
     with Store(store_path) as store:
         (run,) = [r for r in store.list_runs() if r.config["dataset"] == f"npz:{kept}"]
     deadline = time.monotonic() + 120

@@ -204,6 +204,29 @@ def test_prepared_tfds_data_loads_without_the_network(tmp_path, monkeypatch):
     assert data.load("mnist", data_dir=str(tmp_path)) is dataset
 
 
+def test_a_data_dir_is_cached_once_however_it_is_spelled(tmp_path, monkeypatch):
+    """The cache is keyed by the resolved data dir: `a/../a` is `a`, however many times
+    it is repeated."""
+    _prepare_tiny_mnist(tmp_path / "tfds")
+    monkeypatch.setattr(loading, "_cache", {})
+    spellings = ["tfds", "tfds/../tfds", "tfds/./", "tfds/../tfds/../tfds/../tfds"]
+    loaded = [data.load("mnist", data_dir=str(tmp_path / spelling)) for spelling in spellings]
+    assert all(dataset is loaded[0] for dataset in loaded)
+    assert list(loading._cache) == [("mnist", str((tmp_path / "tfds").resolve()))]
+
+
+def test_the_cache_keeps_the_datasets_used_last(tmp_path, monkeypatch):
+    _prepare_tiny_mnist(tmp_path)
+    monkeypatch.setattr(loading, "_cache", {})
+    monkeypatch.setattr(loading, "MAX_CACHED", 2)
+    digits = data.load("digits")
+    data.load("mnist-5k")
+    assert data.load("digits") is digits  # the latest used now
+    data.load("mnist", data_dir=str(tmp_path))
+    assert [name for name, _ in loading._cache] == ["digits", "mnist"]
+    assert data.load("digits") is digits
+
+
 def _batches(dataset, split="train", **kwargs):
     kwargs = {"batch_size": 64, "seed": 0, **kwargs}
     return [(x.numpy(), y.numpy()) for x, y in data.pipeline(dataset, split, **kwargs)]

@@ -1,18 +1,23 @@
 """Datasets from the user's files (`npz:PATH`, `csv:PATH`): what they hold once read, and
-every way a file is refused, naming `dataset`."""
+every way a file is refused, naming `dataset` and never quoting what the file holds; a
+`.npz` judged from its headers before any array is read; uploads kept by their content."""
 
 from __future__ import annotations
 
+import io
 import os
+import re
+import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from core import data
-from core.data import files
+from core.data import files, npz_archive
 from core.engine import RunConfig
 from core.knobs import InvalidInput
+from tests.hostile_files import Zeros, write_npz
 
 RNG = np.random.default_rng(0)
 
@@ -82,9 +87,10 @@ BAD_NPZ = [
     ({**arrays(), "y_test": -np.ones(20)}, "y_test must hold class labels"),
     ({**arrays(), "x_train": np.full((80, 5), np.nan)}, "x_train holds NaN or infinite values"),
     ({**arrays(), "x_train": np.array(["a"] * 80)}, "x_train must be numbers"),
-    ({**arrays(), "y_train": np.zeros(80), "y_test": np.zeros(20)}, "needs 2 to 1000 classes"),
+    ({**arrays(), "y_train": np.zeros(80), "y_test": np.zeros(20)}, "every label is 0"),
+    ({**arrays(), "y_train": np.full(80, 123_456)}, "needs 2 to 1000 classes; a label is 1000"),
     ({**arrays(), "y_test": np.full(20, 7)}, "y_test has labels that y_train never shows"),
-    ({**arrays(), "x_train": np.array([[object()]] * 80)}, "not a readable .npz file"),
+    ({**arrays(), "x_train": np.array([[object()]] * 80)}, "holds Python objects"),
 ]
 
 
@@ -98,7 +104,7 @@ def test_a_bad_npz_is_refused_saying_why(tmp_path: Path, values: dict, reason: s
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
-        ("1,2,0\n3,x,1\n", "every value of the .csv must be a number"),
+        ("1,2,0\n3,x,1\n", "not a table of numbers: row 2, column 2 is not a number"),
         ("1,0\n", "two rows or more"),
         ("1,2,0.5\n3,4,1\n", "must hold class labels"),
     ],
@@ -133,3 +139,142 @@ def test_an_upload_is_checked_before_it_is_kept(tmp_path: Path) -> None:
     assert files.check_bytes("npz", path.read_bytes()).num_classes == 3
     with pytest.raises(files.BadDataFile, match=r"must be a \.npz or a \.csv"):
         files.check_bytes("txt", b"1,2")
+
+
+def test_uploads_are_kept_by_their_content_and_never_replaced(tmp_path: Path) -> None:
+    """Two uploads of one name with other content are two datasets: the file the first
+    run trained on stays as it was. The same content again is the same dataset."""
+    first, second = (io.BytesIO() for _ in range(2))
+    np.savez(first, **arrays(n_train=40))
+    np.savez(second, **arrays(n_train=50))
+    folder = tmp_path / "uploads"
+    kept_first = files.keep(folder, "my data!.npz", first.getvalue())
+    kept_second = files.keep(folder, "my data!.npz", second.getvalue())
+    assert kept_first != kept_second and files.kept(folder) == sorted([kept_first, kept_second])
+    assert Path(kept_first.removeprefix("npz:")).read_bytes() == first.getvalue()
+    assert len(data.load(kept_first).x_train) == 40 and len(data.load(kept_second).x_train) == 50
+    assert files.keep(folder, "my data!.npz", first.getvalue()) == kept_first
+    assert len(files.kept(folder)) == 2
+    digest = Path(kept_first).name.split(".")[1]
+    assert files.label(kept_first) == f"your file my_data.npz ({digest[:8]})"
+    assert files.label(f"npz:{tmp_path / 'mine.npz'}") == "your file mine.npz"
+
+
+def test_an_npz_is_judged_by_its_headers_before_any_array_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """72 MB of bytes deflate to kilobytes and take 288 MB as float32: over a limit of
+    256 MB, the file is refused from its headers, for a path and an upload alike."""
+    path = tmp_path / "wide.npz"
+    zeros = {"x_train": Zeros((64, 2**20), "uint8"), "x_test": Zeros((8, 2**20), "uint8")}
+    write_npz(path, {**zeros, "y_train": np.arange(64) % 2, "y_test": np.arange(8) % 2})
+    assert path.stat().st_size < 2**20
+    monkeypatch.setattr(files, "MAX_LOADED_BYTES", 2**28)
+    monkeypatch.setattr(npz_archive, "read", lambda *_: pytest.fail("an array was read"))
+    reason = "its arrays take 0.3 GB once loaded (features as float32); the limit is 0.2 GB"
+    with pytest.raises(InvalidInput) as error:
+        RunConfig(dataset=f"npz:{path}", model="mlp")
+    assert error.value.errors == {"dataset": reason}
+    with pytest.raises(files.BadDataFile, match=re.escape(reason)):
+        files.check_bytes("npz", path.read_bytes())
+
+
+def npz_of_members(path: Path, members: dict[str, bytes], method: int) -> str:
+    with zipfile.ZipFile(path, "w", compression=method) as archive:
+        for name, content in members.items():
+            archive.writestr(name, content)
+    return f"npz:{path}"
+
+
+def npy(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, array)
+    return buffer.getvalue()
+
+
+def refusal(name: str) -> str:
+    with pytest.raises(InvalidInput) as error:
+        RunConfig(dataset=name, model="mlp")
+    assert set(error.value.errors) == {"dataset"}
+    return error.value.errors["dataset"]
+
+
+def test_an_npz_member_neither_stored_nor_deflated_is_refused(tmp_path: Path) -> None:
+    members = {f"{key}.npy": npy(value) for key, value in arrays().items()}
+    name = npz_of_members(tmp_path / "lzma.npz", members, zipfile.ZIP_LZMA)
+    assert refusal(name) == (
+        "not a .npz the lab reads: member 1 of the archive is compressed with method 14; "
+        "only stored and deflated members are read"
+    )
+
+
+def test_an_npz_member_whose_size_disagrees_with_its_header_is_refused(tmp_path: Path) -> None:
+    members = {f"{key}.npy": npy(value) for key, value in arrays().items()}
+    members["x_train.npy"] = members["x_train.npy"][:-1590]  # 80 × 5 float32: 10 bytes left
+    name = npz_of_members(tmp_path / "short.npz", members, zipfile.ZIP_DEFLATED)
+    assert refusal(name) == (
+        "not a .npz the lab reads: x_train.npy declares 138 bytes; its header, shape "
+        "(80, 5) of float32, makes 1,728"
+    )
+
+
+@pytest.mark.parametrize("features", [5, 500])  # read whole with the header; or after it
+def test_an_npz_whose_data_fails_its_checksum_is_refused(tmp_path: Path, features: int) -> None:
+    given = arrays(shape=(features,))
+    path = Path(npz(tmp_path, **given).removeprefix("npz:"))
+    content = bytearray(path.read_bytes())
+    at = content.index(npy(given["x_train"])) + 1000  # in x_train's data, stored
+    content[at] ^= 0xFF
+    path.write_bytes(content)
+    assert refusal(f"npz:{path}") == (
+        "not a .npz the lab reads: x_train.npy is damaged (its entry, its data or their checksum)"
+    )
+
+
+SECRET = "daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin"
+NUMBERS = "1,2,0\n3,4,1\n"
+
+
+def header_quoting(text: str) -> bytes:
+    """A .npy magic string and a header that is not a dictionary but `text`."""
+    header = repr(text).encode("latin1")
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header
+
+
+@pytest.mark.parametrize(
+    ("kind", "content", "reason"),
+    [
+        ("csv", f"root:x:0:0:root:/root:/bin/bash\n{SECRET}\n", "row 2, column 1 is not a number"),
+        ("csv", f"{NUMBERS}5,{SECRET},0\n", "row 3, column 2 is not a number"),
+        ("csv", f"{NUMBERS}5,6\n{SECRET}\n", "row 3 has 2 values where the rows before it have 3"),
+        ("csv", f"{NUMBERS}5,".encode() + b"\xff" + SECRET.encode(), "row 3 is not UTF-8 text"),
+        ("npz", {"x_train.npy": header_quoting(SECRET)}, "x_train.npy is not a .npy array numpy"),
+        ("npz", {"x_train.npy": SECRET.encode()}, "x_train.npy is not a .npy array numpy can read"),
+        ("npz", SECRET, "not a zip archive"),
+    ],
+)
+def test_no_error_about_a_file_quotes_what_it_holds(
+    tmp_path: Path, kind: str, content: str | bytes | dict[str, bytes], reason: str
+) -> None:
+    """NumPy's and zipfile's own messages quote the file (`could not convert string
+    'daemon:x:1:1:daemon'`): the lab's name a row and a column, or an array, instead."""
+    path = tmp_path / f"secret.{kind}"
+    if isinstance(content, dict):
+        npz_of_members(path, content, zipfile.ZIP_STORED)
+    else:
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    message = refusal(f"{kind}:{path}")
+    assert reason in message
+    for word in ("root", "daemon", "sbin", "nologin"):
+        assert word not in message.replace(str(path), "")
+
+
+def test_a_file_is_read_once_however_its_path_is_spelled(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    name = npz(folder, **arrays())
+    spellings = [name, f"npz:{folder}/../data/mine.npz", f"npz:{folder}/./mine.npz"]
+    files._read.cache_clear()
+    loaded = [data.load(spelling) for spelling in spellings * 3]
+    assert all(dataset is loaded[0] for dataset in loaded)
+    assert files._read.cache_info().currsize == 1
