@@ -32,6 +32,7 @@ from core.engine.reading import RunReader
 from core.engine.status import Progress, RunStatus
 from core.knobs import InvalidInput
 from core.store import ACTIVE_STATUSES, Command, Store, UnknownRunError, owner
+from core.store.paths import check_run_id
 
 
 class Engine(RunReader):
@@ -245,7 +246,9 @@ class Engine(RunReader):
         return control
 
     def _accept(self, run_id: str) -> None:
-        """Queues a run another process stored for this engine (a `start` command)."""
+        """Queues a run another process stored for this engine (a `start` command); one
+        whose id names no folder (a row written by hand) is refused."""
+        check_run_id(run_id)
         record = self.store.get_run(run_id)
         if record is None:
             raise UnknownRunError(run_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from core.engine.checkpoints import Checkpoint, RunCheckpoints
 from core.engine.status import Progress, RunStatus
+from core.knobs import InvalidInput
 from core.store import Event, Metrics, RunRecord, Store, UnknownRunError, owner
 
 
@@ -50,11 +51,13 @@ class RunReader:
 
     def checkpoints(self, run_id: str) -> list[Checkpoint]:
         """The run's saved checkpoints, by step: what it can resume or fork from."""
-        return RunCheckpoints(self.store.checkpoint_folder(run_id)).list()
+        saved = saved_checkpoints(self.store, run_id)
+        return saved.list() if saved is not None else []
 
     def disk_bytes(self, run_id: str) -> int:
         """What the run's checkpoints take on disk."""
-        return RunCheckpoints(self.store.checkpoint_folder(run_id)).size()
+        saved = saved_checkpoints(self.store, run_id)
+        return saved.size() if saved is not None else 0
 
     def _live(self) -> dict[str, Progress]:
         """Progress of runs training in this process, copied at once; read before the
@@ -67,3 +70,13 @@ class RunReader:
     ) -> RunStatus:
         steerable = record.active and owner.alive(record.owner)
         return RunStatus.of(record, live, changed.get(record.id), steerable=steerable)
+
+
+def saved_checkpoints(store: Store, run_id: str) -> RunCheckpoints | None:
+    """The run's checkpoints, for a listing; None for a run whose id names no folder (a
+    row written into the store by hand, see `Store.checkpoint_folder`): it is listed, with
+    nothing saved, and every action on its files is refused."""
+    try:
+        return RunCheckpoints(store.checkpoint_folder(run_id))
+    except InvalidInput:
+        return None

@@ -20,7 +20,7 @@ from core.store import chunks, owner, schema, summaries
 from core.store.connections import Connection, ConnectionPool
 from core.store.errors import ConstraintError, DatabaseError, StoreError, UnknownRunError
 from core.store.metrics import Block, Metrics, stack
-from core.store.paths import default_location, files_base, is_url, shown
+from core.store.paths import check_run_id, default_location, files_base, is_url, run_folder, shown
 from core.store.records import (
     ACTIVE_STATUSES,
     COMMAND_KINDS,
@@ -144,15 +144,15 @@ class Store:
         parent: str | None = None,
         forked_at: int | None = None,
     ) -> RunRecord:
-        """Add a run and return its record; `StoreError` if the id is taken.
+        """Add a run and return its record; `StoreError` if the id is taken, and
+        `InvalidInput` naming `run_id` for an id outside `paths.RUN_ID`.
 
         `owner` names the process that will run it, for `mark_interrupted`; `command`
         (e.g. "start") is written for that owner in the same transaction. A fork names its
         `parent` and the step it starts after, `forked_at`: its step is that step, and it
         starts from its own copy of that checkpoint.
         """
-        if not isinstance(run_id, str) or not run_id:
-            raise ValueError(f"run_id must be a non-empty string; got {run_id!r}")
+        check_run_id(run_id)
         check_status(status)
         now = time.time()
         try:
@@ -262,15 +262,17 @@ class Store:
 
     def delete_run(self, run_id: str) -> bool:
         """Delete a run with its metrics, events and checkpoints; False if there was no
-        such run.
+        such run. A run whose id names no folder of its own (see `checkpoint_folder`) is
+        refused, and nothing is deleted.
 
         An open metrics writer of the run fails on its next commit.
         """
+        folder = self.checkpoint_folder(run_id)
         with self._pending_lock:
             self._pending.pop(run_id, None)
         with self._write() as conn:
             deleted = conn.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount > 0
-        shutil.rmtree(self.checkpoint_folder(run_id), ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
         return deleted
 
     def fork_points(self, run_id: str) -> set[int]:
@@ -282,9 +284,11 @@ class Store:
         return {step for (step,) in rows}
 
     def checkpoint_folder(self, run_id: str) -> Path:
-        """Where the run's checkpoints live: `<store>.checkpoints/<run id>/` beside the
-        store's file (see `core.engine.checkpoints`)."""
-        return self.path.with_name(f"{self.path.stem}.checkpoints") / run_id
+        """Where the run's checkpoints, and the files kept beside them, live:
+        `<store>.checkpoints/<run id>/` beside the store's file (see
+        `core.engine.checkpoints`). Raises `InvalidInput` naming `run_id` for an id that
+        could lead anywhere else (see `paths.run_folder`)."""
+        return run_folder(self.path.with_name(f"{self.path.stem}.checkpoints"), run_id)
 
     @property
     def datasets_folder(self) -> Path:

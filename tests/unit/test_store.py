@@ -342,6 +342,18 @@ def test_run_validation(store):
         store.metrics_writer("missing")
 
 
+@pytest.mark.parametrize("run_id", ["../..", "a/../../x", "/tmp/x", "", "a b", "r.1", "x" * 65])
+def test_a_run_id_other_than_letters_digits_underscores_and_dashes_is_refused(db_path, run_id):
+    """An id becomes a folder (its checkpoints): one that could name any other path is
+    refused naming `run_id`, and nothing is stored."""
+    with Store(db_path) as store:
+        with pytest.raises(InvalidInput) as refused:
+            store.create_run(run_id, "r", {})
+        assert list(refused.value.errors) == ["run_id"]
+        assert store.list_runs() == []
+        store.create_run("Ab_9-" + "x" * 59, "64 characters", {})
+
+
 def test_set_status_replaces_the_error(store):
     store.create_run("r", "r", {})
     store.set_status("r", "failed", error="out of memory")
@@ -415,7 +427,7 @@ def test_a_part_of_a_process_lives_and_takes_commands_as_its_own(store):
     assert fit.startswith(owner.current() + ":") and owner.alive(fit)
     assert not owner.alive(DEAD + ":fit-r1")
     store.create_run("script", "script", {}, status="running", owner=fit)
-    store.create_run("engine's", "engine's", {}, status="running", owner=owner.current())
+    store.create_run("engine", "engine", {}, status="running", owner=owner.current())
     stop = store.add_command("script", "stop")
     assert [c.id for c in store.pending_commands(fit)] == [stop.id]
     assert [c.run_id for c in store.pending_commands(owner.current())] == []
