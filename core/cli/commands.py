@@ -44,7 +44,6 @@ from core.store import (
     UnknownRunError,
     default_location,
     is_url,
-    owner,
 )
 from core.store.paths import run_folder
 
@@ -134,11 +133,12 @@ def resume(args: argparse.Namespace) -> int:
     drawing its progress (Ctrl-C stops it again); unpauses a paused run whose process
     lives."""
     store = open_store(args.store, must_exist=True)
-    record = store.get_run(args.run_id)
+    alive = store.liveness()
+    record = store.get_run(args.run_id, alive=alive)
     if record is None:
         store.close()
         raise UsageError(f"run_id: no run {args.run_id!r} in {store.name}")
-    if record.active and owner.alive(record.owner):
+    if record.active and alive(record.owner):
         with store:
             if record.status != "paused":
                 raise UsageError(f"run_id: run {record.id} is {record.status}, not paused")

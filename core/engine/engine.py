@@ -67,7 +67,7 @@ class Engine(RunReader):
                 self.store.close()
             raise
         self.owner = owner.current()
-        self.interrupted_at_start = self.store.mark_interrupted(is_alive=owner.alive)
+        self.interrupted_at_start = self.store.mark_interrupted()
         self._lock = threading.RLock()
         self._controls: dict[str, RunControl] = {}
         self._queue: deque[str] = deque()

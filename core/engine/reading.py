@@ -5,7 +5,8 @@ from __future__ import annotations
 from core.engine.checkpoints import Checkpoint, RunCheckpoints
 from core.engine.status import Progress, RunStatus
 from core.knobs import InvalidInput
-from core.store import Event, Metrics, RunRecord, Store, UnknownRunError, owner
+from core.store import Event, Metrics, RunRecord, Store, UnknownRunError
+from core.store.owner import Liveness
 
 
 class RunReader:
@@ -16,17 +17,20 @@ class RunReader:
 
     def status(self, run_id: str) -> RunStatus:
         live = self._live()
-        record = self.store.get_run(run_id)
+        alive = self.store.liveness()
+        record = self.store.get_run(run_id, alive=alive)
         if record is None:
             raise UnknownRunError(run_id)
-        return self._status(record, live.get(run_id), self.store.latest_knobs(run_id))
+        return self._status(record, live.get(run_id), self.store.latest_knobs(run_id), alive)
 
     def list(self) -> list[RunStatus]:
-        """Every run in the store, newest first."""
+        """Every run in the store, newest first (the owners' heartbeats read at most once)."""
         live = self._live()
         changed = self.store.latest_knobs()
+        alive = self.store.liveness()
         return [
-            self._status(record, live.get(record.id), changed) for record in self.store.list_runs()
+            self._status(record, live.get(record.id), changed, alive)
+            for record in self.store.list_runs(alive=alive)
         ]
 
     def metrics(self, run_id: str, since_step: int | None = None) -> Metrics:
@@ -66,9 +70,12 @@ class RunReader:
 
     @staticmethod
     def _status(
-        record: RunRecord, live: Progress | None, changed: dict[str, dict[str, object]]
+        record: RunRecord,
+        live: Progress | None,
+        changed: dict[str, dict[str, object]],
+        alive: Liveness,
     ) -> RunStatus:
-        steerable = record.active and owner.alive(record.owner)
+        steerable = record.active and alive(record.owner)
         return RunStatus.of(record, live, changed.get(record.id), steerable=steerable)
 
 

@@ -245,20 +245,36 @@ class Store:
             with self._pending_lock:
                 self._pending[run_id] = values
 
-    def get_run(self, run_id: str) -> RunRecord | None:
-        """The run's record, or None if there is no such run."""
+    def get_run(self, run_id: str, *, alive: owner.Liveness | None = None) -> RunRecord | None:
+        """The run's record, or None if there is no such run; its owner judged by `alive`
+        (default: `liveness()`, see `_as_read`)."""
         with self._read() as conn:
             row = conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,))
             row = row.fetchone()
-        return None if row is None else self._as_read(_record(row))
+        if row is None:
+            return None
+        return self._as_read(_record(row), self.liveness() if alive is None else alive)
 
-    def list_runs(self) -> list[RunRecord]:
-        """All runs, newest first."""
+    def list_runs(self, *, alive: owner.Liveness | None = None) -> list[RunRecord]:
+        """All runs, newest first; their owners judged by `alive` (default: `liveness()`,
+        the heartbeats read once for the whole list, see `_as_read`)."""
         with self._read() as conn:
             rows = conn.execute(
                 f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY created DESC, rowid DESC"
             ).fetchall()
-        return [self._as_read(_record(row)) for row in rows]
+        alive = self.liveness() if alive is None else alive
+        return [self._as_read(_record(row), alive) for row in rows]
+
+    def liveness(self) -> owner.Liveness:
+        """Whether the processes that own runs live (see `core.store.owner`): by /proc on
+        this host, by their heartbeats in this store elsewhere, read once, when first
+        needed."""
+
+        def beating() -> list[str]:
+            with self._read() as conn:
+                return _beating(conn)
+
+        return owner.Liveness(beating)
 
     def delete_run(self, run_id: str) -> bool:
         """Delete a run with its metrics, events and checkpoints; False if there was no
@@ -339,11 +355,14 @@ class Store:
         except the queued runs handed to a serving engine (see `requeue`).
 
         `is_alive(owner)` tells whether a run's owner process still lives; runs of live
-        owners are left alone (by default every owner counts as dead). For an engine to
-        call when it starts; returns the ids it marked.
+        owners are left alone. By default it is the store's `liveness`, its heartbeats
+        read inside this write, so that a process that has just begun to beat and store
+        a run is seen. For an engine to call when it starts (the serving engine: also
+        every `owner.LIVENESS_SECONDS / 2`); returns the ids it marked.
         """
         marks = ", ".join("?" * len(ACTIVE_STATUSES))
         with self._write() as conn:
+            is_alive = is_alive or owner.Liveness(functools.partial(_beating, conn))
             rows = conn.execute(
                 f"SELECT id, owner, status = 'queued' AND {_HANDED_OVER} FROM runs"
                 f" WHERE status IN ({marks}) ORDER BY created",
@@ -352,7 +371,7 @@ class Store:
             run_ids = [
                 run_id
                 for run_id, holder, handed_over in rows
-                if not handed_over and not (is_alive and is_alive(holder))
+                if not handed_over and not is_alive(holder)
             ]
             conn.executemany(
                 "UPDATE runs SET status = 'interrupted', updated = ?,"
@@ -362,12 +381,17 @@ class Store:
             )
         return run_ids
 
-    def requeue(self, new_owner: str, is_alive: Callable[[str | None], bool]) -> list[str]:
+    def requeue(
+        self, new_owner: str, is_alive: Callable[[str | None], bool] | None = None
+    ) -> list[str]:
         """Hand the queued runs that a dead engine had been handed (by a `start` command)
         to the engine `new_owner`, in the order they were queued, each with a new `start`
-        command; returns their ids. For the engine that serves the store, when it starts:
-        after a crash, the queue goes on where it was."""
+        command; returns their ids. `is_alive` judges their engines, by default as
+        `mark_interrupted` does. For the engine that serves the store, when it starts and
+        then every `owner.LIVENESS_SECONDS / 2`: after a crash, whichever host it was on,
+        the queue goes on where it was."""
         with self._write() as conn:
+            is_alive = is_alive or owner.Liveness(functools.partial(_beating, conn))
             rows = conn.execute(
                 f"SELECT id, owner FROM runs WHERE status = 'queued' AND {_HANDED_OVER}"
                 " ORDER BY created, rowid"
@@ -504,23 +528,28 @@ class Store:
 
     def register_service(self, owner: str, role: str, info: Mapping[str, Any]) -> None:
         """Record that process `owner` serves the store as `role` (replacing the row it
-        had in that role)."""
-        now = time.time()
+        had in that role), started and beating now, by the database's clock."""
         with self._write() as conn:
             conn.execute(
-                f"INSERT INTO services ({_SERVICE_COLUMNS}) VALUES (?, ?, ?, ?, ?)"
+                f"INSERT INTO services ({_SERVICE_COLUMNS})"
+                f" VALUES (?, ?, {conn.clock}, {conn.clock}, ?)"
                 " ON CONFLICT (owner, role) DO UPDATE SET started = excluded.started,"
                 " heartbeat = excluded.heartbeat, info = excluded.info",
-                (owner, role, now, now, to_json(info)),
+                (owner, role, to_json(info)),
             )
 
     def heartbeat(self, owner: str, role: str, info: Mapping[str, Any] | None = None) -> None:
-        """The service is alive (and its `info` is now this, when given)."""
+        """The process `owner` lives, as `role` (and its `info` is now this, when given),
+        by the database's clock (see `core.store.owner`). A row that a reader removed
+        meanwhile, having found it silent too long, is written again, started now."""
+        values = None if info is None else to_json(info)
         with self._write() as conn:
             conn.execute(
-                "UPDATE services SET heartbeat = ?, info = coalesce(?, info)"
-                " WHERE owner = ? AND role = ?",
-                (time.time(), None if info is None else to_json(info), owner, role),
+                f"INSERT INTO services ({_SERVICE_COLUMNS})"
+                f" VALUES (?, ?, {conn.clock}, {conn.clock}, coalesce(?, '{{}}'))"
+                " ON CONFLICT (owner, role) DO UPDATE SET heartbeat = excluded.heartbeat,"
+                " info = coalesce(?, services.info)",
+                (owner, role, values, values),
             )
 
     def services(self, role: str | None = None) -> list[Service]:
@@ -536,6 +565,17 @@ class Store:
     def remove_service(self, owner: str, role: str) -> None:
         with self._write() as conn:
             conn.execute("DELETE FROM services WHERE owner = ? AND role = ?", (owner, role))
+
+    def forget_silent_services(self) -> int:
+        """Remove the rows of every service whose heartbeat is older than
+        `owner.LIVENESS_SECONDS` (of a process that died, or was written by hand: a live
+        one that was only slow writes its row again with its next beat); returns how
+        many."""
+        with self._write() as conn:
+            return conn.execute(
+                f"DELETE FROM services WHERE NOT abs({conn.clock} - heartbeat) < ?",
+                (owner.LIVENESS_SECONDS,),
+            ).rowcount
 
     # Metrics
 
@@ -655,14 +695,15 @@ class Store:
                 if self._pending.get(run_id) is values:
                     del self._pending[run_id]
 
-    def _as_read(self, record: RunRecord) -> RunRecord:
+    def _as_read(self, record: RunRecord, alive: owner.Liveness) -> RunRecord:
         """The record as every reader sees it: with its final status if that is still
         waiting to be written, and `interrupted` if it was training (or paused) in a
-        process that has died, before any engine marks it so in the file (a run without
-        an owner, written by the store's own API, is taken as it is)."""
+        process that `alive` finds dead, on this host or another, before any engine
+        marks it so in the store (a run without an owner, written by the store's own
+        API, is taken as it is)."""
         record = self._with_pending(record)
         training = record.status in ("running", "paused")
-        if training and record.owner and not owner.alive(record.owner):
+        if training and record.owner and not alive(record.owner):
             return dataclasses.replace(
                 record,
                 status="interrupted",
@@ -685,6 +726,16 @@ class Store:
             finished=finished,
             updated=updated,
         )
+
+
+def _beating(conn: Connection) -> list[str]:
+    """The owners with a heartbeat younger than `owner.LIVENESS_SECONDS`, by the
+    database's clock; one from the future counts as young as long (a clock set back)."""
+    rows = conn.execute(
+        f"SELECT DISTINCT owner FROM services WHERE abs({conn.clock} - heartbeat) < ?",
+        (owner.LIVENESS_SECONDS,),
+    ).fetchall()
+    return [holder for (holder,) in rows]
 
 
 def _insert_command(

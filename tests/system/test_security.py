@@ -11,6 +11,7 @@ import http.cookiejar
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -473,6 +474,33 @@ def test_a_hostile_run_id_is_refused_before_anything_is_written(
     assert err.startswith("error: run_id: ") and err.count("\n") == 1, err
     assert _tree(tmp_path) - before <= {"tb"}  # at most the (empty) export folder
     assert not Path("/tmp/escape").exists()
+
+
+def test_a_plugin_summary_from_the_store_is_shown_as_text(lab: EngineClient) -> None:
+    """The plugins the Optimizers page lists come from the engine's service row, which
+    anyone who can write the store can write (and have trusted while it beats): a
+    plugin's name and summary reach the page as text, every Markdown mark escaped (a
+    link, an image, emphasis, a colour, HTML, maths)."""
+    from tests.apptest import page
+
+    hostile = "**bold** [a link](https://example.com) ![x](x.png) :red[red] <b>b</b> $x$"
+    described = {
+        **optimizers.get_spec("sgd").describe(),
+        "name": "sneaky_sgd",
+        "summary": hostile,
+        "source": "plugins/sneaky.py",
+    }
+    now = time.time()
+    info = {"plugins": [described], "ready": True}
+    planted.service(
+        lab.store.location, "other-host:1:1", ENGINE, started=now + 60, heartbeat=now, info=info
+    )
+    at = page("pages/5_Optimizers.py").run()
+    assert not at.exception
+    [label] = [expander.label for expander in at.expander if "sneaky" in expander.label]
+    name, _, summary = label.partition(": ")
+    assert (name, summary.replace("\\", "")) == (r"**sneaky\_sgd**", hostile)
+    assert re.search(r"(?<!\\)[][*()!:<>$]", summary) is None, summary
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
