@@ -320,15 +320,20 @@ class Store:
         In one transaction: forgets the metrics and events after `step` (the resumed run
         writes them again) and the commands left unhandled, queues the run for `owner` at
         `step`, and adds `command` (`"start"` for another process's engine). Only a
-        stopped or interrupted run can be reopened: anything else raises `InvalidInput`
-        naming `run_id`.
+        stopped or interrupted run (as it reads: one whose process died is interrupted,
+        see `_as_read`) can be reopened: anything else raises `InvalidInput` naming
+        `run_id`.
         """
         with self._write() as conn:
-            row = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+            row = conn.execute("SELECT status, owner FROM runs WHERE id = ?", (run_id,))
+            row = row.fetchone()
             if row is None:
                 raise UnknownRunError(run_id)
-            if row[0] not in RESUMABLE_STATUSES:
-                raise InvalidInput({"run_id": f"run {run_id} is {row[0]}: nothing to resume"})
+            status, holder = row
+            if _ended_with_its_process(status, holder, _liveness(conn)):
+                status = "interrupted"  # as it reads, before an engine marks it so
+            if status not in RESUMABLE_STATUSES:
+                raise InvalidInput({"run_id": f"run {run_id} is {status}: nothing to resume"})
             now = time.time()
             chunks.truncate(conn, run_id, step)
             summaries.truncate(conn, run_id, step)
@@ -362,7 +367,7 @@ class Store:
         """
         marks = ", ".join("?" * len(ACTIVE_STATUSES))
         with self._write() as conn:
-            is_alive = is_alive or owner.Liveness(functools.partial(_beating, conn))
+            is_alive = is_alive or _liveness(conn)
             rows = conn.execute(
                 f"SELECT id, owner, status = 'queued' AND {_HANDED_OVER} FROM runs"
                 f" WHERE status IN ({marks}) ORDER BY created",
@@ -391,7 +396,7 @@ class Store:
         then every `owner.LIVENESS_SECONDS / 2`: after a crash, whichever host it was on,
         the queue goes on where it was."""
         with self._write() as conn:
-            is_alive = is_alive or owner.Liveness(functools.partial(_beating, conn))
+            is_alive = is_alive or _liveness(conn)
             rows = conn.execute(
                 f"SELECT id, owner FROM runs WHERE status = 'queued' AND {_HANDED_OVER}"
                 " ORDER BY created, rowid"
@@ -702,8 +707,7 @@ class Store:
         marks it so in the store (a run without an owner, written by the store's own
         API, is taken as it is)."""
         record = self._with_pending(record)
-        training = record.status in ("running", "paused")
-        if training and record.owner and not alive(record.owner):
+        if _ended_with_its_process(record.status, record.owner, alive):
             return dataclasses.replace(
                 record,
                 status="interrupted",
@@ -726,6 +730,20 @@ class Store:
             finished=finished,
             updated=updated,
         )
+
+
+def _ended_with_its_process(
+    status: str, holder: str | None, alive: Callable[[str | None], bool]
+) -> bool:
+    """Whether a run stored as `status` by the process `holder` ended with it: it was
+    training or paused, and `alive` finds that process dead. A run without an owner
+    (written by the store's own API) is taken as it is."""
+    return status in ("running", "paused") and bool(holder) and not alive(holder)
+
+
+def _liveness(conn: Connection) -> owner.Liveness:
+    """Liveness as `conn` reads the heartbeats: inside a write, those committed before."""
+    return owner.Liveness(functools.partial(_beating, conn))
 
 
 def _beating(conn: Connection) -> list[str]:

@@ -495,7 +495,8 @@ def test_a_run_of_another_host_lives_while_its_process_beats(store):
     assert {r.status for r in store.list_runs()} == {"interrupted"}
     silence(store, -2 * LIVENESS_SECONDS - 2)  # a heartbeat written from the future
     assert {r.status for r in store.list_runs()} == {"interrupted"}
-    assert sorted(store.mark_interrupted()) == ["paused", "running"]
+    assert store.reopen("paused", 0, owner=owner.current()).status == "queued"  # resumable
+    assert store.mark_interrupted() == ["running"]
     assert one_row(store, "SELECT status FROM runs WHERE id = 'running'") == ("interrupted",)
 
 
