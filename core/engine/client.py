@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -73,7 +74,8 @@ class EngineClient(RunReader):
         self.engine_wait = engine_wait
         self._info_lock = threading.Lock()  # the client serves every session's thread
         self._info: tuple[float, dict[str, Any]] | None = None  # read when, what
-        self._closed = threading.Event()
+        #: Whether `close` was called.
+        self.closed = False
 
     # The engine process ---------------------------------------------------------------
 
@@ -106,19 +108,18 @@ class EngineClient(RunReader):
     def register_dashboard(self) -> None:
         """Mark this process as a dashboard of the store, which keeps a launched engine
         alive while it lives (see `core.engine.server`), and beat its heartbeat from a
-        daemon thread until `close`: by it, another host knows that the dashboard, and
-        the sweeps it drives, live (see `core.store.owner`)."""
+        daemon thread while the client is in use: by it, another host knows that the
+        dashboard, and the sweeps it drives, live (see `core.store.owner`)."""
         identity = owner.current()
         self.store.register_service(identity, DASHBOARD, {})
+        # A weak reference: a client dropped unclosed (Streamlit's cache cleared) stops too.
         beat = threading.Thread(
-            target=self._beat, args=(identity,), name="optlab-dashboard-heartbeat", daemon=True
+            target=_beat_while_used,
+            args=(weakref.ref(self), identity),
+            name="optlab-dashboard-heartbeat",
+            daemon=True,
         )
         beat.start()
-
-    def _beat(self, identity: str) -> None:
-        while not self._closed.wait(owner.HEARTBEAT_SECONDS):
-            with contextlib.suppress(StoreError):  # the store busy or failing: the next beat
-                self.store.heartbeat(identity, DASHBOARD)
 
     def plugins(self) -> Plugins:
         """The plugin optimizers the engine process loaded, and the files that failed."""
@@ -286,7 +287,7 @@ class EngineClient(RunReader):
             time.sleep(POLL_SECONDS * 2)
 
     def close(self) -> None:
-        self._closed.set()
+        self.closed = True
         self.store.close()
 
     def _steerable(self, run_id: str) -> RunStatus:
@@ -300,6 +301,19 @@ class EngineClient(RunReader):
     def _command(self, run_id: str, kind: str) -> Command:
         self._steerable(run_id)
         return self.store.add_command(run_id, kind)
+
+
+def _beat_while_used(client: weakref.ref[EngineClient], identity: str) -> None:
+    """Beats the dashboard `identity`'s heartbeat every `owner.HEARTBEAT_SECONDS` until
+    its client is closed or gone."""
+    while True:
+        time.sleep(owner.HEARTBEAT_SECONDS)
+        used = client()
+        if used is None or used.closed:
+            return
+        with contextlib.suppress(StoreError):  # the store busy or failing: the next beat
+            used.store.heartbeat(identity, DASHBOARD)
+        del used  # not held while asleep
 
 
 def live_service(store: Store, role: str) -> Service | None:

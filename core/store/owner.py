@@ -112,5 +112,6 @@ class Liveness:
     def serving(self, owner: str) -> bool:
         """Whether a service row of `owner` is to be trusted: its process lives and its
         heartbeat is fresh, wherever it runs, so that a row written by hand, which
-        beats no more, is trusted for at most `LIVENESS_SECONDS`."""
+        beats no more, is trusted at most `2 × LIVENESS_SECONDS` after it was written
+        (a heartbeat from the future is fresh only that far ahead)."""
         return owner in self._beating and self(owner)

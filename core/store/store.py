@@ -363,7 +363,7 @@ class Store:
         owners are left alone. By default it is the store's `liveness`, its heartbeats
         read inside this write, so that a process that has just begun to beat and store
         a run is seen. For an engine to call when it starts (the serving engine: also
-        every `owner.LIVENESS_SECONDS / 2`); returns the ids it marked.
+        while it serves); returns the ids it marked.
         """
         marks = ", ".join("?" * len(ACTIVE_STATUSES))
         with self._write() as conn:
@@ -393,8 +393,8 @@ class Store:
         to the engine `new_owner`, in the order they were queued, each with a new `start`
         command; returns their ids. `is_alive` judges their engines, by default as
         `mark_interrupted` does. For the engine that serves the store, when it starts and
-        then every `owner.LIVENESS_SECONDS / 2`: after a crash, whichever host it was on,
-        the queue goes on where it was."""
+        while it serves: after a crash, whichever host it was on, the queue goes on where
+        it was."""
         with self._write() as conn:
             is_alive = is_alive or _liveness(conn)
             rows = conn.execute(

@@ -4,6 +4,7 @@ dashboard, and sweeps whose Optuna study lives in the same database."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -11,6 +12,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -46,12 +49,21 @@ def core(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
 OTHER_HOST = "other-host"
 
 
-def on_other_host(*args: str) -> list[str]:
-    """The command line of `python -m core ARGS` as if on another machine: in a UTS
-    namespace of its own (`unshare -u`), whose host name is `OTHER_HOST`; its /proc is
-    this machine's, but the lab judges another host's processes by their heartbeats."""
+@contextlib.contextmanager
+def on_other_host(log: Path, *args: str) -> Iterator[subprocess.Popen[bytes]]:
+    """`python -m core ARGS` as if on another machine, its output in `log`, killed (-9)
+    at the end: in a UTS namespace of its own (`unshare -u`), whose host name is
+    `OTHER_HOST`. Its /proc is this machine's, but the lab judges another host's
+    processes by their heartbeats alone."""
     command = [sys.executable, "-m", "core", *args]
-    return ["unshare", "-u", "sh", "-c", f'hostname {OTHER_HOST} && exec "$@"', "sh", *command]
+    named = ["unshare", "-u", "sh", "-c", f'hostname {OTHER_HOST} && exec "$@"', "sh", *command]
+    with log.open("w") as output:
+        process = subprocess.Popen(named, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT)
+        try:
+            yield process
+        finally:
+            process.kill()
+            process.wait(30)
 
 
 @pytest.fixture
@@ -185,44 +197,37 @@ def test_an_engine_that_dies_on_another_host_is_taken_over_here(
     runs read as interrupted here, `stop` says they ended, `delete` deletes one, no run
     is handed to it, and an engine started here marks them so and trains its queue."""
     url = postgres.create_schema()
-    log = (tmp_path / "other-host.log").open("w")
-    command = on_other_host("serve", "--store", url, "--max-concurrent", "2")
-    remote = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        with Store(url) as store:
-            client = EngineClient(store)
-            wait_for(lambda: client.engine() is not None, 120, "the other host's engine")
-            assert client.engine().owner.startswith(f"{OTHER_HOST}:")
-            endless = {**SHORT, "max_steps": None, "epochs": 10_000}
-            deleted, marked = client.start(endless), client.start(endless)
-            queued = client.start(SHORT)
-            wait_for(
-                lambda: all(store.read_metrics(run).last_step for run in (deleted, marked)),
-                180,
-                "both runs training on the other host",
-            )
-            assert client.status(queued).status == "queued"
-            remote.kill()
-            remote.wait(30)
-            wait_for(
-                lambda: client.status(marked).status == "interrupted",
-                LIVENESS_SECONDS + 30,
-                "the dead engine's run read as interrupted",
-            )
-            assert client.status(deleted).status == "interrupted"
-            assert client.engine() is None  # nor does a new run go to it
-            code, _, err = run_main("stop", marked, "--store", url)
-            assert code == 2 and "has ended" in err, err
-            client.delete(deleted)
-            assert store.get_run(deleted) is None
-            assert status_in_store(url, marked) == "running"  # as its engine left it
-            with served(url):  # an engine on this host
-                assert client.wait(queued, 120).status == "completed"
-            assert status_in_store(url, marked) == "interrupted"
-    finally:
+    serve = ("serve", "--store", url, "--max-concurrent", "2")
+    with on_other_host(tmp_path / "other-host.log", *serve) as remote, Store(url) as store:
+        client = EngineClient(store)
+        wait_for(lambda: client.engine() is not None, 120, "the other host's engine")
+        assert client.engine().owner.startswith(f"{OTHER_HOST}:")
+        endless = {**SHORT, "max_steps": None, "epochs": 10_000}
+        deleted, marked = client.start(endless), client.start(endless)
+        queued = client.start(SHORT)
+        wait_for(
+            lambda: all(store.read_metrics(run).last_step for run in (deleted, marked)),
+            180,
+            "both runs training on the other host",
+        )
+        assert client.status(queued).status == "queued"
         remote.kill()
         remote.wait(30)
-        log.close()
+        wait_for(
+            lambda: client.status(marked).status == "interrupted",
+            LIVENESS_SECONDS + 30,
+            "the dead engine's run read as interrupted",
+        )
+        assert client.status(deleted).status == "interrupted"
+        assert client.engine() is None  # nor does a new run go to it
+        code, _, err = run_main("stop", marked, "--store", url)
+        assert code == 2 and "has ended" in err, err
+        client.delete(deleted)
+        assert store.get_run(deleted) is None
+        assert status_in_store(url, marked) == "running"  # as its engine left it
+        with served(url):  # an engine on this host
+            assert client.wait(queued, 120).status == "completed"
+        assert status_in_store(url, marked) == "interrupted"
 
 
 @pytest.mark.slow
@@ -232,31 +237,19 @@ def test_a_cli_run_on_another_host_lives_by_its_heartbeat_and_stops_from_here(
     """A CLI run on another host trains on as long as its process beats, longer than
     `LIVENESS_SECONDS`, running and steerable here all along; `stop` from here ends it."""
     url = postgres.create_schema()
-    flags = [*SHORT_RUN, "--max-steps", "1000000", "--epochs", "10000", "--name", "remote"]
-    log = (tmp_path / "other-host.log").open("w")
-    remote = subprocess.Popen(
-        on_other_host("train", "--store", url, *flags),
-        cwd=ROOT,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        with Store(url) as store:
-            client = EngineClient(store)
-            wait_for(lambda: store.list_runs(), 120, "the other host's run")
-            [run] = store.list_runs()
-            assert run.owner.startswith(f"{OTHER_HOST}:")
-            wait_for(lambda: store.read_metrics(run.id).last_step, 120, "its first steps")
-            watched_until = time.monotonic() + LIVENESS_SECONDS + 2
-            while time.monotonic() < watched_until:  # all along, not only at the end
-                status = client.status(run.id)
-                assert (status.status, status.steerable) == ("running", True)
-                time.sleep(0.5)
-            code, _, err = run_main("stop", run.id, "--store", url)
-            assert code == 0, err
-            assert remote.wait(60) == 1  # the CLI reports the stop
-            assert client.status(run.id).status == "stopped"
-    finally:
-        remote.kill()
-        remote.wait(30)
-        log.close()
+    train = ("train", "--store", url, *SHORT_RUN, "--max-steps", "1000000", "--epochs", "10000")
+    with on_other_host(tmp_path / "other-host.log", *train) as remote, Store(url) as store:
+        client = EngineClient(store)
+        wait_for(lambda: store.list_runs(), 120, "the other host's run")
+        [run] = store.list_runs()
+        assert run.owner.startswith(f"{OTHER_HOST}:")
+        wait_for(lambda: store.read_metrics(run.id).last_step, 120, "its first steps")
+        watched_until = time.monotonic() + LIVENESS_SECONDS + 2
+        while time.monotonic() < watched_until:  # all along, not only at the end
+            status = client.status(run.id)
+            assert (status.status, status.steerable) == ("running", True)
+            time.sleep(0.5)
+        code, _, err = run_main("stop", run.id, "--store", url)
+        assert code == 0, err
+        assert remote.wait(60) == 1  # the CLI reports the stop
+        assert client.status(run.id).status == "stopped"
