@@ -2,11 +2,11 @@
 
     metrics = store.read_metrics(run_id)
     write_csv(metrics, "loss.csv")
-    write_tensorboard(metrics, safe_path("tb", run_id, field="run_id"), events=store.events(run_id))
+    write_tensorboard(metrics, run_folder("tb", run_id), events=store.events(run_id))
 
-Where a user names the output and the caller confines exports to a folder, `safe_path`
-turns the name into a path that cannot lead out of it; run ids and run names never become
-path components without it.
+Where a user names the output and the caller confines exports to a folder,
+`core.confined.safe_path` turns the name into a path that cannot lead out of it; a run id
+becomes a folder only through `core.store.paths.run_folder`, and a run's name never does.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import os
 import secrets
 import time
 from collections.abc import Iterable, Mapping
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -203,28 +203,3 @@ def describe_event(event: Event) -> str:
     if event.kind == KNOB_EVENT and {"name", "value"} <= payload.keys():
         return f"{payload['name']}: {payload.get('previous')} → {payload['value']}"
     return json.dumps(payload, sort_keys=True, default=str) if payload else event.kind
-
-
-def safe_path(
-    base: str | os.PathLike[str], name: str | os.PathLike[str], *, field: str = "name"
-) -> Path:
-    """`base / name`, resolved, for a `name` that a user or a run supplied.
-
-    Raises `ValueError("<field>: <reason>")` for an empty name or one with a NUL byte, an
-    absolute name, a name with a `..` component, and a name that resolves to `base` itself
-    or outside it (through a symbolic link, say). `base` need not exist yet. The check is
-    on the paths as they are now: a link created later inside `base` is not caught.
-    """
-    text = os.fspath(name)
-    if not text or "\x00" in text:
-        raise ValueError(f"{field}: must be a non-empty name without NUL bytes (got {text!r})")
-    relative = PurePath(text)
-    if relative.is_absolute() or relative.anchor:
-        raise ValueError(f"{field}: must be a relative path (got {text!r})")
-    if ".." in relative.parts:
-        raise ValueError(f"{field}: must not contain '..' (got {text!r})")
-    root = Path(base).resolve()
-    target = (root / relative).resolve()
-    if target == root or not target.is_relative_to(root):
-        raise ValueError(f"{field}: {text!r} leads outside {root}")
-    return target

@@ -9,6 +9,7 @@ from core.data import files
 from core.engine import TASKS, run_fields
 from core.engine.repeats import MAX_REPEATS
 from core.engine.repeats import VARY as VARY_CHOICES
+from core.escaping import escape_markdown
 from core.knobs import Knob
 from core.store import UnknownRunError
 from ui import forms, range_test, state, texts
@@ -76,7 +77,10 @@ with optimizer_col:
 
 spec = optimizers.get_spec(st.session_state[run_key("optimizer")])
 seed_knobs(spec)
-st.caption(f"**{spec.name}**: {spec.summary}  \n`{spec.update_rule}`")
+# A plugin's name and summary come from the engine's row in the store: text, not Markdown.
+st.caption(
+    f"**{escape_markdown(spec.name)}**: {escape_markdown(spec.summary)}  \n`{spec.update_rule}`"
+)
 
 st.subheader("Optimizer knobs")
 knobs = [k for k in spec.knobs if k.type != "rules"]

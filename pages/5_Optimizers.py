@@ -28,7 +28,9 @@ model.fit(x, y, epochs=5)
 
 for spec in optimizers.specs():
     described = spec.describe()
-    with st.expander(f"**{spec.name}**: {spec.summary}", expanded=spec.name == "projected_gd"):
+    # A plugin's name and summary come from the engine's row in the store: text, not Markdown.
+    label = f"**{escape_markdown(spec.name)}**: {escape_markdown(spec.summary)}"
+    with st.expander(label, expanded=spec.name == "projected_gd"):
         st.code(spec.update_rule, language=None)
         st.dataframe(
             [

@@ -30,9 +30,10 @@ from core.engine.live import TASK_WEIGHT
 from core.engine.lr_find import END as LR_FIND_END
 from core.engine.lr_find import STEPS as LR_FIND_STEPS
 from core.engine.lr_find import RangeTest, range_test_config
+from core.engine.reading import saved_checkpoints
 from core.engine.repeats import repeat_configs
 from core.engine.workers import this_worker
-from core.export import safe_path, write_csv, write_tensorboard
+from core.export import write_csv, write_tensorboard
 from core.group_comparison import mean_interval
 from core.knobs import InvalidInput
 from core.store import (
@@ -44,8 +45,8 @@ from core.store import (
     canonical,
     default_location,
     is_url,
-    owner,
 )
+from core.store.paths import run_folder
 
 T = TypeVar("T")
 
@@ -133,11 +134,12 @@ def resume(args: argparse.Namespace) -> int:
     drawing its progress (Ctrl-C stops it again); unpauses a paused run whose process
     lives."""
     store = open_store(args.store, must_exist=True)
-    record = store.get_run(args.run_id)
+    alive = store.liveness()
+    record = store.get_run(args.run_id, alive=alive)
     if record is None:
         store.close()
         raise UsageError(f"run_id: no run {args.run_id!r} in {store.name}")
-    if record.active and owner.alive(record.owner):
+    if record.active and alive(record.owner):
         with store:
             if record.status != "paused":
                 raise UsageError(f"run_id: run {record.id} is {record.status}, not paused")
@@ -263,7 +265,7 @@ def runs(args: argparse.Namespace) -> int:
     """Lists the store's runs, as a table or as JSON."""
     with open_store(args.store, must_exist=True) as store:
         records = store.list_runs()
-        saved = {r.id: RunCheckpoints(store.checkpoint_folder(r.id)) for r in records}
+        saved = {r.id: saved_checkpoints(store, r.id) for r in records}
         name = store.name
     if args.json:
         listed = [run_json(record, saved[record.id]) for record in records]
@@ -350,9 +352,7 @@ def export(args: argparse.Namespace) -> int:
         events = store.events(record.id)
     tensorboard = None
     if args.tensorboard is not None:  # the run id names a folder: checked before any write
-        tensorboard = _writing(
-            "tensorboard", lambda: safe_path(args.tensorboard, record.id, field="run_id")
-        )
+        tensorboard = _writing("tensorboard", lambda: run_folder(args.tensorboard, record.id))
     if args.csv is not None:
         path = _writing("csv", lambda: write_csv(metrics, args.csv))
         print(f"wrote {path} ({len(metrics)} rows)")
@@ -391,7 +391,7 @@ def _writing(field: str, write: Callable[[], T]) -> T:
     except OSError as exc:
         reason = f"cannot write {exc.filename}: {exc.strerror}" if exc.strerror else str(exc)
         raise UsageError(f"{field}: {reason}") from None
-    except ValueError as exc:  # from safe_path, naming the field
+    except ValueError as exc:  # from run_folder, naming the field
         raise UsageError(str(exc)) from None
 
 

@@ -94,8 +94,10 @@ class LabCallback(keras.callbacks.Callback):
         config = self._config(spec)
         self.run_id = store.new_run_id()
         # The fit's own owner name: an engine in this process takes only its own runs'
-        # commands, and this listener only this run's.
+        # commands, and this listener only this run's. It beats before the run is
+        # stored, so that no host ever sees the run without a live owner.
         identity = owner.current(f"fit-{self.run_id}")
+        self._listener = CommandListener(store, identity, self._handle, self._progress)
         store.create_run(self.run_id, config["name"], config, status="running", owner=identity)
         store.set_progress(self.run_id, 0, total_steps=self.total_steps)
         self._writer = store.metrics_writer(self.run_id)
@@ -104,7 +106,6 @@ class LabCallback(keras.callbacks.Callback):
         shape = {"layers": self._layers(), "steps_per_epoch": self.params.get("steps")}
         self._writer.add_event(0, "init", shape)
         self._started = time.monotonic()
-        self._listener = CommandListener(store, identity, self._handle, self._progress)
 
     def on_train_batch_begin(self, batch: int, logs: Mapping[str, Any] | None = None) -> None:
         self._wait_while_paused()

@@ -9,9 +9,11 @@ that watches a run costs the training process nothing but the store's reads.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -28,7 +30,7 @@ from core.engine.status import RunStatus
 from core.knobs import InvalidInput
 from core.optimizers.catalog import OptimizerSpec, Plugins
 from core.plugin_shelf import Published
-from core.store import Command, Service, Store, UnknownRunError, owner
+from core.store import Command, Service, Store, StoreError, UnknownRunError, owner
 from core.store.paths import Location, files_base
 
 ENGINE = "engine"  # the service role of a process that takes new runs
@@ -77,11 +79,14 @@ class EngineClient(RunReader):
         self.engine_wait = engine_wait
         self._info_lock = threading.Lock()  # the client serves every session's thread
         self._info: tuple[float, dict[str, Any]] | None = None  # read when, what
+        #: Whether `close` was called.
+        self.closed = False
 
     # The engine process ---------------------------------------------------------------
 
     def engine(self) -> Service | None:
-        """The live engine process serving the store, if any (dead ones are forgotten)."""
+        """The live engine process serving the store, if any (dead or silent ones are
+        forgotten: see `live_service`)."""
         return live_service(self.store, ENGINE)
 
     def ensure_engine(self, *, wait: bool = True) -> Service | None:
@@ -107,8 +112,19 @@ class EngineClient(RunReader):
 
     def register_dashboard(self) -> None:
         """Mark this process as a dashboard of the store, which keeps a launched engine
-        alive while it lives (see `core.engine.server`)."""
-        self.store.register_service(owner.current(), DASHBOARD, {})
+        alive while it lives (see `core.engine.server`), and beat its heartbeat from a
+        daemon thread while the client is in use: by it, another host knows that the
+        dashboard, and the sweeps it drives, live (see `core.store.owner`)."""
+        identity = owner.current()
+        self.store.register_service(identity, DASHBOARD, {})
+        # A weak reference: a client dropped unclosed (Streamlit's cache cleared) stops too.
+        beat = threading.Thread(
+            target=_beat_while_used,
+            args=(weakref.ref(self), identity),
+            name="optlab-dashboard-heartbeat",
+            daemon=True,
+        )
+        beat.start()
 
     def plugins(self) -> Plugins:
         """The plugin optimizers the engine process loaded, and the files that failed."""
@@ -268,11 +284,13 @@ class EngineClient(RunReader):
         return read_progress(self.store, run_id, step)
 
     def delete(self, run_id: str) -> None:
-        """Deletes an ended run with its metrics and events."""
-        record = self.store.get_run(run_id)
+        """Deletes an ended run, or one whose process is dead, with its metrics, events
+        and checkpoints."""
+        alive = self.store.liveness()
+        record = self.store.get_run(run_id, alive=alive)
         if record is None:
             raise UnknownRunError(run_id)
-        if record.active and owner.alive(record.owner):
+        if record.active and alive(record.owner):
             raise InvalidInput({"run_id": f"run {run_id} is {record.status}: stop it"})
         self.store.delete_run(run_id)
 
@@ -299,6 +317,7 @@ class EngineClient(RunReader):
             time.sleep(POLL_SECONDS * 2)
 
     def close(self) -> None:
+        self.closed = True
         self.store.close()
 
     def _steerable(self, run_id: str) -> RunStatus:
@@ -324,10 +343,26 @@ def _reasons(message: str) -> dict[str, str]:
     return {match[1]: message[match.end() : end] for match, end in zip(starts, ends, strict=True)}
 
 
+def _beat_while_used(client: weakref.ref[EngineClient], identity: str) -> None:
+    """Beats the dashboard `identity`'s heartbeat every `owner.HEARTBEAT_SECONDS` until
+    its client is closed or gone."""
+    while True:
+        time.sleep(owner.HEARTBEAT_SECONDS)
+        used = client()
+        if used is None or used.closed:
+            return
+        with contextlib.suppress(StoreError):  # the store busy or failing: the next beat
+            used.store.heartbeat(identity, DASHBOARD)
+        del used  # not held while asleep
+
+
 def live_service(store: Store, role: str) -> Service | None:
-    """The most recent live service of `role`; rows of dead processes are removed."""
+    """The most recently started service of `role` that is alive and beating (see
+    `Liveness.serving`), wherever it runs; the rows of the others are removed, so a row
+    written by hand, or left by a process that died, never takes a run."""
+    alive = store.liveness()
     for service in store.services(role):
-        if owner.alive(service.owner):
+        if alive.serving(service.owner):
             return service
         store.remove_service(service.owner, role)
     return None

@@ -7,26 +7,32 @@ methods a local caller uses, and marks it handled, with the reason when it refus
 (an export is the serving engine's, whoever owns the run); knob changes then
 become events at the step that first uses them, as any change does. The same loop
 publishes the progress (step, steps per second) of the runs the process trains, so that
-readers in other processes see it without asking.
+readers in other processes see it without asking, and beats the process's heartbeat, by
+which readers on other hosts know that it still trains its runs (see `core.store.owner`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Mapping
 
 from core.knobs import InvalidInput
 from core.store import Command, Store, StoreError, UnknownRunError
+from core.store.owner import HEARTBEAT_SECONDS
 
 POLL_SECONDS = 0.1  # a command is taken within this, plus the run's current step
 PUBLISH_SECONDS = 0.5  # progress is written this often (the metrics flush's own pace)
+RUNS = "runs"  # the service role of a process (or part of one) that trains runs
 
 Handler = Callable[[Command], None]
 ProgressSource = Callable[[], Mapping[str, tuple[int, float | None]]]
 
 
 class CommandListener:
-    """A daemon thread that carries out `owner`'s commands and publishes its progress.
+    """A daemon thread that carries out `owner`'s commands, publishes its progress, and
+    beats its heartbeat (a `RUNS` service row, from before its first run is stored until
+    it closes).
 
     `handle(command)` carries a command out, raising `InvalidInput`,
     `UnknownRunError` or `ValueError` to refuse it (the message becomes the command's
@@ -44,20 +50,27 @@ class CommandListener:
         self.any_run: tuple[str, ...] = ()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="optlab-commands", daemon=True)
+        store.heartbeat(owner, RUNS)
         self._thread.start()
 
     def close(self, timeout: float = 5.0) -> None:
         self._stop.set()
         self._thread.join(timeout)
+        # A store gone or full keeps the row: it goes silent, which reads as dead alike.
+        with contextlib.suppress(StoreError):
+            self.store.remove_service(self.owner, RUNS)
 
     def _run(self) -> None:
         rounds_per_publish = max(1, round(PUBLISH_SECONDS / POLL_SECONDS))
+        rounds_per_beat = max(1, round(HEARTBEAT_SECONDS / POLL_SECONDS))
         rounds = 0
         while not self._stop.wait(POLL_SECONDS):
+            rounds += 1
             try:
+                if rounds % rounds_per_beat == 0:
+                    self.store.heartbeat(self.owner, RUNS)
                 for command in self.store.pending_commands(self.owner, any_run=self.any_run):
                     self.store.mark_handled(command.id, self._carry_out(command))
-                rounds += 1
                 if rounds % rounds_per_publish == 0:
                     self.store.publish_progress(self._progress())
             except StoreError:

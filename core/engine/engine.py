@@ -34,6 +34,7 @@ from core.engine.reading import RunReader
 from core.engine.status import Progress, RunStatus
 from core.knobs import InvalidInput
 from core.store import ACTIVE_STATUSES, Command, Store, UnknownRunError, owner
+from core.store.paths import check_run_id
 
 
 class Engine(RunReader):
@@ -68,7 +69,7 @@ class Engine(RunReader):
                 self.store.close()
             raise
         self.owner = owner.current()
-        self.interrupted_at_start = self.store.mark_interrupted(is_alive=owner.alive)
+        self.interrupted_at_start = self.store.mark_interrupted()
         self._lock = threading.RLock()
         self._controls: dict[str, RunControl] = {}
         self._queue: deque[str] = deque()
@@ -251,10 +252,12 @@ class Engine(RunReader):
     def _accept(self, run_id: str, *, handed_over: bool = False) -> None:
         """Queues a run stored for this engine: a resume or a fork asked here, or, when
         `handed_over`, a `start` command another process wrote (whose config may read
-        only what `core.engine.handover` allows). A config refused (`InvalidInput`) ends
-        the run before anything is read or trained, saying why: failed, or interrupted
-        if it trained before (a resume: it stays resumable, as the memory it lacked may
-        come free)."""
+        only what `core.engine.handover` allows). One whose id names no folder (a row
+        written by hand) is refused. A config refused (`InvalidInput`) ends the run
+        before anything is read or trained, saying why: failed, or interrupted if it
+        trained before (a resume: it stays resumable, as the memory it lacked may come
+        free)."""
+        check_run_id(run_id)
         record = self.store.get_run(run_id)
         if record is None:
             raise UnknownRunError(run_id)

@@ -10,7 +10,9 @@ One engine serves a store at a time: it holds an exclusive lock on `STORE.engine
 beside the store's file (for a PostgreSQL store, an advisory lock in the database, from
 whichever machine) for its whole life, so a second one exits at once. It registers
 itself in the store's `services` table (the dashboard finds it there, after a reload or a
-restart of Streamlit), beats a heartbeat every second, and imports TensorFlow, loads the
+restart of Streamlit), beats a heartbeat every second (a dashboard trusts the row only
+while it beats), takes over the runs of processes that died, on any host, every
+`TAKEOVER_SECONDS` (see `core.store.owner`), and imports TensorFlow, loads the
 plugins and the default dataset in the background at start, so that the first run does
 not wait for them; the optimizer plugins it loaded are published in its service row for the
 dashboard's forms. Launched by a dashboard (`launch`), it exits once no run is queued or
@@ -36,12 +38,16 @@ from core.engine.client import DASHBOARD, ENGINE, live_service, log_path
 from core.engine.engine import Engine
 from core.store import Store, StoreError, canonical, is_url, owner, shown
 from core.store.errors import DatabaseError
+from core.store.owner import HEARTBEAT_SECONDS, LIVENESS_SECONDS
 from core.store.paths import ENV_VAR, PROJECT_ROOT, Location, files_base
 
 if TYPE_CHECKING:
     from core.store.postgres import PostgresConnection
 
-HEARTBEAT_SECONDS = 1.0
+#: How often the serving engine ends the runs of processes found dead since (its own
+#: start did it once) and takes the queue of a dead engine: a run handed to an engine
+#: in the seconds it was dying but not yet silent long enough is taken within this.
+TAKEOVER_SECONDS = LIVENESS_SECONDS / 2
 CLUSTER_SECONDS = 5.0  # how often the cluster's nodes and free resources are published
 IDLE_GRACE_SECONDS = 60.0  # a dashboard restarting within this finds its engine again
 
@@ -60,7 +66,8 @@ def absolute(location: Location) -> str:
 
 class EngineService:
     """Makes `engine` the one that serves its store: registers it, takes over the queued
-    runs of a serving engine that died, beats its heartbeat, publishes the optimizer
+    runs of a serving engine that died (at start, and every `TAKEOVER_SECONDS`, when
+    its runs are also ended), beats its heartbeat, publishes the optimizer
     plugins once TensorFlow is warm, and writes the models asked for of any run. Works in
     any process (tests serve an in-process engine this way); `serve` adds the lock and
     the exit."""
@@ -77,7 +84,7 @@ class EngineService:
         self.store.register_service(self.owner, ENGINE, self.info)
         engine.serve_exports()
         # The queue of an engine that died goes on here, in its order.
-        self.requeued = self.store.requeue(self.owner, owner.alive)
+        self.requeued = self.store.requeue(self.owner)
         self._stop = threading.Event()
         self._beat = threading.Thread(target=self._heartbeat, name="optlab-heartbeat", daemon=True)
         self._beat.start()
@@ -95,6 +102,7 @@ class EngineService:
 
     def _heartbeat(self) -> None:
         beats_per_look = round(CLUSTER_SECONDS / HEARTBEAT_SECONDS)
+        beats_per_takeover = round(TAKEOVER_SECONDS / HEARTBEAT_SECONDS)
         beats = 0
         while not self._stop.wait(HEARTBEAT_SECONDS):
             if self.engine.cluster is not None and beats % beats_per_look == 0:
@@ -102,8 +110,18 @@ class EngineService:
             beats += 1
             try:
                 self.store.heartbeat(self.owner, ENGINE, self.info)
+                if beats % beats_per_takeover == 0:
+                    self._take_over()
             except StoreError:
                 continue
+
+    def _take_over(self) -> None:
+        """Ends the runs of the processes that died (on this host or, silent for
+        `LIVENESS_SECONDS`, on another), takes the queue an engine left, and forgets the
+        rows of silent services."""
+        self.store.mark_interrupted()
+        self.store.requeue(self.owner)
+        self.store.forget_silent_services()
 
     def _publish_cluster(self) -> None:
         """The Ray cluster's nodes and free CPUs and GPUs, for the Home page."""

@@ -36,6 +36,10 @@ class Connection(Protocol):
     """One connection in autocommit mode, with `?` placeholders, raising the store's
     `DatabaseError`s (see `core.store.sqlite` and `core.store.postgres`)."""
 
+    #: The database's clock in SQL, as Unix seconds: what heartbeats are written and
+    #: judged by, one clock for every host that shares the store.
+    clock: str
+
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor: ...
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...

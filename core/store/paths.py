@@ -3,14 +3,19 @@
 A store's location is a path or a PostgreSQL URL. Beside it live the files that are not
 rows (checkpoints, uploaded datasets, the engine's lock and log): next to a SQLite file,
 or, for a PostgreSQL store, in a local folder named after the server and database.
-`canonical` reads every location the lab is given, in one way.
+`canonical` reads every location the lab is given, in one way. A run id becomes a folder
+(its checkpoints, a TensorBoard export) only through `run_folder`, which refuses any id
+that could lead elsewhere: a store may come from elsewhere, and anyone who can write it
+can write any id.
 """
 
 import os
 import re
 from pathlib import Path
+from typing import Final
 from urllib.parse import parse_qs, urlsplit
 
+from core.confined import safe_path
 from core.knobs import InvalidInput
 from core.redaction import redacted
 from core.store.errors import StoreError
@@ -34,6 +39,12 @@ FORMS = "a file's path, sqlite:///PATH, or postgresql://USER:PASSWORD@HOST:PORT/
 # What starts like a URL: a scheme and a colon (`mysql:`, `postgresql+psycopg:`, also
 # `lab:PASSWORD@host` without its scheme).
 _SCHEME = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]+):")
+
+#: The longest run id; the lab's own are 11 characters (`1201-3fa2c1`).
+MAX_RUN_ID: Final = 64
+#: What a run id is made of: letters, digits, `_` and `-`, so that it is one path
+#: component wherever it goes, and means the same in a shell, a URL and a file name.
+RUN_ID: Final = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_RUN_ID}}}")
 
 Location = str | os.PathLike[str]
 
@@ -111,3 +122,30 @@ def _sqlite_path(path: str) -> str:
         raise LocationError(f"sqlite:///PATH names a file, and nothing else: give {FORMS}")
     path = os.path.expanduser(path)
     return f"./{path}" if _SCHEME.match(path) else path  # read again, still a path
+
+
+def check_run_id(run_id: object) -> str:
+    """`run_id` if it is a run id the lab accepts (see `RUN_ID`); else `InvalidInput`
+    naming `run_id`."""
+    if not isinstance(run_id, str) or RUN_ID.fullmatch(run_id) is None:
+        raise InvalidInput(
+            {"run_id": f"must be 1 to {MAX_RUN_ID} letters, digits, '_' or '-' (got {run_id!r})"}
+        )
+    return run_id
+
+
+def run_folder(folder: Location, run_id: str) -> Path:
+    """`folder/run_id`: the one way a run id becomes a path, for its checkpoints (and the
+    files kept beside them) and its exports.
+
+    Raises `InvalidInput` naming `run_id` for an id that `check_run_id` refuses (a row
+    written into the store by hand may hold any), and for one whose folder is a link, so
+    that the path is always a folder directly inside `folder` (resolved), never followed
+    elsewhere. `folder` need not exist yet.
+    """
+    check_run_id(run_id)
+    root = Path(folder).expanduser().resolve()
+    target = root / run_id
+    if safe_path(root, run_id, field="run_id") != target:
+        raise InvalidInput({"run_id": f"{target} is a link: a run's folder is never followed"})
+    return target

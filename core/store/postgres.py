@@ -75,6 +75,8 @@ _translated = functools.partial(
 class PostgresConnection:
     """A `core.store.connections.Connection` to a store's PostgreSQL database."""
 
+    clock = "extract(epoch FROM clock_timestamp())"  # the server's: every host shares it
+
     def __init__(self, url: str, timeout: float) -> None:
         with _connecting(url):
             # The URL's own options (e.g. `?options=-csearch_path%3Dlab`) are kept.

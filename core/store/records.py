@@ -129,10 +129,11 @@ class Command:
 
 @dataclass(frozen=True, slots=True)
 class Service:
-    """A process that serves the store: an engine, which takes new runs, or a dashboard."""
+    """A process that serves the store: an engine, which takes new runs, a dashboard, or
+    a process that trains runs (its heartbeat). Times are the database's clock."""
 
     owner: str  # host:pid:start, as `core.store.owner` writes it
     role: str
     started: float
-    heartbeat: float  # the last time it said it was alive
+    heartbeat: float  # the last time it said it was alive (see `core.store.owner`)
     info: dict[str, Any]

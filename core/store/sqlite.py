@@ -22,6 +22,8 @@ _translated = functools.partial(
 class SqliteConnection:
     """A `core.store.connections.Connection` to a store's SQLite file."""
 
+    clock = "(julianday('now') - 2440587.5) * 86400.0"  # the Julian day of 1970-01-01
+
     def __init__(self, path: Path, timeout: float) -> None:
         self._conn = connect(path, timeout)
 

@@ -20,7 +20,15 @@ from core.store import chunks, owner, schema, summaries
 from core.store.connections import Connection, ConnectionPool
 from core.store.errors import ConstraintError, DatabaseError, StoreError, UnknownRunError
 from core.store.metrics import Block, Metrics, stack
-from core.store.paths import canonical, default_location, files_base, is_url, shown
+from core.store.paths import (
+    canonical,
+    check_run_id,
+    default_location,
+    files_base,
+    is_url,
+    run_folder,
+    shown,
+)
 from core.store.records import (
     ACTIVE_STATUSES,
     COMMAND_KINDS,
@@ -145,15 +153,15 @@ class Store:
         parent: str | None = None,
         forked_at: int | None = None,
     ) -> RunRecord:
-        """Add a run and return its record; `StoreError` if the id is taken.
+        """Add a run and return its record; `StoreError` if the id is taken, and
+        `InvalidInput` naming `run_id` for an id outside `paths.RUN_ID`.
 
         `owner` names the process that will run it, for `mark_interrupted`; `command`
         (e.g. "start") is written for that owner in the same transaction. A fork names its
         `parent` and the step it starts after, `forked_at`: its step is that step, and it
         starts from its own copy of that checkpoint.
         """
-        if not isinstance(run_id, str) or not run_id:
-            raise ValueError(f"run_id must be a non-empty string; got {run_id!r}")
+        check_run_id(run_id)
         check_status(status)
         now = time.time()
         try:
@@ -246,32 +254,50 @@ class Store:
             with self._pending_lock:
                 self._pending[run_id] = values
 
-    def get_run(self, run_id: str) -> RunRecord | None:
-        """The run's record, or None if there is no such run."""
+    def get_run(self, run_id: str, *, alive: owner.Liveness | None = None) -> RunRecord | None:
+        """The run's record, or None if there is no such run; its owner judged by `alive`
+        (default: `liveness()`, see `_as_read`)."""
         with self._read() as conn:
             row = conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,))
             row = row.fetchone()
-        return None if row is None else self._as_read(_record(row))
+        if row is None:
+            return None
+        return self._as_read(_record(row), self.liveness() if alive is None else alive)
 
-    def list_runs(self) -> list[RunRecord]:
-        """All runs, newest first."""
+    def list_runs(self, *, alive: owner.Liveness | None = None) -> list[RunRecord]:
+        """All runs, newest first; their owners judged by `alive` (default: `liveness()`,
+        the heartbeats read once for the whole list, see `_as_read`)."""
         with self._read() as conn:
             rows = conn.execute(
                 f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY created DESC, rowid DESC"
             ).fetchall()
-        return [self._as_read(_record(row)) for row in rows]
+        alive = self.liveness() if alive is None else alive
+        return [self._as_read(_record(row), alive) for row in rows]
+
+    def liveness(self) -> owner.Liveness:
+        """Whether the processes that own runs live (see `core.store.owner`): by /proc on
+        this host, by their heartbeats in this store elsewhere, read once, when first
+        needed."""
+
+        def beating() -> list[str]:
+            with self._read() as conn:
+                return _beating(conn)
+
+        return owner.Liveness(beating)
 
     def delete_run(self, run_id: str) -> bool:
         """Delete a run with its metrics, events and checkpoints; False if there was no
-        such run.
+        such run. A run whose id names no folder of its own (see `checkpoint_folder`) is
+        refused, and nothing is deleted.
 
         An open metrics writer of the run fails on its next commit.
         """
+        folder = self.checkpoint_folder(run_id)
         with self._pending_lock:
             self._pending.pop(run_id, None)
         with self._write() as conn:
             deleted = conn.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount > 0
-        shutil.rmtree(self.checkpoint_folder(run_id), ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
         return deleted
 
     def fork_points(self, run_id: str) -> set[int]:
@@ -283,9 +309,11 @@ class Store:
         return {step for (step,) in rows}
 
     def checkpoint_folder(self, run_id: str) -> Path:
-        """Where the run's checkpoints live: `<store>.checkpoints/<run id>/` beside the
-        store's file (see `core.engine.checkpoints`)."""
-        return self.path.with_name(f"{self.path.stem}.checkpoints") / run_id
+        """Where the run's checkpoints, and the files kept beside them, live:
+        `<store>.checkpoints/<run id>/` beside the store's file (see
+        `core.engine.checkpoints`). Raises `InvalidInput` naming `run_id` for an id that
+        could lead anywhere else (see `paths.run_folder`)."""
+        return run_folder(self.path.with_name(f"{self.path.stem}.checkpoints"), run_id)
 
     @property
     def datasets_folder(self) -> Path:
@@ -301,15 +329,20 @@ class Store:
         In one transaction: forgets the metrics and events after `step` (the resumed run
         writes them again) and the commands left unhandled, queues the run for `owner` at
         `step`, and adds `command` (`"start"` for another process's engine). Only a
-        stopped or interrupted run can be reopened: anything else raises `InvalidInput`
-        naming `run_id`.
+        stopped or interrupted run (as it reads: one whose process died is interrupted,
+        see `_as_read`) can be reopened: anything else raises `InvalidInput` naming
+        `run_id`.
         """
         with self._write() as conn:
-            row = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+            row = conn.execute("SELECT status, owner FROM runs WHERE id = ?", (run_id,))
+            row = row.fetchone()
             if row is None:
                 raise UnknownRunError(run_id)
-            if row[0] not in RESUMABLE_STATUSES:
-                raise InvalidInput({"run_id": f"run {run_id} is {row[0]}: nothing to resume"})
+            status, holder = row
+            if _ended_with_its_process(status, holder, _liveness(conn)):
+                status = "interrupted"  # as it reads, before an engine marks it so
+            if status not in RESUMABLE_STATUSES:
+                raise InvalidInput({"run_id": f"run {run_id} is {status}: nothing to resume"})
             now = time.time()
             chunks.truncate(conn, run_id, step)
             summaries.truncate(conn, run_id, step)
@@ -336,11 +369,14 @@ class Store:
         except the queued runs handed to a serving engine (see `requeue`).
 
         `is_alive(owner)` tells whether a run's owner process still lives; runs of live
-        owners are left alone (by default every owner counts as dead). For an engine to
-        call when it starts; returns the ids it marked.
+        owners are left alone. By default it is the store's `liveness`, its heartbeats
+        read inside this write, so that a process that has just begun to beat and store
+        a run is seen. For an engine to call when it starts (the serving engine: also
+        while it serves); returns the ids it marked.
         """
         marks = ", ".join("?" * len(ACTIVE_STATUSES))
         with self._write() as conn:
+            is_alive = is_alive or _liveness(conn)
             rows = conn.execute(
                 f"SELECT id, owner, status = 'queued' AND {_HANDED_OVER} FROM runs"
                 f" WHERE status IN ({marks}) ORDER BY created",
@@ -349,7 +385,7 @@ class Store:
             run_ids = [
                 run_id
                 for run_id, holder, handed_over in rows
-                if not handed_over and not (is_alive and is_alive(holder))
+                if not handed_over and not is_alive(holder)
             ]
             conn.executemany(
                 "UPDATE runs SET status = 'interrupted', updated = ?,"
@@ -359,12 +395,17 @@ class Store:
             )
         return run_ids
 
-    def requeue(self, new_owner: str, is_alive: Callable[[str | None], bool]) -> list[str]:
+    def requeue(
+        self, new_owner: str, is_alive: Callable[[str | None], bool] | None = None
+    ) -> list[str]:
         """Hand the queued runs that a dead engine had been handed (by a `start` command)
         to the engine `new_owner`, in the order they were queued, each with a new `start`
-        command; returns their ids. For the engine that serves the store, when it starts:
-        after a crash, the queue goes on where it was."""
+        command; returns their ids. `is_alive` judges their engines, by default as
+        `mark_interrupted` does. For the engine that serves the store, when it starts and
+        while it serves: after a crash, whichever host it was on, the queue goes on where
+        it was."""
         with self._write() as conn:
+            is_alive = is_alive or _liveness(conn)
             rows = conn.execute(
                 f"SELECT id, owner FROM runs WHERE status = 'queued' AND {_HANDED_OVER}"
                 " ORDER BY created, rowid"
@@ -501,23 +542,28 @@ class Store:
 
     def register_service(self, owner: str, role: str, info: Mapping[str, Any]) -> None:
         """Record that process `owner` serves the store as `role` (replacing the row it
-        had in that role)."""
-        now = time.time()
+        had in that role), started and beating now, by the database's clock."""
         with self._write() as conn:
             conn.execute(
-                f"INSERT INTO services ({_SERVICE_COLUMNS}) VALUES (?, ?, ?, ?, ?)"
+                f"INSERT INTO services ({_SERVICE_COLUMNS})"
+                f" VALUES (?, ?, {conn.clock}, {conn.clock}, ?)"
                 " ON CONFLICT (owner, role) DO UPDATE SET started = excluded.started,"
                 " heartbeat = excluded.heartbeat, info = excluded.info",
-                (owner, role, now, now, to_json(info)),
+                (owner, role, to_json(info)),
             )
 
     def heartbeat(self, owner: str, role: str, info: Mapping[str, Any] | None = None) -> None:
-        """The service is alive (and its `info` is now this, when given)."""
+        """The process `owner` lives, as `role` (and its `info` is now this, when given),
+        by the database's clock (see `core.store.owner`). A row that a reader removed
+        meanwhile, having found it silent too long, is written again, started now."""
+        values = None if info is None else to_json(info)
         with self._write() as conn:
             conn.execute(
-                "UPDATE services SET heartbeat = ?, info = coalesce(?, info)"
-                " WHERE owner = ? AND role = ?",
-                (time.time(), None if info is None else to_json(info), owner, role),
+                f"INSERT INTO services ({_SERVICE_COLUMNS})"
+                f" VALUES (?, ?, {conn.clock}, {conn.clock}, coalesce(?, '{{}}'))"
+                " ON CONFLICT (owner, role) DO UPDATE SET heartbeat = excluded.heartbeat,"
+                " info = coalesce(?, services.info)",
+                (owner, role, values, values),
             )
 
     def services(self, role: str | None = None) -> list[Service]:
@@ -533,6 +579,17 @@ class Store:
     def remove_service(self, owner: str, role: str) -> None:
         with self._write() as conn:
             conn.execute("DELETE FROM services WHERE owner = ? AND role = ?", (owner, role))
+
+    def forget_silent_services(self) -> int:
+        """Remove the rows of every service whose heartbeat is older than
+        `owner.LIVENESS_SECONDS` (of a process that died, or was written by hand: a live
+        one that was only slow writes its row again with its next beat); returns how
+        many."""
+        with self._write() as conn:
+            return conn.execute(
+                f"DELETE FROM services WHERE NOT abs({conn.clock} - heartbeat) < ?",
+                (owner.LIVENESS_SECONDS,),
+            ).rowcount
 
     # Metrics
 
@@ -652,14 +709,14 @@ class Store:
                 if self._pending.get(run_id) is values:
                     del self._pending[run_id]
 
-    def _as_read(self, record: RunRecord) -> RunRecord:
+    def _as_read(self, record: RunRecord, alive: owner.Liveness) -> RunRecord:
         """The record as every reader sees it: with its final status if that is still
         waiting to be written, and `interrupted` if it was training (or paused) in a
-        process that has died, before any engine marks it so in the file (a run without
-        an owner, written by the store's own API, is taken as it is)."""
+        process that `alive` finds dead, on this host or another, before any engine
+        marks it so in the store (a run without an owner, written by the store's own
+        API, is taken as it is)."""
         record = self._with_pending(record)
-        training = record.status in ("running", "paused")
-        if training and record.owner and not owner.alive(record.owner):
+        if _ended_with_its_process(record.status, record.owner, alive):
             return dataclasses.replace(
                 record,
                 status="interrupted",
@@ -682,6 +739,30 @@ class Store:
             finished=finished,
             updated=updated,
         )
+
+
+def _ended_with_its_process(
+    status: str, holder: str | None, alive: Callable[[str | None], bool]
+) -> bool:
+    """Whether a run stored as `status` by the process `holder` ended with it: it was
+    training or paused, and `alive` finds that process dead. A run without an owner
+    (written by the store's own API) is taken as it is."""
+    return status in ("running", "paused") and bool(holder) and not alive(holder)
+
+
+def _liveness(conn: Connection) -> owner.Liveness:
+    """Liveness as `conn` reads the heartbeats: inside a write, those committed before."""
+    return owner.Liveness(functools.partial(_beating, conn))
+
+
+def _beating(conn: Connection) -> list[str]:
+    """The owners with a heartbeat younger than `owner.LIVENESS_SECONDS`, by the
+    database's clock; one from the future counts as young as long (a clock set back)."""
+    rows = conn.execute(
+        f"SELECT DISTINCT owner FROM services WHERE abs({conn.clock} - heartbeat) < ?",
+        (owner.LIVENESS_SECONDS,),
+    ).fetchall()
+    return [holder for (holder,) in rows]
 
 
 def _insert_command(

@@ -197,7 +197,8 @@ def abandoned(engine: Engine, frozen: optuna.trial.FrozenTrial, *, driven_here: 
     if frozen.state.name != "RUNNING":
         return False
     run_ids, driver = run_ids_of(frozen), frozen.user_attrs.get(DRIVER)
-    if not run_ids or (driven_here if driver == owner.current() else owner.alive(driver)):
+    here = driver == owner.current()
+    if not run_ids or (driven_here if here else engine.store.liveness()(driver)):
         return False
     try:
         return not any(engine.status(run_id).active for run_id in run_ids)

@@ -33,8 +33,9 @@ from core.engine.server import IDLE_GRACE_SECONDS, EngineService, lock_path, ser
 from core.knobs import InvalidHyperparameters
 from core.optimizers import catalog
 from core.store import SCHEMA_VERSION, Store, UnknownRunError, owner
+from core.store.owner import HEARTBEAT_SECONDS, LIVENESS_SECONDS
 from core.store.schema import DDL
-from tests import app_server
+from tests import app_server, planted
 from tests.lean import NO_INSTRUMENTS
 from tests.waiting import wait_for
 
@@ -122,6 +123,42 @@ def test_services_by_role_and_tags_without_repeats(tmp_path) -> None:
         store.create_run("r", "n", {})
         store.set_tags("r", ["b", "a", "b"])
         assert store.get_run("r").tags == ("b", "a")
+
+
+def test_a_service_row_takes_runs_only_while_it_beats(tmp_path) -> None:
+    """Rows written by hand, each the newest engine: one of another host, silent (before,
+    any other host's row counted as alive, and took every new run); one beating from the
+    future; one of a live process of this host (pid 1), silent. The client hands its run
+    to the engine that beats, and forgets the others."""
+    with Store(tmp_path / "lab.sqlite") as store:
+        store.register_service(owner.current(), ENGINE, {})
+        now = time.time()
+        init = Path("/proc/1/stat").read_text().rsplit(")", 1)[1].split()[19]
+        planted_rows = {
+            "other-host:1:1": now - LIVENESS_SECONDS - 1,
+            "other-host:2:2": now + 2 * LIVENESS_SECONDS,
+            f"{os.uname().nodename}:1:{init}": now - LIVENESS_SECONDS - 1,
+        }
+        for holder, heartbeat in planted_rows.items():
+            planted.service(store.location, holder, ENGINE, started=now + 60, heartbeat=heartbeat)
+        client = EngineClient(store)
+        run_id = client.start({**LONG, "max_steps": 1})
+        assert store.get_run(run_id).owner == owner.current()
+        assert [service.owner for service in store.services(ENGINE)] == [owner.current()]
+
+
+def test_a_dashboard_beats_until_its_client_closes(tmp_path) -> None:
+    """By its heartbeat another host knows that the dashboard, and the sweeps it drives,
+    live (see `core.store.owner`)."""
+    client = EngineClient(Store(tmp_path / "lab.sqlite"))
+    client.register_dashboard()
+    [row] = client.store.services(DASHBOARD)
+    wait_for(
+        lambda: client.store.services(DASHBOARD)[0].heartbeat > row.heartbeat,
+        timeout=10 * HEARTBEAT_SECONDS,
+        what="a second heartbeat",
+    )
+    client.close()
 
 
 def test_a_zombie_owner_is_dead(tmp_path) -> None:

@@ -13,8 +13,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from core.engine import Engine, RunConfig
-from core.store import owner
+from core.engine.commands import RUNS
+from core.store import Store, owner
 from core.store.paths import PROJECT_ROOT
+from tests.waiting import wait_for
 
 
 def test_this_process_is_alive_and_a_finished_one_is_not() -> None:
@@ -27,7 +29,53 @@ def test_this_process_is_alive_and_a_finished_one_is_not() -> None:
     # A recycled pid: this process's pid with another start time.
     pid = owner.current().split(":")[1]
     assert not owner.alive(f"{host}:{pid}:0")
-    assert owner.alive("another-host:1:1")  # cannot be checked from here: left alone
+    assert not owner.alive("another-host:1:1")  # not this host's: only its heartbeat tells
+
+
+DEAD_HERE = f"{socket.gethostname()}:{2**22 + 7}:1"  # this host, a pid no process has
+
+
+def test_a_process_lives_by_proc_here_and_by_its_heartbeat_elsewhere() -> None:
+    """`Liveness` with the owners whose heartbeat is fresh: another host's process lives
+    by it alone; this host's by /proc alone (a heartbeat does not revive a dead process,
+    nor its absence kill a live one); a service row is trusted only if both agree."""
+    alive = owner.Liveness(lambda: {"other-host:1:1", DEAD_HERE})
+    assert alive("other-host:1:1") and not alive("other-host:2:2") and not alive(None)
+    assert alive(owner.current()) and not alive(DEAD_HERE)
+    assert alive.serving("other-host:1:1") and not alive.serving("other-host:2:2")
+    assert not alive.serving(owner.current()) and not alive.serving(DEAD_HERE)
+
+
+def test_the_heartbeats_are_read_once_and_only_for_another_hosts_owner() -> None:
+    reads: list[int] = []
+
+    def beating() -> set[str]:
+        reads.append(1)
+        return set()
+
+    alive = owner.Liveness(beating)
+    assert alive(owner.current()) and not alive(DEAD_HERE) and not alive(None)
+    assert reads == []  # a lab on one host never reads them
+    assert not alive("other-host:1:1") and not alive("other-host:2:2")
+    assert reads == [1]
+
+
+def test_an_engine_beats_while_it_lives_and_takes_its_row_when_it_closes(tmp_path) -> None:
+    """The row by which another host knows that the engine (a CLI's, a sweep's) lives: it
+    is there from the start, beats every `HEARTBEAT_SECONDS`, and goes at `close`."""
+    engine = Engine(tmp_path / "lab.sqlite")
+    try:
+        [row] = engine.store.services(RUNS)
+        assert row.owner == engine.owner
+        wait_for(
+            lambda: engine.store.services(RUNS)[0].heartbeat > row.heartbeat,
+            timeout=10 * owner.HEARTBEAT_SECONDS,
+            what="a second heartbeat",
+        )
+    finally:
+        engine.close()
+    with Store(tmp_path / "lab.sqlite") as store:
+        assert store.services(RUNS) == []
 
 
 def test_an_engine_leaves_a_live_process_runs_alone(tmp_path) -> None:

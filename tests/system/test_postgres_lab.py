@@ -4,21 +4,26 @@ dashboard, and sweeps whose Optuna study lives in the same database."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
 
 from core.engine.client import EngineClient
 from core.store import Store
+from core.store.owner import LIVENESS_SECONDS
 from tests.apptest import ROOT, SHORT, fill_sweep_form, finished_run, page
 from tests.cli import run_main
-from tests.conftest import app_serving
+from tests.conftest import app_serving, served
 from tests.lean import NO_INSTRUMENTS_FLAGS
 from tests.waiting import wait_for
 
@@ -38,6 +43,42 @@ def core(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=300,
     )
+
+
+#: The host name of the processes `on_other_host` starts.
+OTHER_HOST = "other-host"
+
+
+@contextlib.contextmanager
+def on_other_host(log: Path, *args: str) -> Iterator[subprocess.Popen[bytes]]:
+    """`python -m core ARGS` as if on another machine, its output in `log`, killed (-9)
+    at the end: in a UTS namespace of its own (`unshare -u`), whose host name is
+    `OTHER_HOST`. Its /proc is this machine's, but the lab judges another host's
+    processes by their heartbeats alone."""
+    command = [sys.executable, "-m", "core", *args]
+    named = ["unshare", "-u", "sh", "-c", f'hostname {OTHER_HOST} && exec "$@"', "sh", *command]
+    with log.open("w") as output:
+        process = subprocess.Popen(named, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT)
+        try:
+            yield process
+        finally:
+            process.kill()
+            process.wait(30)
+
+
+@pytest.fixture
+def other_host() -> None:
+    """Skips the test where a process cannot have a host name of its own."""
+    if shutil.which("unshare") is None:
+        pytest.skip("no `unshare` (util-linux) to give a process a host name of its own")
+    if subprocess.run(["unshare", "-u", "true"], capture_output=True).returncode != 0:
+        pytest.skip("`unshare -u` is refused here (it needs root): no second host name")
+
+
+def status_in_store(url: str, run_id: str) -> str:
+    """The status the store holds, as the database has it, before any reader's view."""
+    with psycopg.connect(url) as conn:
+        return conn.execute("SELECT status FROM runs WHERE id = %s", (run_id,)).fetchone()[0]
 
 
 @pytest.fixture
@@ -143,3 +184,72 @@ def test_a_sweep_keeps_its_study_in_the_postgresql_store(pg_lab) -> None:
         (n_trials,) = conn.execute("SELECT count(*) FROM trials").fetchone()
         (n_runs,) = conn.execute("SELECT count(*) FROM runs").fetchone()
     assert n_trials == n_runs == 2
+
+
+@pytest.mark.slow
+def test_an_engine_that_dies_on_another_host_is_taken_over_here(
+    postgres, other_host, tmp_path
+) -> None:
+    """The engine that serves the store runs on another host, with two runs training and
+    one queued, and is killed (-9). Before, this host took it for alive forever: its runs
+    stayed `running`, `stop` waited for an answer in vain, `delete` refused them, and the
+    client kept handing it new runs. Once its heartbeat is `LIVENESS_SECONDS` old, its
+    runs read as interrupted here, `stop` says they ended, `delete` deletes one, no run
+    is handed to it, and an engine started here marks them so and trains its queue."""
+    url = postgres.create_schema()
+    serve = ("serve", "--store", url, "--max-concurrent", "2")
+    with on_other_host(tmp_path / "other-host.log", *serve) as remote, Store(url) as store:
+        client = EngineClient(store)
+        wait_for(lambda: client.engine() is not None, 120, "the other host's engine")
+        assert client.engine().owner.startswith(f"{OTHER_HOST}:")
+        endless = {**SHORT, "max_steps": None, "epochs": 10_000}
+        deleted, marked = client.start(endless), client.start(endless)
+        queued = client.start(SHORT)
+        wait_for(
+            lambda: all(store.read_metrics(run).last_step for run in (deleted, marked)),
+            180,
+            "both runs training on the other host",
+        )
+        assert client.status(queued).status == "queued"
+        remote.kill()
+        remote.wait(30)
+        wait_for(
+            lambda: client.status(marked).status == "interrupted",
+            LIVENESS_SECONDS + 30,
+            "the dead engine's run read as interrupted",
+        )
+        assert client.status(deleted).status == "interrupted"
+        assert client.engine() is None  # nor does a new run go to it
+        code, _, err = run_main("stop", marked, "--store", url)
+        assert code == 2 and "has ended" in err, err
+        client.delete(deleted)
+        assert store.get_run(deleted) is None
+        assert status_in_store(url, marked) == "running"  # as its engine left it
+        with served(url):  # an engine on this host
+            assert client.wait(queued, 120).status == "completed"
+        assert status_in_store(url, marked) == "interrupted"
+
+
+@pytest.mark.slow
+def test_a_cli_run_on_another_host_lives_by_its_heartbeat_and_stops_from_here(
+    postgres, other_host, tmp_path
+) -> None:
+    """A CLI run on another host trains on as long as its process beats, longer than
+    `LIVENESS_SECONDS`, running and steerable here all along; `stop` from here ends it."""
+    url = postgres.create_schema()
+    train = ("train", "--store", url, *SHORT_RUN, "--max-steps", "1000000", "--epochs", "10000")
+    with on_other_host(tmp_path / "other-host.log", *train) as remote, Store(url) as store:
+        client = EngineClient(store)
+        wait_for(lambda: store.list_runs(), 120, "the other host's run")
+        [run] = store.list_runs()
+        assert run.owner.startswith(f"{OTHER_HOST}:")
+        wait_for(lambda: store.read_metrics(run.id).last_step, 120, "its first steps")
+        watched_until = time.monotonic() + LIVENESS_SECONDS + 2
+        while time.monotonic() < watched_until:  # all along, not only at the end
+            status = client.status(run.id)
+            assert (status.status, status.steerable) == ("running", True)
+            time.sleep(0.5)
+        code, _, err = run_main("stop", run.id, "--store", url)
+        assert code == 0, err
+        assert remote.wait(60) == 1  # the CLI reports the stop
+        assert client.status(run.id).status == "stopped"

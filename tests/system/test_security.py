@@ -10,6 +10,8 @@ import contextlib
 import http.cookiejar
 import io
 import json
+import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -17,7 +19,7 @@ import time
 import tomllib
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -26,11 +28,13 @@ from hypothesis import strategies as st
 
 from core import optimizers
 from core.cli import main
+from core.confined import safe_path
 from core.engine import Engine, RunConfig
-from core.export import safe_path
-from core.knobs import InvalidHyperparameters
-from core.store import Store
-from tests import app_server
+from core.engine.client import ENGINE, EngineClient
+from core.knobs import InvalidHyperparameters, InvalidInput
+from core.store import Store, owner
+from core.store.paths import FILES_VAR
+from tests import app_server, planted
 
 ROOT = Path(__file__).resolve().parents[2]
 # The lab's own code: what a user's input can reach. (plugins/ is the user's own code.)
@@ -413,8 +417,10 @@ def test_safe_path_never_leads_outside_its_folder(
 
 
 def _run_with_metrics(store_path: Path, run_id: str, name: str) -> None:
+    """A completed run of 3 steps; its id is written by hand, as the store refuses a
+    hostile one (see `test_a_planted_run_id_is_listed_but_never_followed`)."""
     with Store(store_path) as store:
-        store.create_run(run_id, name, {"optimizer": "sgd"}, status="running")
+        planted.run(store.location, run_id, name=name, status="running")
         with store.metrics_writer(run_id) as writer:
             for step in range(1, 4):
                 writer.append(step, {"loss": 1.0 / step, "wall_time": time.time()})
@@ -468,3 +474,88 @@ def test_a_hostile_run_id_is_refused_before_anything_is_written(
     assert err.startswith("error: run_id: ") and err.count("\n") == 1, err
     assert _tree(tmp_path) - before <= {"tb"}  # at most the (empty) export folder
     assert not Path("/tmp/escape").exists()
+
+
+def test_a_plugin_summary_from_the_store_is_shown_as_text(lab: EngineClient) -> None:
+    """The plugins the Optimizers page lists come from the engine's service row, which
+    anyone who can write the store can write (and have trusted while it beats): a
+    plugin's name and summary reach the page as text, every Markdown mark escaped (a
+    link, an image, emphasis, a colour, HTML, maths)."""
+    from tests.apptest import page
+
+    hostile = "**bold** [a link](https://example.com) ![x](x.png) :red[red] <b>b</b> $x$"
+    described = {
+        **optimizers.get_spec("sgd").describe(),
+        "name": "sneaky_sgd",
+        "summary": hostile,
+        "source": "plugins/sneaky.py",
+    }
+    now = time.time()
+    info = {"plugins": [described], "ready": True}
+    planted.service(
+        lab.store.location, "other-host:1:1", ENGINE, started=now + 60, heartbeat=now, info=info
+    )
+    at = page("pages/5_Optimizers.py").run()
+    assert not at.exception
+    [label] = [expander.label for expander in at.expander if "sneaky" in expander.label]
+    name, _, summary = label.partition(": ")
+    assert (name, summary.replace("\\", "")) == (r"**sneaky\_sgd**", hostile)
+    assert re.search(r"(?<!\\)[][*()!:<>$]", summary) is None, summary
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
+def nested_store(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[str, Path]:
+    """A new store on each backend whose checkpoints folder lies two folders below
+    `tmp_path / "lab"`, which it returns too: where `../..` from there leads, inside
+    `tmp_path` whatever happens."""
+    lab = tmp_path / "lab"
+    if request.param == "sqlite":
+        return str(lab / "store" / "lab.sqlite"), lab
+    monkeypatch.setenv(FILES_VAR, str(lab / "files"))
+    return request.getfixturevalue("postgres").create_schema(), lab
+
+
+@pytest.mark.parametrize("run_id", ["../..", "a/../../x"])
+def test_a_planted_run_id_is_listed_but_never_followed(
+    nested_store: tuple[str, Path], run_id: str
+) -> None:
+    """A run id that the store refuses (`create_run`), written into it by hand: the run
+    is listed (the CLI, Home's table and its checkpoints column), and deleting it,
+    resuming, forking, exporting its model or computing its landscape are refused naming
+    `run_id`, from the client and from the CLI, before anything is deleted: the folder
+    its id leads to (before, `delete` removed it, the store with it) is untouched."""
+    location, lab = nested_store
+    with Store(location) as store:
+        with pytest.raises(InvalidInput, match=r"^run_id: "):
+            store.create_run(run_id, "hostile", {})
+        saved = store.checkpoint_folder("a")  # run a's, so that the paths resolve
+        saved.mkdir(parents=True)
+        target = Path(os.path.normpath(saved.parent / run_id))
+        assert target.is_relative_to(lab)
+        target.mkdir(parents=True, exist_ok=True)
+        (target / "sentinel").write_text("kept")
+        planted.run(location, run_id, status="stopped")
+        store.register_service(owner.current(), ENGINE, {})  # a fork is asked of an engine
+        client = EngineClient(store)
+        [listed] = client.list()
+        assert (listed.id, client.checkpoints(run_id), client.disk_bytes(run_id)) == (run_id, [], 0)
+        refused_actions: list[Callable[[str], object]] = [
+            client.delete,
+            client.resume,
+            lambda run: client.fork(run, 1),
+            client.model_file,
+            lambda run: client.landscape(run, 1),
+            lambda run: client.ask_landscape(run, 1),
+        ]
+        for action in refused_actions:
+            with pytest.raises(InvalidInput) as refused:
+                action(run_id)
+            assert list(refused.value.errors) == ["run_id"] and repr(run_id) in str(refused.value)
+    code, out, err = run_main("delete", run_id, "--store", location)
+    assert (code, out) == (2, "") and err.startswith("error: run_id: ") and repr(run_id) in err
+    code, out, err = run_main("runs", "--json", "--store", location)
+    assert code == 0, err
+    assert [(run["id"], run["checkpoints"]) for run in json.loads(out)] == [(run_id, [])]
+    assert (target / "sentinel").read_text() == "kept"

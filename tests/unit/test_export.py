@@ -1,4 +1,4 @@
-"""Tests of `core.export`: the CSV table, the TensorBoard event files, and `safe_path`."""
+"""Tests of `core.export` (the CSV table, the TensorBoard event files) and `safe_path`."""
 
 import csv
 import math
@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from core.export import LEADING_COLUMNS, column_order, safe_path, write_csv, write_tensorboard
+from core.confined import safe_path
+from core.export import LEADING_COLUMNS, column_order, write_csv, write_tensorboard
 from core.store import Metrics, Store
 
 LAYERS = ("conv1", "dense", "logits")

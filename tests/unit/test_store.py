@@ -17,6 +17,7 @@ import numpy as np
 import psycopg
 import pytest
 
+from core.engine.commands import RUNS
 from core.knobs import InvalidInput
 from core.store import (
     APPLICATION_ID,
@@ -32,7 +33,9 @@ from core.store import (
     owner,
     shown,
 )
+from core.store.owner import LIVENESS_SECONDS
 from core.store.paths import files_base
+from tests import planted
 from tests.waiting import wait_for
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -342,6 +345,18 @@ def test_run_validation(store):
         store.metrics_writer("missing")
 
 
+@pytest.mark.parametrize("run_id", ["../..", "a/../../x", "/tmp/x", "", "a b", "r.1", "x" * 65])
+def test_a_run_id_other_than_letters_digits_underscores_and_dashes_is_refused(db_path, run_id):
+    """An id becomes a folder (its checkpoints): one that could name any other path is
+    refused naming `run_id`, and nothing is stored."""
+    with Store(db_path) as store:
+        with pytest.raises(InvalidInput) as refused:
+            store.create_run(run_id, "r", {})
+        assert list(refused.value.errors) == ["run_id"]
+        assert store.list_runs() == []
+        store.create_run("Ab_9-" + "x" * 59, "64 characters", {})
+
+
 def test_set_status_replaces_the_error(store):
     store.create_run("r", "r", {})
     store.set_status("r", "failed", error="out of memory")
@@ -415,7 +430,7 @@ def test_a_part_of_a_process_lives_and_takes_commands_as_its_own(store):
     assert fit.startswith(owner.current() + ":") and owner.alive(fit)
     assert not owner.alive(DEAD + ":fit-r1")
     store.create_run("script", "script", {}, status="running", owner=fit)
-    store.create_run("engine's", "engine's", {}, status="running", owner=owner.current())
+    store.create_run("engine", "engine", {}, status="running", owner=owner.current())
     stop = store.add_command("script", "stop")
     assert [c.id for c in store.pending_commands(fit)] == [stop.id]
     assert [c.run_id for c in store.pending_commands(owner.current())] == []
@@ -455,6 +470,59 @@ def test_the_queue_of_a_dead_engine_is_requeued_in_order(store):
         "alive": owner.current(),
     }
     assert store.requeue("new", owner.alive) == []
+
+
+REMOTE = "other-host:4242:99"  # a process of another host: only its heartbeat tells
+
+
+def silence(store, seconds):
+    """Every heartbeat `seconds` older, as if none had come for that long."""
+    planted.write(store.location, "UPDATE services SET heartbeat = heartbeat - ?", (seconds,))
+
+
+def test_a_run_of_another_host_lives_while_its_process_beats(store):
+    """Before, a process of another host counted as alive forever, and its runs stayed
+    `running`: now they read as interrupted once its heartbeat is `LIVENESS_SECONDS`
+    old (or from further in the future), and an engine starting marks them so."""
+    store.heartbeat(REMOTE, RUNS)
+    store.create_run("running", "running", {}, status="running", owner=REMOTE)
+    store.create_run("paused", "paused", {}, status="paused", owner=REMOTE)
+    assert {r.id: r.status for r in store.list_runs()} == {"running": "running", "paused": "paused"}
+    assert store.mark_interrupted() == []
+    silence(store, LIVENESS_SECONDS + 1)
+    run = store.get_run("running")
+    assert run.status == "interrupted" and "ended while it was running" in run.error
+    assert {r.status for r in store.list_runs()} == {"interrupted"}
+    silence(store, -2 * LIVENESS_SECONDS - 2)  # a heartbeat written from the future
+    assert {r.status for r in store.list_runs()} == {"interrupted"}
+    assert store.reopen("paused", 0, owner=owner.current()).status == "queued"  # resumable
+    assert store.mark_interrupted() == ["running"]
+    assert one_row(store, "SELECT status FROM runs WHERE id = 'running'") == ("interrupted",)
+
+
+def test_the_queue_of_a_silent_engine_on_another_host_is_taken(store):
+    for run_id in ("first", "second"):
+        store.create_run(run_id, run_id, {}, status="queued", owner=REMOTE, command="start")
+    store.heartbeat(REMOTE, "engine")
+    assert store.requeue("new") == []
+    silence(store, LIVENESS_SECONDS + 1)
+    assert store.mark_interrupted() == []  # handed to an engine: the next one takes them
+    assert store.requeue("new") == ["first", "second"]
+    assert {r.owner for r in store.list_runs()} == {"new"}
+
+
+def test_a_heartbeat_writes_its_row_again_and_silent_rows_are_forgotten(store):
+    store.register_service(REMOTE, "engine", {"ready": True})
+    store.heartbeat("other-host:1:1", RUNS)
+    silence(store, LIVENESS_SECONDS + 1)
+    store.heartbeat("other-host:1:1", RUNS)
+    assert store.forget_silent_services() == 1
+    assert [(s.owner, s.role) for s in store.services()] == [("other-host:1:1", RUNS)]
+    store.heartbeat(REMOTE, "engine")  # a live engine, only slow: its row is back
+    (engine,) = store.services("engine")
+    assert engine.owner == REMOTE and engine.info == {}
+    store.heartbeat(REMOTE, "engine", {"ready": True})
+    assert store.services("engine")[0].info == {"ready": True}
 
 
 @pytest.mark.parametrize("step", [0, 1, 37, 500, 1998, 1999, 2500])
