@@ -77,9 +77,11 @@ with optimizer_col:
 
 spec = optimizers.get_spec(st.session_state[run_key("optimizer")])
 seed_knobs(spec)
-# A plugin's name and summary come from the engine's row in the store: text, not Markdown.
+# A plugin's name, summary and update rule come from the engine's row in the store: text,
+# not Markdown.
 st.caption(
-    f"**{escape_markdown(spec.name)}**: {escape_markdown(spec.summary)}  \n`{spec.update_rule}`"
+    f"**{escape_markdown(spec.name)}**: {escape_markdown(spec.summary)}  \n"
+    + escape_markdown(spec.update_rule)
 )
 
 st.subheader("Optimizer knobs")

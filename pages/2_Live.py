@@ -103,7 +103,7 @@ def fork_form(run: RunStatus, saved: list[int]) -> None:
                 value=float(run.knobs[knob.name]),
                 format="%g",
                 key=f"fork-knob:{run.id}:{knob.name}",
-                help=f"{knob.help} Left as it is: the value it had at that step.",
+                help=f"{escape_markdown(knob.help)} Left as it is: the value it had at that step.",
             )
             for knob in live
         }
@@ -148,7 +148,7 @@ def knob_form(run: RunStatus) -> None:
                     # slider, so a stale position can never be sent.
                     key=f"knob:{run.id}:{knob.name}:{now!r}",
                     format_func=texts.number,
-                    help=knob.help,
+                    help=escape_markdown(knob.help),
                 )
             shown[knob.name] = (now, chosen)
         if st.form_submit_button("Apply", icon=":material/tune:", key=f"apply:{run.id}"):

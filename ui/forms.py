@@ -33,7 +33,7 @@ def initial(knob: Knob, value: Any) -> Any:
 def widget(knob: Knob, key: str, *, label: str | None = None) -> Any:
     """The knob's widget, its current value read from `st.session_state[key]`."""
     label = label or knob.name
-    help_text = knob.help
+    help_text = escape_markdown(knob.help)  # a plugin's, as the store holds it
     if knob.range_text():
         help_text += f" Valid: {knob.range_text()}."
     if knob.optional:

@@ -15,6 +15,7 @@ from typing import Any
 from core import data, models
 from core.data import files
 from core.engine import RunStatus
+from core.escaping import escape_markdown
 
 # Material icons: emoji render as empty boxes where no emoji font is installed.
 STATUS_ICONS = {
@@ -82,9 +83,10 @@ def label(status: RunStatus) -> str:
 
 
 def described(field: str, name: str, data_dir: str | None = None) -> str:
-    """A line on the model or dataset `name` (`field`): its description, and the plugin
-    file it comes from; a file's is told by its name, not read again here. A `tfds:`
-    dataset is looked for in `data_dir`."""
+    """A line of Markdown on the model or dataset `name` (`field`): its description, and
+    the plugin file it comes from (a plugin's, as its engine published it in the store:
+    shown as typed); a file's is told by its name, not read again here. A `tfds:` dataset
+    is looked for in `data_dir`."""
     if field == "dataset" and files.is_file(name):
         return ""
     try:
@@ -93,6 +95,8 @@ def described(field: str, name: str, data_dir: str | None = None) -> str:
         else:
             info = data.registry.info(name, data_dir=data_dir)
     except ValueError as exc:
-        return str(exc).removeprefix(f"{field}: ")
-    plugin = "" if info.source == "core" else f" *(plugin: {Path(info.source).name})*"
-    return f"{info.description}{plugin}"
+        return escape_markdown(str(exc).removeprefix(f"{field}: "))
+    plugin = (
+        "" if info.source == "core" else f" *(plugin: {escape_markdown(Path(info.source).name)})*"
+    )
+    return f"{escape_markdown(info.description)}{plugin}"

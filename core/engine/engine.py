@@ -281,8 +281,15 @@ class Engine(RunReader):
     def _check_fits(self, config: RunConfig) -> None:
         """Refuses a run whose model cannot fit in this machine's memory; a Ray cluster's
         run trains on a node of its own, whose memory is its own."""
-        if self.cluster is None:
-            check_fits(config)
+        if self.cluster is not None:
+            return
+        if config.strategy == "multiworker":
+            # TensorFlow sets up collectives only before its context starts, which
+            # measuring the model starts: the strategy comes first (one per process).
+            from core.engine.strategies import make_strategy
+
+            make_strategy(config.strategy)
+        check_fits(config)
 
     def _enqueue(self, run_id: str, config: RunConfig, step: int = 0) -> None:
         """Adds a stored, queued run to the queue, to start after `step` (lock held)."""

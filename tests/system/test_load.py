@@ -210,8 +210,8 @@ def test_list_never_shows_more_runs_training_than_the_engine_allows(tmp_path: Pa
         wait_for(lambda: engine.store.get_run(first).status == "running", 60)
         read_records = engine.store.list_runs
 
-        def slow_read() -> list:
-            records = read_records()  # `first` is running, `second` queued
+        def slow_read(**reading: object) -> list:
+            records = read_records(**reading)  # `first` is running, `second` queued
             engine.stop(first)  # and now `second` takes its turn
             wait_for(lambda: engine.store.get_run(second).status == "running", 60)
             return records

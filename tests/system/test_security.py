@@ -99,6 +99,39 @@ def test_the_readme_says_how_to_expose_the_server_deliberately() -> None:
         assert phrase in section, phrase
 
 
+def test_the_readme_says_what_a_shared_stores_users_can_do_to_each_other() -> None:
+    """The Security section's account of a shared store: what every peer can do, what
+    none can do to another, each with the limits the code holds (issue 36)."""
+    from core.data.files import MAX_BYTES, MAX_LOADED_BYTES
+    from core.store.owner import LIVENESS_SECONDS
+    from core.store.paths import MAX_RUN_ID
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("\n## Security\n", 1)[1].split("\n## ", 1)[0]
+    shared = section.split("\n### What the users of a shared store can do to each other\n")[1]
+    can, cannot = shared.split("What none of them **can** do to another")
+    for power in ("read every run", "delete anyone's", "upload datasets", "by hand"):
+        assert power in can, power
+    for harm in (
+        "Read another's files",
+        "Exhaust a machine's memory",
+        "Reach outside the lab's folders",
+        "capture new runs",
+        "Run code",
+        "Dress up text",
+        "Learn the store's password",
+    ):
+        assert harm in cannot, harm
+    limits = (
+        f"{MAX_BYTES // 2**20} MB",
+        f"{MAX_LOADED_BYTES // 2**30} GB",
+        f"1 to {MAX_RUN_ID} letters",
+        f"younger than {LIVENESS_SECONDS:g} s",
+    )
+    for limit in limits:
+        assert limit in cannot, limit
+
+
 @pytest.fixture(scope="module")
 def default_server(
     tmp_path_factory: pytest.TempPathFactory,
@@ -501,6 +534,37 @@ def test_a_plugin_summary_from_the_store_is_shown_as_text(lab: EngineClient) -> 
     name, _, summary = label.partition(": ")
     assert (name, summary.replace("\\", "")) == (r"**sneaky\_sgd**", hostile)
     assert re.search(r"(?<!\\)[][*()!:<>$]", summary) is None, summary
+
+
+def test_a_plugins_texts_from_the_store_are_shown_as_text_on_train(lab: EngineClient) -> None:
+    """The Train page describes the optimizer and the model it offers (update rule, knob
+    help, description, plugin file) from what the engine's row published: as text, every
+    Markdown mark escaped."""
+    from tests.apptest import page
+
+    hostile = "**bold** [a link](https://example.com) ![x](x.png) :red[red] `code` <b>b</b> $x$"
+    sgd = optimizers.get_spec("sgd").describe()
+    knobs = [{**knob, "help": hostile} for knob in sgd["knobs"]]
+    described = {**sgd, "name": "sneaky_sgd", "update_rule": hostile, "knobs": knobs}
+    model = {"name": "sneaky_mlp", "description": hostile, "images": False, "source": "x*y.py"}
+    now = time.time()
+    info = {"plugins": [described], "plugin_models": [model], "ready": True}
+    planted.service(
+        lab.store.location, "other-host:1:1", ENGINE, started=now + 60, heartbeat=now, info=info
+    )
+    at = page("pages/1_Train.py").run()
+    at.selectbox(key="run:optimizer").select("sneaky_sgd").run()
+    at.selectbox(key="run:model").select("sneaky_mlp").run()
+    assert not at.exception
+    # A caption's last line: the optimizer's update rule, or the model's description.
+    shown = [c.value.split("  \n")[-1] for c in at.caption if "bold" in c.value]
+    shown += [w.help for w in at.text_input if w.key.startswith("knob:sneaky_sgd:")]
+    assert len(shown) >= 3, shown  # the rule, the model's description, knobs' help
+    for text in shown:
+        assert hostile in text.replace("\\", ""), text
+        typed = re.split(r" Valid:| \*\(plugin: ", text)[0]  # then what the lab adds
+        assert re.search(r"(?<!\\)[][*()!:<>$`]", typed) is None, text
+    assert any(r"x\*y\.py" in text for text in shown)  # the plugin's file name, escaped too
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
