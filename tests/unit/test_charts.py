@@ -124,6 +124,16 @@ def data_traces(figure: go.Figure) -> list:
     return [t for t in figure.data if t.yaxis != "y2"]
 
 
+def histogram(first: str = "conv1") -> Event:
+    """Gradient and weight magnitudes of two layers, `first` and `logits`, at step 50."""
+    payload = {
+        "edges": [-2.0, -1.0, 0.0],
+        "grad": {first: [3, 1], "logits": [0, 4]},
+        "weight": {first: [1, 1], "logits": [2, 2]},
+    }
+    return Event(id=2, run_id="a", step=50, time=0.0, kind="histogram", payload=payload)
+
+
 def mark_texts(figure: go.Figure) -> list[str]:
     return [text for t in figure.data if t.yaxis == "y2" for text in t.text]
 
@@ -328,19 +338,7 @@ def test_instrument_figures_draw_the_instruments_and_the_heat_strips() -> None:
         sharpness=every(50) * 12.0,
         noise_scale=every(5) * 40.0,
     )
-    histogram = Event(
-        id=2,
-        run_id="a",
-        step=50,
-        time=0.0,
-        kind="histogram",
-        payload={
-            "edges": [-2.0, -1.0, 0.0],
-            "grad": {"conv1": [3, 1], "logits": [0, 4]},
-            "weight": {"conv1": [1, 1], "logits": [2, 2]},
-        },
-    )
-    figures = instrument_figures([RunView("a", "run a", logged, [histogram], batch_size=64)])
+    figures = instrument_figures([RunView("a", "run a", logged, [histogram()], batch_size=64)])
     assert set(figures) == set(INSTRUMENT_HELP)
     names = {key: [t.name for t in figure.data] for key, figure in figures.items()}
     assert names["sharpness"] == ["run a · sharpness", "run a · 2/η"]
@@ -465,19 +463,7 @@ def test_layer_and_task_names_are_shown_as_typed_in_every_chart() -> None:
         **{f"distance_from_init/{HOSTILE}": np.linspace(0, 1, n)},
         **{f"loss/{HOSTILE}": np.linspace(2, 1, n), f"accuracy/{HOSTILE}": np.full(n, 0.5)},
     )
-    histogram = Event(
-        id=2,
-        run_id="a",
-        step=50,
-        time=0.0,
-        kind="histogram",
-        payload={
-            "edges": [-2.0, -1.0, 0.0],
-            "grad": {HOSTILE: [3, 1], "logits": [0, 4]},
-            "weight": {HOSTILE: [1, 1], "logits": [2, 2]},
-        },
-    )
-    run = RunView("a", "run a", logged, [histogram])
+    run = RunView("a", "run a", logged, [histogram(first=HOSTILE)])
     figures = {**live_figures([run]), **instrument_figures([run])}
     for key in ("step_norm", "sparsity", "task_loss", "accuracy", "distance_from_init"):
         assert_shown_as_typed([figures[key]])
