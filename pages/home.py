@@ -50,7 +50,7 @@ def start_demo_race(repeats: int) -> list[str]:
         )
         for name in DEMO_OPTIMIZERS
     ]
-    return [engine.start(copy) for config in configs for copy in repeat_configs(config, repeats)]
+    return engine.start_all(copy for config in configs for copy in repeat_configs(config, repeats))
 
 
 race, train, optimizers_page = st.columns(3)

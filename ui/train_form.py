@@ -191,6 +191,6 @@ def submit(range_test: bool = False) -> None:
         if range_test:
             st.session_state[RANGE_TEST] = engine.start(range_test_config(config))
         else:
-            st.session_state[STARTED] = [engine.start(c) for c in configs]
+            st.session_state[STARTED] = engine.start_all(configs)
     except InvalidInput as exc:  # the engine's refusal: what it may not read, or cannot fit
         st.session_state[ERRORS] = exc.errors

@@ -14,7 +14,7 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -163,21 +163,30 @@ class EngineClient(RunReader):
         """Hands a run to the engine process and returns its id. An invalid config raises
         `InvalidInput` naming every bad field, and nothing is stored; a run the engine
         refuses raises it too, and is removed (see `_await_acceptance`)."""
-        if not isinstance(config, RunConfig):
-            config = RunConfig.from_dict(config)
+        return self.start_all([config])[0]
+
+    def start_all(self, configs: Iterable[RunConfig | Mapping[str, Any]]) -> list[str]:
+        """Hands runs to the engine process together (a group of repeats, the demo race),
+        so that they start at once, and returns their ids. An invalid config raises
+        `InvalidInput` naming every bad field, and nothing is stored; runs the engine
+        refuses are removed, and the first one's reasons raised (see
+        `_await_acceptance`)."""
+        checked = [c if isinstance(c, RunConfig) else RunConfig.from_dict(c) for c in configs]
         service = self.ensure_engine()
         assert service is not None
-        run_id = self.store.new_run_id()
-        self.store.create_run(
-            run_id,
-            config.label,
-            config.to_dict(),
-            status="queued",
-            owner=service.owner,
-            command="start",
-        )
-        self._await_acceptance(run_id, service.owner)
-        return run_id
+        run_ids = []
+        for config in checked:
+            run_ids.append(self.store.new_run_id())
+            self.store.create_run(
+                run_ids[-1],
+                config.label,
+                config.to_dict(),
+                status="queued",
+                owner=service.owner,
+                command="start",
+            )
+        self._await_acceptance(run_ids, service.owner)
+        return run_ids
 
     def fork(self, run_id: str, step: int, **changes: Any) -> str:
         """Hands a fork of `run_id` from its checkpoint of `step` to the engine process,
@@ -188,26 +197,31 @@ class EngineClient(RunReader):
         fork_id = create_fork(
             self.store, run_id, step, changes, owner=service.owner, command="start"
         )
-        self._await_acceptance(fork_id, service.owner)
+        self._await_acceptance([fork_id], service.owner)
         return fork_id
 
-    def _await_acceptance(self, run_id: str, engine: str) -> None:
-        """Waits up to `ACCEPT_SECONDS` for the engine `engine` to take the new run's
-        start command. A run it refused (what it would read, or a model that cannot fit
+    def _await_acceptance(self, run_ids: Sequence[str], engine: str) -> None:
+        """Waits up to `ACCEPT_SECONDS` for the engine `engine` to take the new runs'
+        start commands. A run it refused (what it would read, or a model that cannot fit
         in its memory: see `Engine._accept`) ended failed before it started: it is
-        deleted, and its reasons raised as `InvalidInput`, as a local engine's `start`
-        raises them. A run not taken by then stays queued; refused later, it ends failed,
-        saying why."""
+        deleted, and the first such run's reasons are raised as `InvalidInput`, as a
+        local engine's `start` raises them. A run not taken by then stays queued; refused
+        later, it ends failed, saying why."""
         deadline = time.monotonic() + ACCEPT_SECONDS
-        while any(c.run_id == run_id for c in self.store.pending_commands(engine)):
+        waiting = set(run_ids)
+        while any(c.run_id in waiting for c in self.store.pending_commands(engine)):
             if time.monotonic() >= deadline:
                 return
             time.sleep(POLL_SECONDS / 2)
-        record = self.store.get_run(run_id)
-        if record is None or record.status != "failed" or record.started is not None:
-            return
-        self.store.delete_run(run_id)
-        raise InvalidInput(_reasons(record.error or "refused by the engine"))
+        refused = [
+            record
+            for record in map(self.store.get_run, run_ids)
+            if record is not None and record.status == "failed" and record.started is None
+        ]
+        for record in refused:
+            self.store.delete_run(record.id)
+        if refused:
+            raise InvalidInput(_reasons(refused[0].error or "refused by the engine"))
 
     def stop(self, run_id: str) -> Command:
         """Asks the run's process to stop it within one step."""
