@@ -371,12 +371,14 @@ def _beat_while_used(client: weakref.ref[EngineClient], identity: str) -> None:
 
 
 def live_service(store: Store, role: str) -> Service | None:
-    """The most recently started service of `role` that is alive and beating (see
-    `Liveness.serving`), wherever it runs; the rows of the others are removed, so a row
-    written by hand, or left by a process that died, never takes a run."""
-    alive = store.liveness()
+    """The most recently started service of `role` whose process lives (see
+    `core.store.owner`) and whose row of that role beats, wherever it runs; the rows of
+    the others are removed, so a row written by hand, or left by a process that died,
+    never takes a run (a row naming a live process that beats in another role, a CLI
+    run's, neither)."""
+    alive, beating = store.liveness(), store.beating(role)
     for service in store.services(role):
-        if alive.serving(service.owner):
+        if service.owner in beating and alive(service.owner):
             return service
         store.remove_service(service.owner, role)
     return None

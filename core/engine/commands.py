@@ -7,8 +7,10 @@ methods a local caller uses, and marks it handled, with the reason when it refus
 (an export is the serving engine's, whoever owns the run); knob changes then
 become events at the step that first uses them, as any change does. The same loop
 publishes the progress (step, steps per second) of the runs the process trains, so that
-readers in other processes see it without asking, and beats the process's heartbeat, by
-which readers on other hosts know that it still trains its runs (see `core.store.owner`).
+readers in other processes see it without asking, and, on a store that machines share,
+beats the process's heartbeat, by which readers on other hosts know that it still trains
+its runs (see `core.store.owner`; on a SQLite file every owner is this host's, looked up
+in /proc, and a beat would only contend with the metrics' writes).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import threading
 from collections.abc import Callable, Mapping
 
 from core.knobs import InvalidInput
-from core.store import Command, Store, StoreError, UnknownRunError
+from core.store import Command, Store, StoreError, UnknownRunError, is_url
 from core.store.owner import HEARTBEAT_SECONDS
 
 POLL_SECONDS = 0.1  # a command is taken within this, plus the run's current step
@@ -31,8 +33,8 @@ ProgressSource = Callable[[], Mapping[str, tuple[int, float | None]]]
 
 class CommandListener:
     """A daemon thread that carries out `owner`'s commands, publishes its progress, and
-    beats its heartbeat (a `RUNS` service row, from before its first run is stored until
-    it closes).
+    on a PostgreSQL store beats its heartbeat (a `RUNS` service row, from before its first
+    run is stored until it closes).
 
     `handle(command)` carries a command out, raising `InvalidInput`,
     `UnknownRunError` or `ValueError` to refuse it (the message becomes the command's
@@ -50,15 +52,18 @@ class CommandListener:
         self.any_run: tuple[str, ...] = ()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="optlab-commands", daemon=True)
-        store.heartbeat(owner, RUNS)
+        self._beats = is_url(store.location)
+        if self._beats:
+            store.heartbeat(owner, RUNS)
         self._thread.start()
 
     def close(self, timeout: float = 5.0) -> None:
         self._stop.set()
         self._thread.join(timeout)
         # A store gone or full keeps the row: it goes silent, which reads as dead alike.
-        with contextlib.suppress(StoreError):
-            self.store.remove_service(self.owner, RUNS)
+        if self._beats:
+            with contextlib.suppress(StoreError):
+                self.store.remove_service(self.owner, RUNS)
 
     def _run(self) -> None:
         rounds_per_publish = max(1, round(PUBLISH_SECONDS / POLL_SECONDS))
@@ -67,7 +72,7 @@ class CommandListener:
         while not self._stop.wait(POLL_SECONDS):
             rounds += 1
             try:
-                if rounds % rounds_per_beat == 0:
+                if self._beats and rounds % rounds_per_beat == 0:
                     self.store.heartbeat(self.owner, RUNS)
                 for command in self.store.pending_commands(self.owner, any_run=self.any_run):
                     self.store.mark_handled(command.id, self._carry_out(command))

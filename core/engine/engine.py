@@ -75,6 +75,7 @@ class Engine(RunReader):
         self._queue: deque[str] = deque()
         self._running: set[str] = set()
         self._closed = False
+        self._serving = False  # see `serve_store`
         self._listener = CommandListener(self.store, self.owner, self.handle, self._speeds)
 
     # Starting and controlling runs ------------------------------------------------------
@@ -100,6 +101,10 @@ class Engine(RunReader):
         """Carries out a command written to the store for one of this engine's runs.
         Raises `InvalidInput` (or `UnknownRunError`) to refuse it."""
         if command.kind == "start":
+            if not self._serving:
+                raise InvalidInput(
+                    {"run_id": f"run {command.run_id}: this process serves no store"}
+                )
             self._accept(command.run_id, handed_over=True)
         elif command.kind == "stop":
             self.stop(command.run_id)
@@ -185,10 +190,13 @@ class Engine(RunReader):
         except Exception as exc:  # a full disk, a model that cannot be rebuilt
             raise ValueError(f"landscape: not computed ({type(exc).__name__}: {exc})") from exc
 
-    def serve_exports(self) -> None:
-        """Writes the models and landscapes asked for of every run of the store (`export`
-        and `landscape` commands), whoever trained it: the serving engine's job, as it has
-        TensorFlow at hand."""
+    def serve_store(self) -> None:
+        """Makes this the engine that serves its store (see `core.engine.server`): it takes
+        the runs handed to it through the store (`start` commands, which any other engine
+        refuses, so that a service row naming it, written by hand, hands it nothing), and
+        writes the models and landscapes asked for of every run of the store (`export`
+        and `landscape` commands), whoever trained it, as it has TensorFlow at hand."""
+        self._serving = True
         self._listener.any_run = ("export", "landscape")
 
     def update(self, run_id: str, **knobs: float) -> None:

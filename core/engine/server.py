@@ -12,7 +12,7 @@ whichever machine) for its whole life, so a second one exits at once. It registe
 itself in the store's `services` table (the dashboard finds it there, after a reload or a
 restart of Streamlit), beats a heartbeat every second (a dashboard trusts the row only
 while it beats), takes over the runs of processes that died, on any host, every
-`TAKEOVER_SECONDS` (see `core.store.owner`), and imports TensorFlow, loads the
+`UPKEEP_SECONDS` (see `core.store.owner`), and imports TensorFlow, loads the
 plugins and the default dataset in the background at start, so that the first run does
 not wait for them; the optimizer plugins it loaded are published in its service row for the
 dashboard's forms. Launched by a dashboard (`launch`), it exits once no run is queued or
@@ -47,8 +47,8 @@ if TYPE_CHECKING:
 #: How often the serving engine ends the runs of processes found dead since (its own
 #: start did it once) and takes the queue of a dead engine: a run handed to an engine
 #: in the seconds it was dying but not yet silent long enough is taken within this.
-TAKEOVER_SECONDS = LIVENESS_SECONDS / 2
-CLUSTER_SECONDS = 5.0  # how often the cluster's nodes and free resources are published
+#: The cluster's nodes and free resources are published as often.
+UPKEEP_SECONDS = LIVENESS_SECONDS / 2
 IDLE_GRACE_SECONDS = 60.0  # a dashboard restarting within this finds its engine again
 
 
@@ -66,7 +66,7 @@ def absolute(location: Location) -> str:
 
 class EngineService:
     """Makes `engine` the one that serves its store: registers it, takes over the queued
-    runs of a serving engine that died (at start, and every `TAKEOVER_SECONDS`, when
+    runs of a serving engine that died (at start, and every `UPKEEP_SECONDS`, when
     its runs are also ended), beats its heartbeat, publishes the optimizer
     plugins once TensorFlow is warm, and writes the models asked for of any run. Works in
     any process (tests serve an in-process engine this way); `serve` adds the lock and
@@ -82,12 +82,18 @@ class EngineService:
             "ready": False,
         }
         self.store.register_service(self.owner, ENGINE, self.info)
-        engine.serve_exports()
+        engine.serve_store()
         # The queue of an engine that died goes on here, in its order.
         self.requeued = self.store.requeue(self.owner)
         self._stop = threading.Event()
-        self._beat = threading.Thread(target=self._heartbeat, name="optlab-heartbeat", daemon=True)
-        self._beat.start()
+        # The beat has a thread of its own: the upkeep's writes and Ray's answers may take
+        # their time, and a row that misses beats for LIVENESS_SECONDS takes no more runs.
+        self._threads = [
+            threading.Thread(target=self._heartbeat, name="optlab-heartbeat", daemon=True),
+            threading.Thread(target=self._upkeep, name="optlab-upkeep", daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
         if warm_up:
             threading.Thread(target=self._warm_up, name="optlab-warm-up", daemon=True).start()
         else:
@@ -95,25 +101,27 @@ class EngineService:
 
     def close(self) -> None:
         self._stop.set()
-        self._beat.join(5.0)
+        for thread in self._threads:
+            thread.join(5.0)
         # If the store is gone or full, the row dies with the process (the owner check).
         with contextlib.suppress(StoreError):
             self.store.remove_service(self.owner, ENGINE)
 
     def _heartbeat(self) -> None:
-        beats_per_look = round(CLUSTER_SECONDS / HEARTBEAT_SECONDS)
-        beats_per_takeover = round(TAKEOVER_SECONDS / HEARTBEAT_SECONDS)
-        beats = 0
         while not self._stop.wait(HEARTBEAT_SECONDS):
-            if self.engine.cluster is not None and beats % beats_per_look == 0:
-                self._publish_cluster()
-            beats += 1
-            try:
+            with contextlib.suppress(StoreError):  # busy or failing: the next beat
                 self.store.heartbeat(self.owner, ENGINE, self.info)
-                if beats % beats_per_takeover == 0:
-                    self._take_over()
-            except StoreError:
-                continue
+
+    def _upkeep(self) -> None:
+        """With a cluster, its nodes now and every `UPKEEP_SECONDS`; as often, the runs of
+        the processes that died since and a dead engine's queue (see `_take_over`)."""
+        while True:
+            if self.engine.cluster is not None:
+                self._publish_cluster()
+            if self._stop.wait(UPKEEP_SECONDS):
+                return
+            with contextlib.suppress(StoreError):  # busy or failing: the next round
+                self._take_over()
 
     def _take_over(self) -> None:
         """Ends the runs of the processes that died (on this host or, silent for

@@ -108,10 +108,3 @@ class Liveness:
         if not owner:
             return False
         return alive(owner) if on_this_host(owner) else owner in self._beating
-
-    def serving(self, owner: str) -> bool:
-        """Whether a service row of `owner` is to be trusted: its process lives and its
-        heartbeat is fresh, wherever it runs, so that a row written by hand, which
-        beats no more, is trusted at most `2 × LIVENESS_SECONDS` after it was written
-        (a heartbeat from the future is fresh only that far ahead)."""
-        return owner in self._beating and self(owner)

@@ -279,11 +279,7 @@ class Store:
         this host, by their heartbeats in this store elsewhere, read once, when first
         needed."""
 
-        def beating() -> list[str]:
-            with self._read() as conn:
-                return _beating(conn)
-
-        return owner.Liveness(beating)
+        return owner.Liveness(self.beating)
 
     def delete_run(self, run_id: str) -> bool:
         """Delete a run with its metrics, events and checkpoints; False if there was no
@@ -576,6 +572,13 @@ class Store:
             rows = conn.execute(query + " ORDER BY started DESC", params).fetchall()
         return [Service(*row[:-1], json.loads(row[-1])) for row in rows]
 
+    def beating(self, role: str | None = None) -> frozenset[str]:
+        """The owners of the service rows (of `role`, if given) whose heartbeat is younger
+        than `owner.LIVENESS_SECONDS`, by the database's clock; one from the future counts
+        as young as long (a clock set back)."""
+        with self._read() as conn:
+            return _beating(conn, role)
+
     def remove_service(self, owner: str, role: str) -> None:
         with self._write() as conn:
             conn.execute("DELETE FROM services WHERE owner = ? AND role = ?", (owner, role))
@@ -750,19 +753,18 @@ def _ended_with_its_process(
     return status in ("running", "paused") and bool(holder) and not alive(holder)
 
 
+def _beating(conn: Connection, role: str | None = None) -> frozenset[str]:
+    """`Store.beating`, as `conn` reads the heartbeats."""
+    query = f"SELECT DISTINCT owner FROM services WHERE abs({conn.clock} - heartbeat) < ?"
+    params: tuple[Any, ...] = (owner.LIVENESS_SECONDS,)
+    if role is not None:
+        query, params = query + " AND role = ?", (*params, role)
+    return frozenset(holder for (holder,) in conn.execute(query, params).fetchall())
+
+
 def _liveness(conn: Connection) -> owner.Liveness:
     """Liveness as `conn` reads the heartbeats: inside a write, those committed before."""
     return owner.Liveness(functools.partial(_beating, conn))
-
-
-def _beating(conn: Connection) -> list[str]:
-    """The owners with a heartbeat younger than `owner.LIVENESS_SECONDS`, by the
-    database's clock; one from the future counts as young as long (a clock set back)."""
-    rows = conn.execute(
-        f"SELECT DISTINCT owner FROM services WHERE abs({conn.clock} - heartbeat) < ?",
-        (owner.LIVENESS_SECONDS,),
-    ).fetchall()
-    return [holder for (holder,) in rows]
 
 
 def _insert_command(

@@ -15,7 +15,6 @@ import pytest
 
 from core.engine import LabCallback
 from core.engine.client import EngineClient
-from core.engine.commands import RUNS
 from core.optimizers import build
 from core.store import Store
 from tests.apptest import live_specs, page
@@ -141,7 +140,6 @@ def test_another_process_changes_the_rate_and_stops_a_scripts_fit(tmp_path: Path
         with Store(store_path) as store:
             wait_for(store.list_runs, 60, "no run")
             (run,) = store.list_runs()
-            assert run.owner in {s.owner for s in store.services(RUNS)}  # the fit beats
             wait_for(lambda: (store.read_metrics(run.id).last_step or 0) >= 20, 60, "no steps")
             code, out, err = run_main("set", "--store", store_path, run.id, "--lr", "0.05")
             assert code == 0, err

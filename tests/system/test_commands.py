@@ -29,6 +29,7 @@ from core.engine.client import (
     EngineClient,
     EngineUnavailable,
 )
+from core.engine.commands import RUNS
 from core.engine.server import IDLE_GRACE_SECONDS, EngineService, lock_path, serve
 from core.knobs import InvalidHyperparameters
 from core.optimizers import catalog
@@ -128,23 +129,45 @@ def test_services_by_role_and_tags_without_repeats(tmp_path) -> None:
 def test_a_service_row_takes_runs_only_while_it_beats(tmp_path) -> None:
     """Rows written by hand, each the newest engine: one of another host, silent (before,
     any other host's row counted as alive, and took every new run); one beating from the
-    future; one of a live process of this host (pid 1), silent. The client hands its run
-    to the engine that beats, and forgets the others."""
+    future; one of a live process of this host (pid 1), silent; one of another host's
+    process that beats as a CLI run does (its `runs` row), silent as an engine. The
+    client hands its run to the engine that beats, and forgets the others."""
     with Store(tmp_path / "lab.sqlite") as store:
         store.register_service(owner.current(), ENGINE, {})
         now = time.time()
         init = Path("/proc/1/stat").read_text().rsplit(")", 1)[1].split()[19]
+        silent = now - LIVENESS_SECONDS - 1
         planted_rows = {
-            "other-host:1:1": now - LIVENESS_SECONDS - 1,
+            "other-host:1:1": silent,
             "other-host:2:2": now + 2 * LIVENESS_SECONDS,
-            f"{os.uname().nodename}:1:{init}": now - LIVENESS_SECONDS - 1,
+            f"{os.uname().nodename}:1:{init}": silent,
+            "other-host:3:3": silent,
         }
         for holder, heartbeat in planted_rows.items():
             planted.service(store.location, holder, ENGINE, started=now + 60, heartbeat=heartbeat)
+        planted.service(store.location, "other-host:3:3", RUNS, started=now, heartbeat=now)
         client = EngineClient(store)
         run_id = client.start({**LONG, "max_steps": 1})
         assert store.get_run(run_id).owner == owner.current()
         assert [service.owner for service in store.services(ENGINE)] == [owner.current()]
+
+
+def test_only_the_serving_engine_takes_runs_from_the_store(tmp_path) -> None:
+    """A run handed through the store to an engine that does not serve it (a CLI's, a
+    sweep's), as a row written by hand would hand it, is refused: it trains nothing."""
+    engine = Engine(tmp_path / "lab.sqlite")
+    try:
+        engine.store.create_run("handed", "handed", {**LONG, "max_steps": 1}, owner=engine.owner)
+        command = engine.store.add_command("handed", "start")
+        wait_for(
+            lambda: engine.store.get_command(command.id).handled is not None,
+            timeout=30,
+            what="the engine to answer",
+        )
+        assert "serves no store" in engine.store.get_command(command.id).error
+        assert engine.store.get_run("handed").status == "queued"
+    finally:
+        engine.close()
 
 
 def test_a_dashboard_beats_until_its_client_closes(tmp_path) -> None:
