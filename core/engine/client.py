@@ -22,6 +22,7 @@ from core.engine.checkpoints import RunCheckpoints
 from core.engine.config import RunConfig
 from core.engine.engine import last_checkpoint
 from core.engine.forks import create_fork
+from core.engine.handover import check_handed_over
 from core.engine.landscape import Landscape, landscape_path, read_progress
 from core.engine.live import checked_changes
 from core.engine.model_file import choose_checkpoint
@@ -168,10 +169,11 @@ class EngineClient(RunReader):
     def start_all(self, configs: Iterable[RunConfig | Mapping[str, Any]]) -> list[str]:
         """Hands runs to the engine process together (a group of repeats, the demo race),
         so that they start at once, and returns their ids. An invalid config raises
-        `InvalidInput` naming every bad field, and nothing is stored; runs the engine
-        refuses are removed, and the first one's reasons raised (see
-        `_await_acceptance`)."""
-        checked = [c if isinstance(c, RunConfig) else RunConfig.from_dict(c) for c in configs]
+        `InvalidInput` naming every bad field, and nothing is stored (a config that would
+        read outside the uploads, before this process reads it: see
+        `core.engine.handover`); runs the engine refuses are removed, and the first one's
+        reasons raised (see `_await_acceptance`)."""
+        checked = [self._handed_over(config) for config in configs]
         service = self.ensure_engine()
         assert service is not None
         run_ids = []
@@ -192,6 +194,9 @@ class EngineClient(RunReader):
         """Hands a fork of `run_id` from its checkpoint of `step` to the engine process,
         with knobs or run fields changed (see `core.engine.forks`); returns its id. A fork
         the engine refuses raises `InvalidInput` (see `_await_acceptance`)."""
+        record = self.store.get_run(run_id)
+        if record is not None:  # else create_fork says so
+            check_handed_over(record.config, self.store.datasets_folder)
         service = self.ensure_engine()
         assert service is not None
         fork_id = create_fork(
@@ -199,6 +204,12 @@ class EngineClient(RunReader):
         )
         self._await_acceptance([fork_id], service.owner)
         return fork_id
+
+    def _handed_over(self, config: RunConfig | Mapping[str, Any]) -> RunConfig:
+        """`config` checked as the engine checks a run handed to it, then validated."""
+        values = config.to_dict() if isinstance(config, RunConfig) else config
+        check_handed_over(values, self.store.datasets_folder)
+        return config if isinstance(config, RunConfig) else RunConfig.from_dict(config)
 
     def _await_acceptance(self, run_ids: Sequence[str], engine: str) -> None:
         """Waits up to `ACCEPT_SECONDS` for the engine `engine` to take the new runs'

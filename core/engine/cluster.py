@@ -29,6 +29,7 @@ from typing import Any
 
 from core.engine.config import RunConfig
 from core.engine.execution import RunControl, RunExecution
+from core.knobs import InvalidInput
 from core.store import Store, StoreError, is_url
 from core.store.paths import FILES_VAR
 
@@ -232,9 +233,26 @@ class RunActor:
 
     def train(self) -> str:
         try:
-            return RunExecution(self.control, self.store)()
+            return self._refused() or RunExecution(self.control, self.store)()
         finally:
             self.store.close()
+
+    def _refused(self) -> str | None:
+        """Ends the run, before anything is built, when its model cannot fit in this
+        node's memory (see `core.engine.footprint`), as an engine refuses a run it would
+        train in a thread: failed, or interrupted if it trained before (it stays
+        resumable); returns that status, else None."""
+        from core.engine.footprint import check_fits
+
+        try:
+            check_fits(self.control.config)
+        except InvalidInput as exc:
+            record = self.store.get_run(self.control.run_id)
+            status = "failed" if record is None or record.started is None else "interrupted"
+            self.control.status = status
+            self.store.finish(self.control.run_id, status, {"steps": self.control.step}, str(exc))
+            return status
+        return None
 
     def relay(
         self, stop_reason: str | None, paused: bool, updates: list[tuple[str, float]]

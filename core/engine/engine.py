@@ -171,6 +171,7 @@ class Engine(RunReader):
     def _export(self, run_id: str, checkpoint: str) -> None:
         """`model_file` for a command: any failure refuses the command, with its reason,
         and leaves the command listener at work."""
+        self._check_rebuilt(run_id)
         try:
             self.model_file(run_id, checkpoint)
         except (InvalidInput, UnknownRunError):
@@ -183,6 +184,7 @@ class Engine(RunReader):
         see `core.engine.landscape`); any failure refuses the command, with its reason."""
         from core.engine.landscape import kept_landscape
 
+        self._check_rebuilt(run_id)
         try:
             kept_landscape(self.store, run_id, step)
         except (InvalidInput, UnknownRunError):
@@ -286,9 +288,21 @@ class Engine(RunReader):
             if run_id not in self._controls:
                 self._enqueue(run_id, config, record.step)
 
+    def _check_rebuilt(self, run_id: str) -> None:
+        """Refuses to rebuild a run from its stored config for a command through the store
+        (an export, a landscape), as a run handed over is refused: when the config reads
+        what `core.engine.handover` does not allow (only a local `optlab export` reads
+        any path), or its model cannot fit."""
+        record = self.store.get_run(run_id)
+        if record is None:
+            raise UnknownRunError(run_id)
+        check_handed_over(record.config, self.store.datasets_folder)
+        self._check_fits(RunConfig.from_dict(record.config))
+
     def _check_fits(self, config: RunConfig) -> None:
         """Refuses a run whose model cannot fit in this machine's memory; a Ray cluster's
-        run trains on a node of its own, whose memory is its own."""
+        run trains on a node of its own, which measures it against its own (see
+        `core.engine.cluster.RunActor`)."""
         if self.cluster is not None:
             return
         if config.strategy == "multiworker":

@@ -250,7 +250,7 @@ def test_a_run_through_the_store_reads_only_the_uploads(tmp_path: Path) -> None:
 
         client = EngineClient(store)
         with pytest.raises(InvalidInput) as refusal:
-            client.start({**CSV_RUN, "dataset": f"csv:{numbers}"})  # it reads it: the engine not
+            client.start({**CSV_RUN, "dataset": f"csv:{numbers}"})  # refused before it reads
         assert set(refusal.value.errors) == {"dataset"}
         assert len(store.list_runs()) == len(refused) + 1  # the client's refused run is gone
     everything = "\n".join(sqlite3.connect(path).iterdump())  # runs, events, commands, ...
@@ -260,8 +260,9 @@ def test_a_run_through_the_store_reads_only_the_uploads(tmp_path: Path) -> None:
 
 def test_a_resume_or_a_fork_through_the_store_is_held_to_the_uploads_too(tmp_path: Path) -> None:
     """A run trained in this process on a file outside the uploads (as a CLI run) is
-    resumed or forked from another process: refused, naming `dataset`. The refused resume
-    leaves it resumable, and this process resumes it."""
+    resumed, forked, exported or drawn as a landscape from another process (each rebuilds
+    it from its stored config): refused, naming `dataset`. The refused resume leaves it
+    resumable, and this process resumes it and writes its model, as `optlab` does."""
     numbers = tmp_path / "numbers.csv"
     numbers.write_text("".join(f"{i},{i * 0.5},{i % 2}\n" for i in range(20)))
     path = tmp_path / "lab.sqlite"
@@ -275,6 +276,11 @@ def test_a_resume_or_a_fork_through_the_store_is_held_to_the_uploads_too(tmp_pat
         with pytest.raises(InvalidInput) as refusal:
             client.fork(run_id, engine.checkpoints(run_id)[-1].step)
         assert set(refusal.value.errors) == {"dataset"}
+        with pytest.raises(InvalidInput, match=r"^model: dataset: a run handed"):
+            client.model_file(run_id)
+        asked = client.ask_landscape(run_id, engine.checkpoints(run_id)[-1].step)
+        assert client.settle(asked, 30).error.startswith("dataset: a run handed")
+        assert engine.model_file(run_id).exists()  # asked here
         client.resume(run_id)
         wait_for(lambda: not store.pending_commands(engine.owner), what="the resume taken")
         record = store.get_run(run_id)

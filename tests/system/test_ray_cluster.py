@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from bench.cores import processes
@@ -26,6 +27,7 @@ from core.engine.cluster import NAMESPACE, ClusterError, own_token
 from tests.apptest import ROOT, page
 from tests.conftest import app_serving
 from tests.lean import NO_INSTRUMENTS
+from tests.system.test_hostile_data import MLP_ADAM_BYTES_PER_FEATURE, wide_npz
 from tests.system.test_postgres_lab import core
 from tests.waiting import wait_for
 
@@ -279,6 +281,26 @@ def test_a_run_asking_more_than_any_node_has_fails_saying_so(cluster, postgres) 
         status = engine.wait(run_id, 60)
         assert status.status == "failed"
         assert "no node of the cluster has 2 CPUs" in status.error
+    finally:
+        engine.close()
+
+
+def test_a_run_that_cannot_fit_in_its_nodes_memory_fails_there_saying_so(
+    cluster, postgres, tmp_path
+) -> None:
+    """The node measures a run before it builds it, as an engine measures one it trains
+    in a thread: mlp over twice as many byte features as the memory available allows
+    fails naming `model`, having trained nothing."""
+    features = round(2 * psutil.virtual_memory().available / MLP_ADAM_BYTES_PER_FEATURE)
+    wide = wide_npz(tmp_path / "wide.npz", features)
+    engine = Engine(postgres.create_schema(), ray_address=cluster.address)
+    try:
+        config = {"model": "mlp", "optimizer": "adam", "batch_size": 1, "max_steps": 1}
+        run_id = engine.start({**config, "dataset": f"npz:{wide}", **NO_INSTRUMENTS})
+        status = engine.wait(run_id, 120)
+        assert status.status == "failed", status.error
+        assert status.error.startswith(f"model: mlp on examples of shape ({features},) has ")
+        assert engine.metrics(run_id).last_step is None
     finally:
         engine.close()
 
