@@ -277,8 +277,9 @@ def progress(run_id: str, was_active: bool) -> None:
     """The run's name, status, knobs now, step, speed and ETA."""
     run = engine.status(run_id)
     st.markdown(
-        f"**{escape_markdown(run.name)}** `{run.id}` · {texts.badge(run.status)}  \n"
-        f"{texts.knobs(run)}"
+        f"**{escape_markdown(run.name)}** :gray[{escape_markdown(run.id)}] · "
+        f"{texts.badge(run.status)}  \n"
+        f"{escape_markdown(texts.knobs(run))}"
     )
     speed = f"{run.steps_per_second:.1f} steps/s" if run.steps_per_second else ""
     eta = f"ETA {texts.duration(run.eta_seconds)}" if run.eta_seconds else ""

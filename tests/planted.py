@@ -34,15 +34,16 @@ def run(
     name: str = "planted",
     status: str = "completed",
     owner: str | None = None,
+    config: Mapping[str, Any] | None = None,
 ) -> None:
-    """A run of id `run_id` (any text), with `name`, `status` and `owner`, that trained
-    no step."""
+    """A run of id `run_id` (any text), with `name`, `status`, `owner` and `config`
+    (any JSON; by default an sgd run's), that trained no step."""
     now = time.time()
     write(
         location,
         "INSERT INTO runs (id, name, status, config, created, updated, owner)"
         " VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (run_id, name, status, json.dumps({"optimizer": "sgd"}), now, now, owner),
+        (run_id, name, status, json.dumps(config or {"optimizer": "sgd"}), now, now, owner),
     )
 
 

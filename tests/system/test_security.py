@@ -31,6 +31,7 @@ from core.cli import main
 from core.confined import safe_path
 from core.engine import Engine, RunConfig
 from core.engine.client import ENGINE, EngineClient
+from core.escaping import escape_markdown
 from core.knobs import InvalidHyperparameters, InvalidInput
 from core.store import Store, owner
 from core.store.paths import FILES_VAR
@@ -565,6 +566,22 @@ def test_a_plugins_texts_from_the_store_are_shown_as_text_on_train(lab: EngineCl
         typed = re.split(r" Valid:| \*\(plugin: ", text)[0]  # then what the lab adds
         assert re.search(r"(?<!\\)[][*()!:<>$`]", typed) is None, text
     assert any(r"x\*y\.py" in text for text in shown)  # the plugin's file name, escaped too
+
+
+def test_a_planted_runs_id_and_knobs_show_as_typed_on_live(lab: EngineClient) -> None:
+    """A row written by hand may hold any id (it is listed, see below) and any knob
+    value: Live's status line shows them as typed."""
+    from tests.apptest import page
+
+    hostile = "x`![i](http://127.0.0.1:9/i.png)`"
+    config = {"optimizer": "sgd", "hyperparameters": {"learning_rate": hostile}}
+    planted.run(lab.store.location, hostile, status="stopped", config=config)
+    at = page("pages/2_Live.py")
+    at.session_state["watch"] = [hostile]
+    at.run()
+    assert not at.exception
+    [status] = [m.value for m in at.markdown if "planted" in m.value]
+    assert hostile not in status and status.count(escape_markdown(hostile)) == 2, status
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
