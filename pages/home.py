@@ -65,7 +65,12 @@ with race:
         + " side by side.",
     ):
         repeats = int(st.session_state.get(RACE_REPEATS, 1))
-        state.open_page("pages/2_Live.py", **{state.WATCH: start_demo_race(repeats)})
+        try:
+            race_ids = start_demo_race(repeats)
+        except InvalidInput as exc:  # the engine's refusal: a model that cannot fit
+            st.error(f"Not started: {escape_markdown(str(exc))}", icon=":material/warning:")
+        else:
+            state.open_page("pages/2_Live.py", **{state.WATCH: race_ids})
     st.number_input(
         "seeds per optimizer",
         min_value=1,

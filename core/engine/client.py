@@ -216,7 +216,8 @@ class EngineClient(RunReader):
         start commands. A run it refused (what it would read, or a model that cannot fit
         in its memory: see `Engine._accept`) ended failed before it started: it is
         deleted, and the first such run's reasons are raised as `InvalidInput`, as a
-        local engine's `start` raises them. A run not taken by then stays queued; refused
+        local engine's `start` raises them; the others of `run_ids` are withdrawn, so that
+        a group starts whole or not at all. A run not taken by then stays queued; refused
         later, it ends failed, saying why."""
         deadline = time.monotonic() + ACCEPT_SECONDS
         waiting = set(run_ids)
@@ -229,10 +230,23 @@ class EngineClient(RunReader):
             for record in map(self.store.get_run, run_ids)
             if record is not None and record.status == "failed" and record.started is None
         ]
+        if not refused:
+            return
         for record in refused:
             self.store.delete_run(record.id)
-        if refused:
-            raise InvalidInput(_reasons(refused[0].error or "refused by the engine"))
+        self._withdraw(set(run_ids) - {record.id for record in refused})
+        raise InvalidInput(_reasons(refused[0].error or "refused by the engine"))
+
+    def _withdraw(self, run_ids: Iterable[str]) -> None:
+        """Stops the runs and deletes each once it has ended (a queued one at once, one
+        that started within a step; one that takes longer than `ACCEPT_SECONDS` stays,
+        stopped)."""
+        commands = [self.stop(run_id) for run_id in run_ids]
+        deadline = time.monotonic() + ACCEPT_SECONDS
+        for command in commands:
+            status = self.wait(command.run_id, max(0.0, deadline - time.monotonic()))
+            if not status.active:
+                self.store.delete_run(command.run_id)
 
     def stop(self, run_id: str) -> Command:
         """Asks the run's process to stop it within one step."""

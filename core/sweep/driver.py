@@ -92,8 +92,12 @@ class Driver:
             configs = repeat_configs(
                 self.plan.config_for(trial.params, name=name), self.plan.repeats
             )
-            run_ids = [self.engine.start(config) for config in configs]
-        except InvalidInput as exc:
+            run_ids = []
+            for config in configs:
+                run_ids.append(self.engine.start(config))
+        except InvalidInput as exc:  # a repeat refused: the trial's others are withdrawn
+            for run_id in run_ids:
+                self.engine.stop(run_id)
             trial.set_user_attr(REASON, f"invalid config: {exc}")
             self.study.tell(trial, state=_state("FAIL"))
             return

@@ -196,6 +196,24 @@ def test_the_train_page_shows_the_engines_refusal_of_a_model_that_cannot_fit(
         files._read.cache_clear()  # the dataset this process read
 
 
+def test_a_group_with_a_run_that_cannot_fit_starts_not_at_all(
+    lab: EngineClient, tmp_path: Path
+) -> None:
+    """Runs handed over together (repeats, a race) start whole or not at all: the engine
+    takes the first and refuses the second; the first is withdrawn, and nothing is left."""
+    features = int(1.5 * psutil.virtual_memory().available / MLP_ADAM_BYTES_PER_FEATURE)
+    content = wide_npz(tmp_path / "wide.npz", features).read_bytes()
+    wide = files.keep(lab.store.datasets_folder, "wide.npz", content)
+    fits = {"model": "mlp", "dataset": "digits", "epochs": 10_000, **NO_INSTRUMENTS}
+    try:
+        with pytest.raises(InvalidInput) as refusal:
+            lab.start_all([fits, {**fits, "optimizer": "adam", "dataset": wide, "batch_size": 1}])
+        assert set(refusal.value.errors) == {"model"}
+        assert lab.list() == []
+    finally:
+        files._read.cache_clear()  # the dataset this process read
+
+
 # Item 4: a run through the store names someone else's file ---------------------------------
 
 SECRET_LINES = [
