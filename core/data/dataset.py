@@ -44,6 +44,11 @@ class Dataset:
     input_shape: tuple[int, ...]
     problem: str = "classification"
 
+    @property
+    def nbytes(self) -> int:
+        """What its arrays take in memory."""
+        return sum(a.nbytes for a in (self.x_train, self.y_train, self.x_test, self.y_test))
+
     def split(self, split: str) -> tuple[np.ndarray, np.ndarray]:
         """The `(x, y)` arrays of `split`, `"train"` or `"test"`."""
         if split == "train":

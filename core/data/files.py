@@ -20,7 +20,6 @@ trained on is never replaced: a resume, a fork or a clone reads the same data.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import io
 import os
@@ -33,6 +32,7 @@ import numpy as np
 
 from core.data import npz_archive
 from core.data.dataset import Dataset, frozen, stratified_split
+from core.data.held import KEPT
 from core.data.registry import DatasetInfo
 
 #: The largest file the lab reads: each process that trains on it holds it in memory.
@@ -147,13 +147,17 @@ def label(name: str) -> str:
     return f"your file {stem}.{kind} ({digest[:8]})"
 
 
-@functools.lru_cache(maxsize=4)
 def _read(kind: str, path: str, size: int, mtime_ns: int) -> Dataset:
-    """The dataset in the file at the resolved `path`, named `KIND:PATH`: one entry per
-    file, however its name was spelled."""
-    del size, mtime_ns  # the cache key: a changed file is read again
+    """The dataset in the file at the resolved `path`, named `KIND:PATH`, kept (see
+    `core.data.held`) once per file, however its name was spelled, while it does not
+    change (its size and modification time are part of the key)."""
+    key = ("file", kind, path, size, mtime_ns)
+    if (kept := KEPT.get(key)) is not None:
+        return kept
     with open(path, "rb") as file:
-        return (_from_npz if kind == "npz" else _from_csv)(f"{kind}:{path}", file)
+        dataset = (_from_npz if kind == "npz" else _from_csv)(f"{kind}:{path}", file)
+    KEPT.put(key, dataset)
+    return dataset
 
 
 def _from_npz(name: str, file: BinaryIO) -> Dataset:

@@ -24,6 +24,7 @@ import psutil
 import pytest
 
 from core.data import files
+from core.data.held import KEPT
 from core.engine.client import EngineClient
 from core.escaping import escape_markdown
 from core.knobs import InvalidInput
@@ -193,7 +194,7 @@ def test_the_train_page_shows_the_engines_refusal_of_a_model_that_cannot_fit(
         assert shown in [error.value for error in at.error]
         assert lab.list() == []
     finally:
-        files._read.cache_clear()  # the dataset this process read
+        KEPT.clear()  # the dataset this process read
 
 
 def test_a_group_with_a_run_that_cannot_fit_starts_not_at_all(
@@ -211,7 +212,7 @@ def test_a_group_with_a_run_that_cannot_fit_starts_not_at_all(
         assert set(refusal.value.errors) == {"model"}
         assert lab.list() == []
     finally:
-        files._read.cache_clear()  # the dataset this process read
+        KEPT.clear()  # the dataset this process read
 
 
 # Item 4: a run through the store names someone else's file ---------------------------------

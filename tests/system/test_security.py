@@ -104,6 +104,7 @@ def test_the_readme_says_what_a_shared_stores_users_can_do_to_each_other() -> No
     """The Security section's account of a shared store: what every peer can do, what
     none can do to another, each with the limits the code holds (issue 36)."""
     from core.data.files import MAX_BYTES, MAX_LOADED_BYTES
+    from core.data.held import MAX_HELD_BYTES
     from core.store.owner import LIVENESS_SECONDS
     from core.store.paths import MAX_RUN_ID
 
@@ -125,7 +126,8 @@ def test_the_readme_says_what_a_shared_stores_users_can_do_to_each_other() -> No
         assert harm in cannot, harm
     limits = (
         f"{MAX_BYTES // 2**20} MB",
-        f"{MAX_LOADED_BYTES // 2**30} GB",
+        f"{MAX_LOADED_BYTES // 2**30} GB of arrays once loaded",
+        f"at most {MAX_HELD_BYTES // 2**30} GB of datasets loaded",
         f"1 to {MAX_RUN_ID} letters",
         f"younger than {LIVENESS_SECONDS:g} s",
     )

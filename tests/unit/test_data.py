@@ -12,7 +12,8 @@ import pytest
 import tensorflow as tf
 
 from core import data
-from core.data import loading, tfds_source
+from core.data import files, loading, tfds_source
+from core.data.held import MAX_HELD_BYTES, Held
 from tests.tfds_builders import prepare
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,8 +89,16 @@ def test_mnist_5k_split_is_the_first_400_and_last_100_of_each_class():
     assert dataset.x_train.min() == 0.0 and dataset.x_train.max() == 1.0
 
 
+def fresh_kept(monkeypatch, max_bytes: int = MAX_HELD_BYTES) -> Held:
+    """An empty store of kept datasets for this test, in place of the process's."""
+    kept = Held(max_bytes)
+    monkeypatch.setattr(loading, "KEPT", kept)
+    monkeypatch.setattr(files, "KEPT", kept)
+    return kept
+
+
 def test_mnist_5k_loads_in_about_a_second(monkeypatch):
-    monkeypatch.setattr(loading, "_cache", {})
+    fresh_kept(monkeypatch)
     start = time.perf_counter()
     data.load("mnist-5k")
     assert time.perf_counter() - start < 1.5
@@ -122,7 +131,7 @@ def test_loads_are_cached_and_read_only():
 
 
 def test_concurrent_loads_of_one_dataset_read_it_once(monkeypatch):
-    monkeypatch.setattr(loading, "_cache", {})
+    fresh_kept(monkeypatch)
     calls = []
 
     def slow_digits():
@@ -208,22 +217,22 @@ def test_a_data_dir_is_cached_once_however_it_is_spelled(tmp_path, monkeypatch):
     """The cache is keyed by the resolved data dir: `a/../a` is `a`, however many times
     it is repeated."""
     _prepare_tiny_mnist(tmp_path / "tfds")
-    monkeypatch.setattr(loading, "_cache", {})
+    kept = fresh_kept(monkeypatch)
     spellings = ["tfds", "tfds/../tfds", "tfds/./", "tfds/../tfds/../tfds/../tfds"]
     loaded = [data.load("mnist", data_dir=str(tmp_path / spelling)) for spelling in spellings]
     assert all(dataset is loaded[0] for dataset in loaded)
-    assert list(loading._cache) == [("mnist", str((tmp_path / "tfds").resolve()))]
+    assert kept.by_use() == [("mnist", str((tmp_path / "tfds").resolve()))]
 
 
 def test_the_cache_keeps_the_datasets_used_last(tmp_path, monkeypatch):
     _prepare_tiny_mnist(tmp_path)
-    monkeypatch.setattr(loading, "_cache", {})
-    monkeypatch.setattr(loading, "MAX_CACHED", 2)
+    # Room for digits and mnist-5k, not for the tiny mnist too.
+    kept = fresh_kept(monkeypatch, data.load("digits").nbytes + data.load("mnist-5k").nbytes)
     digits = data.load("digits")
     data.load("mnist-5k")
     assert data.load("digits") is digits  # the latest used now
     data.load("mnist", data_dir=str(tmp_path))
-    assert [name for name, _ in loading._cache] == ["digits", "mnist"]
+    assert [name for name, _ in kept.by_use()] == ["digits", "mnist"]
     assert data.load("digits") is digits
 
 

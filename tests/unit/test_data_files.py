@@ -15,6 +15,7 @@ import pytest
 
 from core import data
 from core.data import files, npz_archive
+from core.data.held import MAX_HELD_BYTES, Held
 from core.engine import RunConfig
 from core.knobs import InvalidInput
 from tests.hostile_files import Zeros, write_npz
@@ -269,12 +270,34 @@ def test_no_error_about_a_file_quotes_what_it_holds(
         assert word not in message.replace(str(path), "")
 
 
-def test_a_file_is_read_once_however_its_path_is_spelled(tmp_path: Path) -> None:
+def test_a_file_is_read_once_however_its_path_is_spelled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     folder = tmp_path / "data"
     folder.mkdir()
     name = npz(folder, **arrays())
     spellings = [name, f"npz:{folder}/../data/mine.npz", f"npz:{folder}/./mine.npz"]
-    files._read.cache_clear()
+    kept = Held(MAX_HELD_BYTES)
+    monkeypatch.setattr(files, "KEPT", kept)
     loaded = [data.load(spelling) for spelling in spellings * 3]
     assert all(dataset is loaded[0] for dataset in loaded)
-    assert files._read.cache_info().currsize == 1
+    assert len(kept.by_use()) == 1
+
+
+def test_the_files_kept_take_at_most_their_bound_the_one_used_last_staying(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """However many files a shared store's users name, a process keeps at most
+    `MAX_HELD_BYTES` of their arrays (here a bound of two files), the latest used."""
+    for i in range(3):
+        np.savez(tmp_path / f"file{i}.npz", **arrays())
+    names = [f"npz:{tmp_path / f'file{i}.npz'}" for i in range(3)]
+    kept = Held(2 * files.load(names[0]).nbytes)
+    monkeypatch.setattr(files, "KEPT", kept)
+    loaded = [files.load(name) for name in names]
+    assert len(kept.by_use()) == 2
+    assert files.load(names[2]) is loaded[2] and files.load(names[1]) is loaded[1]
+    assert files.load(names[0]) is not loaded[0]  # let go of, so read again
+    kept.max_bytes = 0
+    kept.put("latest", loaded[1])
+    assert kept.by_use() == ["latest"]  # the one kept last stays, whatever its size
