@@ -24,6 +24,7 @@ import hashlib
 import io
 import os
 import re
+import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import BinaryIO
@@ -120,8 +121,10 @@ def keep(folder: Path, filename: str, content: bytes) -> str:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{stem}.{digest}.{kind}"
     if not path.exists():
-        partial = path.with_name(f".{path.name}.partial")
-        partial.write_bytes(content)
+        # A partial file of its own: two uploads of the same content at once both land.
+        handle, partial = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".partial")
+        with os.fdopen(handle, "wb") as file:
+            file.write(content)
         os.replace(partial, path)  # whole, or not there: a run reading it never sees half
     return f"{kind}:{path.resolve()}"
 

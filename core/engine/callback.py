@@ -98,9 +98,14 @@ class LabCallback(keras.callbacks.Callback):
         # stored, so that no host ever sees the run without a live owner.
         identity = owner.current(f"fit-{self.run_id}")
         self._listener = CommandListener(store, identity, self._handle, self._progress)
-        store.create_run(self.run_id, config["name"], config, status="running", owner=identity)
-        store.set_progress(self.run_id, 0, total_steps=self.total_steps)
-        self._writer = store.metrics_writer(self.run_id)
+        try:
+            store.create_run(self.run_id, config["name"], config, status="running", owner=identity)
+            store.set_progress(self.run_id, 0, total_steps=self.total_steps)
+            self._writer = store.metrics_writer(self.run_id)
+        except BaseException:  # no run to beat for: the fit fails, the listener goes
+            self._listener.close()
+            self._listener = None
+            raise
         telemetry = spec is not None and optimizer.telemetry
         self._statistics = LayerStatistics(self.model, optimizer) if telemetry else None
         shape = {"layers": self._layers(), "steps_per_epoch": self.params.get("steps")}

@@ -226,8 +226,9 @@ class Engine(RunReader):
         return self.status(run_id)
 
     def close(self, timeout: float = 30.0) -> None:
-        """Ends every run that has not ended as interrupted, then closes the store."""
-        self._listener.close()
+        """Ends every run that has not ended as interrupted, then closes the store. The
+        command listener, and the heartbeat by which other hosts know the runs' process
+        alive, stop once the runs have ended (a start it takes meanwhile is refused)."""
         with self._lock:
             self._closed = True
             while self._queue:
@@ -239,6 +240,7 @@ class Engine(RunReader):
         deadline = time.monotonic() + timeout
         for control in controls:
             control.done.wait(max(0.0, deadline - time.monotonic()))
+        self._listener.close()
         if self.cluster is not None:
             self.cluster.close()
         self.store.close()
