@@ -25,8 +25,8 @@ def panel(run_id: str, was_active: bool, use: Callable[[float], None]) -> None:
     engine = state.engine()
     run = engine.status(run_id)
     curve = RangeTest.of(engine.metrics(run_id))
-    name, run_id = escape_markdown(run.name), escape_markdown(run.id)  # as the store has them
-    st.markdown(f"**{name}** :gray[{run_id}] · {texts.badge(run.status)}")
+    name, shown_id = escape_markdown(run.name), escape_markdown(run.id)  # as stored
+    st.markdown(f"**{name}** :gray[{shown_id}] · {texts.badge(run.status)}")
     if run.active:
         st.progress(min(run.progress, 1.0), text=f"step {run.step}/{run.total_steps or '?'}")
     live_chart(range_test_figure(curve), key=f"lr_find:{run_id}")
