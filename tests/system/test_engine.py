@@ -108,7 +108,8 @@ def test_queue_is_fifo_and_at_most_two_train_at_once(tmp_path) -> None:
             time.sleep(0.01)
         assert most == 2
         starts = [engine.status(r).started for r in ids]
-        assert starts == sorted(starts)
+        # The first two start together, in either order; the queued ones after them, in turn.
+        assert max(starts[:2]) <= starts[2] <= starts[3]
         assert all(engine.status(r).status == "completed" for r in ids)
     finally:
         engine.close()

@@ -245,10 +245,13 @@ def test_a_cli_run_on_another_host_lives_by_its_heartbeat_and_stops_from_here(
         assert run.owner.startswith(f"{OTHER_HOST}:")
         wait_for(lambda: store.read_metrics(run.id).last_step, 120, "its first steps")
         watched_until = time.monotonic() + LIVENESS_SECONDS + 2
-        while time.monotonic() < watched_until:  # all along, not only at the end
+
+        def alive_past_the_window() -> bool:  # all along, not only at the end
             status = client.status(run.id)
             assert (status.status, status.steerable) == ("running", True)
-            time.sleep(0.5)
+            return time.monotonic() >= watched_until
+
+        wait_for(alive_past_the_window, LIVENESS_SECONDS + 60, "the window", interval=0.5)
         code, _, err = run_main("stop", run.id, "--store", url)
         assert code == 0, err
         assert remote.wait(60) == 1  # the CLI reports the stop
