@@ -1,6 +1,8 @@
 """The loss landscape around a checkpoint (Li et al., "Visualizing the Loss Landscape of
 Neural Nets", NeurIPS 2018), on one fixed batch: the batch the run took right after the
-checkpoint, so that the landscape's centre is the loss the run logged at that step.
+checkpoint, so that the landscape's centre is the loss the run logged at the next step. A
+run's last checkpoint has no next batch; its landscape is on the batch of its own step, the
+last one the run took.
 
     L(θ + a·d)            a ∈ [−1, 1]: along the update d the optimizer takes from θ on
                                      that batch, and along a random direction δ
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -129,11 +131,13 @@ def compute(
     from core.engine.trainer import Trainer
 
     report(0.0)
-    # One device, and the batches from the checkpoint's next step on.
-    trainer = Trainer(RunConfig.from_dict(record.config), make_strategy("default"), start=step)
+    # One device, and the batches from the checkpoint's own step on (see `_batch_after`).
+    trainer = Trainer(
+        RunConfig.from_dict(record.config), make_strategy("default"), start=max(step - 1, 0)
+    )
     try:
         trainer.restore(chosen.prefix)
-        x, y = next(trainer._batches)  # the batch of step + 1
+        x, y = _batch_after(trainer._batches, step)
         model, task = trainer.model, trainer.task
         variables = model.trainable_variables
         origin = [v.numpy() for v in variables]
@@ -181,18 +185,32 @@ def compute(
     return Landscape(step, offsets, along_update, along_random, surface, steps, coordinates)
 
 
+def _batch_after(batches: Iterator[Any], step: int) -> Any:
+    """The batch of `step` + 1 from `batches`, which start at the batch of `step` (of step
+    1 when `step` is 0); at a run's last checkpoint, where there is none, the batch of
+    `step` itself."""
+    own = next(batches) if step > 0 else None
+    return next(batches, own)
+
+
 def _filter_normalized(direction: list[np.ndarray], weights: list[np.ndarray]) -> list[np.ndarray]:
-    """Each kernel's slice per output unit scaled to that slice's norm in `weights`;
-    vectors (biases, norms' scales) set to zero."""
+    """Each kernel's slice per output unit (its last axis; a conv kernel's slice has three
+    axes, a dense one's one) scaled to that slice's norm in `weights`; vectors (biases,
+    norms' scales) set to zero."""
     out = []
     for d, w in zip(direction, weights, strict=True):
         if d.ndim < 2:
             out.append(np.zeros_like(w))
             continue
-        axes = tuple(range(d.ndim - 1))
-        scale = np.linalg.norm(w, axis=axes) / np.maximum(np.linalg.norm(d, axis=axes), 1e-12)
+        scale = _unit_norms(w) / np.maximum(_unit_norms(d), 1e-12)
         out.append((d * scale).astype(w.dtype))
     return out
+
+
+def _unit_norms(kernel: np.ndarray) -> np.ndarray:
+    """The L2 norm of each output unit's slice of `kernel`, over every axis but the last
+    (`np.linalg.norm` takes at most two axes)."""
+    return np.sqrt(np.sum(np.square(kernel, dtype=np.float64), axis=tuple(range(kernel.ndim - 1))))
 
 
 def _trajectory(

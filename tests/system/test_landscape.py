@@ -1,5 +1,6 @@
 """The loss landscape around a checkpoint: its centre is the loss the run logged, it is
-computed once and kept, and Live draws it after the engine computed it."""
+computed once and kept, on every model at every checkpoint, and Live draws it after the
+engine computed it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,16 @@ import time
 import numpy as np
 import pytest
 
-from core.engine.landscape import GRID, POINTS, _filter_normalized, kept_landscape, landscape_path
+from core import models
+from core.engine import Engine, RunConfig
+from core.engine.landscape import (
+    GRID,
+    POINTS,
+    _filter_normalized,
+    compute,
+    kept_landscape,
+    landscape_path,
+)
 from core.knobs import InvalidInput
 from tests.apptest import finished_run, page
 from tests.waiting import wait_for
@@ -48,6 +58,57 @@ def test_directions_are_filter_normalized() -> None:
     direction = _filter_normalized([rng.normal(size=(5, 3)), rng.normal(size=3)], [kernel, bias])
     assert np.allclose(np.linalg.norm(direction[0], axis=0), np.linalg.norm(kernel, axis=0))
     assert not direction[1].any()  # biases are left out
+
+
+def test_every_model_has_a_landscape_at_its_first_middle_and_last_checkpoint(tmp_path) -> None:
+    # Two epochs of 5 steps: checkpoints at 4, 8 and 10, the last at the end of the data
+    # (no batch after it), on dense, convolutional and attention models alike.
+    names = [info.name for info in models.catalog(plugins=True)]
+    assert {"mlp", "lenet", "cnn", "tiny_vit"} <= set(names)
+    engine = Engine(tmp_path / "lab.sqlite", max_concurrent=2)
+    try:
+        runs = {
+            name: engine.start(
+                RunConfig.from_dict(
+                    {
+                        "dataset": "digits",
+                        "model": name,
+                        "optimizer": "adamw",
+                        "epochs": 2,
+                        "batch_size": 256,
+                        "checkpoint_every": 4,
+                        "log_every": 1,
+                        "hyperparameters": {"learning_rate": 0.01},
+                    }
+                )
+            )
+            for name in names
+        }
+        for name, run_id in runs.items():
+            engine.wait(run_id, 300)
+            assert [c.step for c in engine.checkpoints(run_id)] == [4, 8, 10], name
+            metrics = engine.metrics(run_id)
+            for step in (4, 8, 10):
+                landscape = compute(engine.store, run_id, step)
+                middle = POINTS // 2
+                assert np.isfinite(landscape.surface).all(), (name, step)
+                assert landscape.along_random[middle] == pytest.approx(landscape.centre, rel=1e-6)
+                if step < 10:  # the loss logged at the next step, on that step's batch
+                    logged = metrics["loss"][np.flatnonzero(metrics.steps == step + 1)[0]]
+                    assert landscape.centre == pytest.approx(logged, rel=1e-5), (name, step)
+                else:  # the last batch, at the weights after it: below where the run began
+                    assert landscape.centre < metrics["loss"][0], name
+    finally:
+        engine.close()
+
+
+def test_a_conv_kernel_is_normalized_per_output_unit() -> None:
+    rng = np.random.default_rng(1)
+    kernel = rng.normal(size=(5, 5, 3, 6))
+    (direction,) = _filter_normalized([rng.normal(size=kernel.shape)], [kernel])
+    assert np.allclose(
+        np.sqrt((direction**2).sum(axis=(0, 1, 2))), np.sqrt((kernel**2).sum(axis=(0, 1, 2)))
+    )
 
 
 def test_live_asks_the_engine_for_a_landscape_and_draws_it(lab) -> None:
