@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from core.store import KNOB_EVENT, Event, Metrics
+from core.store import HISTOGRAM_EVENT, KNOB_EVENT, Event, Metrics
 
 #: The CSV's first columns after `step`, those a run logged, in this order.
 LEADING_COLUMNS = (
@@ -40,6 +40,9 @@ LEADING_COLUMNS = (
 
 #: The series that holds when each step was logged (Unix seconds).
 WALL_TIME = "wall_time"
+
+#: What each kind of the histogram instrument counts the entries of.
+HISTOGRAM_KINDS = {"grad": "gradient entries", "weight": "weights"}
 
 
 def column_order(keys: Iterable[str]) -> list[str]:
@@ -98,8 +101,9 @@ def write_tensorboard(
     Every series becomes a scalar tag of the same name, so `step_norm/<layer>` and the like
     group by their prefix in TensorBoard; NaN (not logged) points are left out. `events`
     (the store's events of the run) become text summaries tagged `events/<kind>` at their
-    step, a knob change reading `name: previous → value`; `config`, if given, becomes a
-    `config` text at step 0.
+    step, a knob change reading `name: previous → value`, except the histogram instrument's,
+    which become TensorBoard histograms (see `histogram_summary`); `config`, if given,
+    becomes a `config` text at step 0.
 
     A step's points carry the time it was logged, from the `wall_time` series (which is
     therefore no scalar of its own); a step without one takes the previous step's, and
@@ -126,7 +130,10 @@ def write_tensorboard(
         text = "```\n" + json.dumps(dict(config), indent=2, sort_keys=True, default=str) + "\n```"
         records.append((0, 0, EventProto(wall_time=now, step=0, summary=text_pb("config", text))))
     for event in events or ():
-        summary = text_pb(f"events/{event.kind}", describe_event(event))
+        if event.kind == HISTOGRAM_EVENT:
+            summary = histogram_summary(event.payload)
+        else:
+            summary = text_pb(f"events/{event.kind}", describe_event(event))
         records.append(
             (event.step, 1, EventProto(wall_time=event.time, step=event.step, summary=summary))
         )
@@ -161,6 +168,41 @@ def write_tensorboard(
     finally:
         part.unlink(missing_ok=True)
     return directory / name
+
+
+def histogram_summary(histograms: Mapping[str, Any]) -> Any:
+    """The histogram instrument's counts at one step (its event's payload: `edges` and,
+    per kind, the counts of each layer) as a TensorBoard `Summary` of one histogram per
+    kind and layer, tagged `histogram/<kind>/<layer>`, over the lab's own bins of log₁₀ of
+    the entries' magnitudes (the first and last bins also hold what falls below and above
+    them). A bin's entries are taken at its centre for the histogram's `sum` and
+    `sum_squares`, which the instrument does not record."""
+    from tensorboard.compat.proto.summary_pb2 import HistogramProto, Summary, SummaryMetadata
+
+    edges = np.asarray(histograms["edges"], np.float64)
+    centres = (edges[:-1] + edges[1:]) / 2
+    values = []
+    for kind in sorted(k for k in histograms if k != "edges"):
+        for layer, counts in histograms[kind].items():
+            counts = np.asarray(counts, np.float64)
+            proto = HistogramProto(
+                min=edges[0],
+                max=edges[-1],
+                num=counts.sum(),
+                sum=counts @ centres,
+                sum_squares=counts @ centres**2,
+                bucket_limit=edges[1:].tolist(),
+                bucket=counts.tolist(),
+            )
+            about = f"log₁₀ of the magnitudes of {layer}'s {HISTOGRAM_KINDS.get(kind, kind)}"
+            values.append(
+                Summary.Value(
+                    tag=f"histogram/{kind}/{layer}",
+                    histo=proto,
+                    metadata=SummaryMetadata(summary_description=about),
+                )
+            )
+    return Summary(value=values)
 
 
 def _claim(target: Path) -> tuple[Path, int]:

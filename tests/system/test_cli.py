@@ -24,7 +24,7 @@ from core.cli import build_parser, main, render_progress, run_config
 from core.engine import Engine, RunStatus
 from core.export import LEADING_COLUMNS
 from core.knobs import InvalidInput
-from core.store import Store
+from core.store import HISTOGRAM_EVENT, Store
 from tests.cli import run_main
 from tests.lean import NO_INSTRUMENTS_FLAGS
 from tests.waiting import wait_for
@@ -311,10 +311,36 @@ def test_export_csv_and_tensorboard(trained, tmp_path):
     accumulator.Reload()
     assert [p.step for p in accumulator.Scalars("loss")] == [5, 10, 15, 20, 25, 30]
     assert "step_norm/dense1" in accumulator.Tags()["scalars"]
-
     code, _, err = run_main("export", trained.run_id, "--store", trained.store, "--tensorboard", tb)
     assert code == 2
     assert re.match(r"error: tensorboard: \S+ already holds event files", err)
+
+
+def test_the_tensorboard_export_holds_every_layers_histograms(tmp_path):
+    store, tb = tmp_path / "lab.sqlite", tmp_path / "tb"
+    flags = [*SHORT_RUN, "--histogram-every", "10"]  # the last flag given wins
+    code, out, err = run_main("train", "--store", store, *flags)
+    assert code == 0, err
+    run_id = out.split("\n")[0]
+    assert run_main("export", run_id, "--store", store, "--tensorboard", tb)[0] == 0
+    accumulator = EventAccumulator(str(tb / run_id), size_guidance={"histograms": 0})
+    accumulator.Reload()
+    with Store(store) as opened:
+        measured = [e for e in opened.events(run_id) if e.kind == HISTOGRAM_EVENT]
+    assert [e.step for e in measured] == [10, 20, 30]
+    layers = measured[0].payload["grad"].keys()
+    assert set(accumulator.Tags()["histograms"]) == {
+        f"histogram/{kind}/{layer}" for kind in ("grad", "weight") for layer in layers
+    }
+    for kind in ("grad", "weight"):
+        for layer in layers:
+            read = accumulator.Histograms(f"histogram/{kind}/{layer}")
+            assert [h.step for h in read] == [e.step for e in measured]
+            for histogram, event in zip(read, measured, strict=True):
+                value = histogram.histogram_value
+                assert list(value.bucket) == event.payload[kind][layer]
+                assert list(value.bucket_limit) == event.payload["edges"][1:]
+                assert value.num == sum(event.payload[kind][layer]) > 0
 
 
 def test_export_of_an_unknown_run_exits_2(trained, tmp_path):
