@@ -5,12 +5,13 @@
 
 The run is recorded in the lab's store (`store`, else `$OPTLAB_STORE`, else
 `runs/optlab.sqlite`) like the runs the lab trains itself: its config made from the model
-and the optimizer, its status, the loss and metrics of every `log_every`-th batch (as
-Keras reports them: means since the epoch began) and the validation metrics of each
-epoch. With one of the lab's optimizers made with `telemetry=True`, each logged step also
-records the optimizer's live knobs and statistics (gradient norm before and after
-clipping, parameter norm, ...) and the per-layer statistics (step and parameter norms,
-update ratio, sparsity, distance from the start), as the lab's own runs do.
+and the optimizer, its status, the loss and metrics of every `log_every`-th batch (each
+batch's own value, as the lab's own runs log them, not Keras's mean since the epoch began:
+see `core.engine.batch_values`) and the validation metrics of each epoch. With one of
+the lab's optimizers made with `telemetry=True`, each logged step also records the
+optimizer's live knobs and statistics (gradient norm before and after clipping, parameter
+norm, ...) and the per-layer statistics (step and parameter norms, update ratio,
+sparsity, distance from the start), as the lab's own runs do.
 
 The run takes commands from any process, through the store, between two batches: stop,
 pause and resume, and live knob changes (`set`) for the lab's optimizers, each recorded
@@ -29,6 +30,7 @@ from typing import Any
 
 import keras
 
+from core.engine.batch_values import BatchValues
 from core.engine.commands import CommandListener
 from core.engine.execution import FINAL_KEYS
 from core.engine.telemetry import LayerStatistics, optimizer_readings
@@ -73,6 +75,7 @@ class LabCallback(keras.callbacks.Callback):
         self._writer: Any = None
         self._listener: CommandListener | None = None
         self._statistics: LayerStatistics | None = None
+        self._batch_values: BatchValues | None = None
         self._changes: list[tuple[str, float]] = []
         self._lock = threading.Lock()  # guards `_changes`, `_paused`, `_stop`
         self._paused = False
@@ -108,6 +111,7 @@ class LabCallback(keras.callbacks.Callback):
             raise
         telemetry = spec is not None and optimizer.telemetry
         self._statistics = LayerStatistics(self.model, optimizer) if telemetry else None
+        self._batch_values = BatchValues(self.model)
         shape = {"layers": self._layers(), "steps_per_epoch": self.params.get("steps")}
         self._writer.add_event(0, "init", shape)
         self._started = time.monotonic()
@@ -118,11 +122,14 @@ class LabCallback(keras.callbacks.Callback):
             changes, self._changes = self._changes, []
         for name, value in changes:
             self._apply(name, value)
+        if self._logs(self.step + 1):
+            assert self._batch_values is not None
+            self._batch_values.before(batch)
 
     def on_train_batch_end(self, batch: int, logs: Mapping[str, Any] | None = None) -> None:
         self._write()
         self.step += 1
-        if self.step % self.log_every == 0 or self.step == self.total_steps:
+        if self._logs(self.step):
             self._row = self._logged(logs or {})
         with self._lock:
             if self._stop:
@@ -232,9 +239,15 @@ class LabCallback(keras.callbacks.Callback):
             return self._statistics.layers
         return [layer.name for layer in self.model.layers if layer.trainable_weights]
 
+    def _logs(self, step: int) -> bool:
+        """Whether `step` is logged: every `log_every`-th, and the fit's last."""
+        return step % self.log_every == 0 or step == self.total_steps
+
     def _logged(self, logs: Mapping[str, Any]) -> dict[str, float]:
-        """The row of the step just taken: Keras's logs, and the lab's telemetry."""
-        row = {k: float(v) for k, v in logs.items() if _number(v)}
+        """The row of the step just taken: its batch's loss and metrics, and the lab's
+        telemetry."""
+        assert self._batch_values is not None
+        row = self._batch_values.of({k: float(v) for k, v in logs.items() if _number(v)})
         if self._statistics is not None:
             per_layer = self._statistics()
             readings = optimizer_readings(self.model.optimizer, per_layer)

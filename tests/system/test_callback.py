@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import keras
 import numpy as np
@@ -88,6 +89,52 @@ def test_a_fit_with_a_lab_optimizer_records_metrics_and_telemetry(tmp_path: Path
         assert math.isfinite(metrics[key][-1]), key
     assert record.final_metrics["steps"] == 16
     assert record.final_metrics["val_accuracy"] == pytest.approx(metrics["val_accuracy"][-1])
+
+
+class MostConfident(keras.metrics.Metric):
+    """A metric that is no mean: the largest logit seen since the epoch began."""
+
+    def __init__(self) -> None:
+        super().__init__(name="most_confident")
+        self.top = self.add_variable(shape=(), initializer="zeros", name="top")
+
+    def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> None:
+        self.top.assign(keras.ops.maximum(self.top, keras.ops.max(y_pred)))
+
+    def result(self) -> Any:
+        return self.top
+
+
+def test_a_fit_logs_each_batchs_own_loss_and_metrics(tmp_path: Path) -> None:
+    x, y = data(200)  # an epoch of 6 batches of 32 and one of 8
+    model = functional_model(keras.optimizers.SGD(learning_rate=0.5))
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    model.compile(optimizer=model.optimizer, loss=loss, metrics=["accuracy", MostConfident()])
+    one_by_one: list[tuple[float, float]] = []
+
+    class EvaluateEachBatch(keras.callbacks.Callback):
+        """Each batch's loss and accuracy at the weights the step starts from."""
+
+        def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
+            xb, yb = x[batch * 32 : (batch + 1) * 32], y[batch * 32 : (batch + 1) * 32]
+            logits = np.asarray(self.model(xb))
+            one_by_one.append((float(loss(yb, logits)), float(np.mean(logits.argmax(1) == yb))))
+
+    callback = LabCallback(store=tmp_path / "lab.sqlite")
+    fit = {"batch_size": 32, "epochs": 2, "shuffle": False, "verbose": 0}
+    model.fit(x, y, callbacks=[EvaluateEachBatch(), callback], **fit)
+
+    with Store(tmp_path / "lab.sqlite") as store:
+        metrics = store.read_metrics(callback.run_id)
+    assert metrics.steps.tolist() == list(range(1, 15))
+    expected_loss, expected_accuracy = np.array(one_by_one).T
+    np.testing.assert_allclose(metrics["loss"], expected_loss, rtol=1e-5)
+    np.testing.assert_allclose(metrics["accuracy"], expected_accuracy, atol=1e-6)
+    # Not Keras's means since the epoch began, which smooth the loss out.
+    assert not np.allclose(metrics["loss"][1:7], np.cumsum(expected_loss[:7])[1:] / np.arange(2, 8))
+    # A metric that is no mean keeps Keras's value, under a name that says what it is.
+    assert "most_confident" not in metrics.keys
+    assert np.isfinite(metrics["most_confident_since_epoch_start"]).all()
 
 
 def test_a_fit_with_a_keras_optimizer_is_recorded_and_shown(tmp_path: Path, lab) -> None:
