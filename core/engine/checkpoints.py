@@ -20,13 +20,18 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# A run keeps its last few checkpoints (and those a fork was taken from).
+# A run keeps its last few checkpoints (and those a fork was taken from, and its best).
 KEEP = 3
+# Beside them, a history over the whole run to fork from: for each step of the 1-2-5
+# series (1, 2, 5, 10, 20, 50, ...), the first checkpoint at or after it; of those, the
+# latest `HISTORY` (three decades). A run keeps at most KEEP + HISTORY checkpoints, and
+# those of its forks and its best.
+HISTORY = 9
 # With `checkpoint_every` empty: a checkpoint every this many seconds of training, or
 # less often when saving would take more than `BUDGET` of the training time.
 AUTO_SECONDS = 30.0
@@ -142,11 +147,15 @@ class RunCheckpoints:
             raise FileNotFoundError(f"no checkpoint of step {step} in {self.folder}")
         return copied
 
-    def prune(self, keep: int = KEEP, protected: Collection[int] = ()) -> None:
-        """Deletes all but the last `keep` checkpoints and the `protected` steps."""
+    def prune(
+        self, keep: int = KEEP, protected: Collection[int] = (), history: int = HISTORY
+    ) -> None:
+        """Deletes all but the last `keep` checkpoints, the `protected` steps and the
+        latest `history` of the run's history (see `spread`)."""
         saved = [c.step for c in self.list()]
-        for step in saved[: max(0, len(saved) - keep)]:
-            if step not in protected:
+        kept = {*saved[len(saved) - keep :], *protected, *spread(saved, history)}
+        for step in saved:
+            if step not in kept:
                 self._delete(step)
 
     def size(self) -> int:
@@ -183,6 +192,26 @@ class RunCheckpoints:
         marker.unlink(missing_ok=True)  # first: the checkpoint stops counting at once
         for path in self._files(step):
             path.unlink(missing_ok=True)
+
+
+def spread(steps: Sequence[int], limit: int = HISTORY) -> list[int]:
+    """Of `steps` (ascending), the first at or after each step of the 1-2-5 series up to
+    the last, the latest `limit` of them. Once one is picked, no step saved later displaces
+    it (a later step is never the first after a rung already passed), so a run keeps the
+    same history as it grows, rungs adding at a steady log spacing."""
+    picked: list[int] = []
+    rung = 1
+    for step in steps:
+        if step >= rung:
+            picked.append(step)
+            while rung <= step:
+                rung = _next_rung(rung)
+    return picked[max(0, len(picked) - limit) :] if limit > 0 else []
+
+
+def _next_rung(rung: int) -> int:
+    """The step after `rung` in the 1-2-5 series: 1, 2, 5, 10, 20, 50, ..."""
+    return rung * 5 // 2 if str(rung).startswith("2") else rung * 2
 
 
 class CheckpointSchedule:

@@ -15,6 +15,7 @@ from core.engine import Engine, RunConfig
 from core.engine.checkpoints import KEEP, RunCheckpoints
 from core.knobs import InvalidInput
 from core.store import RESTORED_EVENT
+from tests.lean import NO_INSTRUMENTS
 
 BASE = {
     "dataset": "digits",
@@ -137,9 +138,9 @@ def test_pausing_saves_a_checkpoint_and_resume_unpauses(engine: Engine) -> None:
 def test_a_run_keeps_its_last_checkpoints(engine: Engine) -> None:
     run_id = engine.start(RunConfig.from_dict({**BASE, "max_steps": 60, "checkpoint_every": 5}))
     assert engine.wait(run_id, 120).status == "completed"
-    assert [c.step for c in checkpoints(engine, run_id).list()] == list(
-        range(60 - 5 * (KEEP - 1), 61, 5)
-    )
+    # The last KEEP, and the first at or after 1, 2, 5, 10, 20, 50 steps (see `spread`).
+    kept = [c.step for c in checkpoints(engine, run_id).list()]
+    assert kept == sorted({5, 10, 20, 50, *range(60 - 5 * (KEEP - 1), 61, 5)})
 
 
 def test_what_cannot_be_resumed_is_refused(engine: Engine) -> None:
@@ -180,9 +181,41 @@ def test_a_fork_branches_from_its_parents_checkpoint(engine: Engine) -> None:
         "previous": 0.001,
     }
     assert engine.metrics(halved).steps[-1] == 100
-    # The parent keeps the checkpoint its forks came from, beside its last KEEP.
+    # The parent keeps the checkpoint its forks came from (20), beside its last KEEP and
+    # its history (10, 20, 50).
     kept = [c.step for c in checkpoints(engine, parent).list()]
-    assert kept == [20, *range(80 - 10 * (KEEP - 1), 81, 10)]
+    assert kept == sorted({10, 20, 50, *range(80 - 10 * (KEEP - 1), 81, 10)})
+
+
+def test_a_long_run_can_be_forked_from_early_on(engine: Engine) -> None:
+    quick = {"telemetry": False, **NO_INSTRUMENTS, "log_every": 50, "val_every": 5000}
+    config = {**BASE, **quick, "epochs": 1000, "max_steps": 10_000, "checkpoint_every": 200}
+    parent = engine.start(RunConfig.from_dict(config))
+    assert engine.wait(parent, 600).status == "completed"
+    assert [c.step for c in checkpoints(engine, parent).list()] == [
+        200,
+        600,
+        1000,
+        2000,
+        5000,
+        9600,
+        9800,
+        10000,
+    ]
+    # What if at step 1,000 ...? The same future, with no change.
+    same = engine.fork(parent, 1000)
+    deadline = time.monotonic() + 120
+    while (engine.status(same).step or 0) < 1500:
+        assert time.monotonic() < deadline, "the fork did not train"
+        time.sleep(0.01)
+    engine.stop(same)
+    engine.wait(same, 60)
+    expected, got = engine.metrics(parent), engine.metrics(same)
+    common = np.intersect1d(got.steps, expected.steps)
+    assert common[0] == 1050 and common[-1] >= 1500
+    np.testing.assert_array_equal(
+        got["loss"][np.isin(got.steps, common)], expected["loss"][np.isin(expected.steps, common)]
+    )
 
 
 def test_a_fork_refuses_what_its_checkpoint_cannot_take(engine: Engine) -> None:

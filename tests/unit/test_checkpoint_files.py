@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from core.engine.checkpoints import AUTO_SECONDS, BUDGET, CheckpointSchedule, RunCheckpoints
+from core.engine.checkpoints import (
+    AUTO_SECONDS,
+    BUDGET,
+    HISTORY,
+    CheckpointSchedule,
+    RunCheckpoints,
+    spread,
+)
 
 
 def write(prefix: str) -> None:
@@ -55,7 +62,7 @@ def test_prune_keeps_the_last_and_the_protected(tmp_path: Path) -> None:
     checkpoints = RunCheckpoints(tmp_path)
     for step in range(10, 80, 10):
         checkpoints.save(step, 0.0, write)
-    checkpoints.prune(keep=3, protected={20})
+    checkpoints.prune(keep=3, protected={20}, history=0)
     assert [c.step for c in checkpoints.list()] == [20, 50, 60, 70]
     assert sorted(p.name for p in tmp_path.iterdir() if "step-30" in p.name) == []
     checkpoints.delete()
@@ -90,3 +97,21 @@ def test_a_resumed_schedule_counts_from_its_checkpoint() -> None:
     schedule = CheckpointSchedule(every=None, seconds=1000.0)
     assert not schedule.due(1, 1000.0 + AUTO_SECONDS / 2)
     assert schedule.due(1, 1000.0 + AUTO_SECONDS)
+
+
+def test_a_long_run_keeps_a_log_spaced_history_to_fork_from(tmp_path: Path) -> None:
+    checkpoints = RunCheckpoints(tmp_path)
+    for step in range(200, 10_001, 200):  # as a run saves and prunes
+        checkpoints.save(step, 0.0, write)
+        checkpoints.prune()
+    # The first checkpoint at or after 1, 2, 5, 10, ... steps, and the last KEEP.
+    assert [c.step for c in checkpoints.list()] == [200, 600, 1000, 2000, 5000, 9600, 9800, 10000]
+
+
+def test_the_history_is_bounded_and_keeps_its_latest_decades() -> None:
+    assert (
+        spread(list(range(1, 10_001)))
+        == [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000][-HISTORY:]
+    )
+    assert spread([3, 7, 9, 30, 31, 400]) == [3, 7, 30, 400]  # irregular steps (saved by time)
+    assert spread([5, 10], limit=0) == []
