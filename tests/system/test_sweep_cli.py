@@ -3,17 +3,22 @@ and one study worked by two processes (two machines) on a shared PostgreSQL stor
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from core.store import Store
+from tests.app_server import free_port
 from tests.cli import run_main
 from tests.lean import NO_INSTRUMENTS_FLAGS
+from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 # 8×8 digits at batch 64: 22 steps an epoch, validated every 11 steps.
@@ -53,6 +58,50 @@ def test_a_sweep_prints_each_trial_and_the_best(tmp_path) -> None:
     assert lines[-1].startswith(
         f"best validation accuracy: {best[2]} (trial {best[0]}, run {best[4]}) learning_rate="
     )
+
+
+def test_optuna_dashboard_reads_the_labs_studies(tmp_path) -> None:
+    """A user who knows Optuna Dashboard points it at the lab's store, as the README says."""
+    store = tmp_path / "lab.sqlite"
+    code, _, err = run_main(
+        "sweep", "--store", store, "--study", "seen", "--trials", "2", "--sampler-seed", "1",
+        *SEARCH, *BASE, "--max-steps", "11",
+    )  # fmt: skip
+    assert code == 0, err
+    with Store(store) as opened:
+        rates = sorted(r.config["hyperparameters"]["learning_rate"] for r in opened.list_runs())
+    port = free_port()
+    command = [str(Path(sys.executable).parent / "optuna-dashboard"), f"sqlite:///{store}"]
+    server = subprocess.Popen(
+        [*command, "--host", "127.0.0.1", "--port", str(port), "--quiet"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+
+        def get(path: str) -> Any:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as reply:
+                return json.load(reply)
+
+        def answers() -> bool:
+            assert server.poll() is None, server.stderr.read().decode() if server.stderr else ""
+            try:
+                return bool(get("/api/studies"))
+            except OSError:
+                return False
+
+        wait_for(answers, 60, "optuna-dashboard's API")
+        (study,) = get("/api/studies")["study_summaries"]
+        assert study["study_name"] == "seen"
+        detail = get(f"/api/studies/{study['study_id']}")
+        trials = detail["trials"]
+        assert [t["state"] for t in trials] == ["Complete", "Complete"]
+        read = sorted(float(t["params"][0]["param_external_value"]) for t in trials)
+        assert read == pytest.approx(rates, rel=1e-3)
+        assert all(t["values"] for t in trials)
+    finally:
+        server.terminate()
+        server.wait(10)
 
 
 def test_a_sweep_over_repeats_prints_each_trials_mean_and_interval(tmp_path) -> None:
