@@ -10,7 +10,7 @@ and runs its statements through `read` and `write`.
 
 import functools
 import threading
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -62,7 +62,7 @@ class Database:
         self.name = shown(self.location)
         #: The path its side files are named after (see `paths.files_base`).
         self.path = files_base(self.location)
-        open_connection: functools.partial[Connection]
+        open_connection: Callable[[], Connection]
         if is_url(self.location):
             from core.store import postgres  # imports the driver only for such a store
 

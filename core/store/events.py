@@ -48,7 +48,7 @@ class Events(Part):
             params += (kind,)
         with self.db.read() as conn:
             rows = conn.execute(query + " ORDER BY step, id", params).fetchall()
-        return [Event(*row[:-1], json.loads(row[-1])) for row in rows]
+        return [_event(row) for row in rows]
 
     def latest_knobs(self, run_id: str | None = None) -> dict[str, dict[str, Any]]:
         """Each run's knobs changed while it trained, with their last value, by run id
@@ -64,6 +64,11 @@ class Events(Part):
             change = json.loads(payload)
             latest.setdefault(changed_run, {})[change["name"]] = change["value"]
         return latest
+
+
+def _event(row: tuple[Any, ...]) -> Event:
+    event_id, run_id, step, when, kind, payload = row
+    return Event(event_id, run_id, step, when, kind, json.loads(payload))
 
 
 def truncate(conn: Connection, run_id: str, step: int) -> None:

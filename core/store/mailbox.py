@@ -118,7 +118,7 @@ class Mailbox(Part):
             query, params = query + " WHERE role = ?", (role,)
         with self.db.read() as conn:
             rows = conn.execute(query + " ORDER BY started DESC", params).fetchall()
-        return [Service(*row[:-1], json.loads(row[-1])) for row in rows]
+        return [_service(row) for row in rows]
 
     def beating(self, role: str | None = None) -> frozenset[str]:
         """The owners of the service rows (of `role`, if given) whose heartbeat is younger
@@ -182,3 +182,8 @@ def beating(conn: Connection, role: str | None = None) -> frozenset[str]:
 def _command(row: tuple[Any, ...]) -> Command:
     command_id, run_id, kind, payload, created, handled, error = row
     return Command(command_id, run_id, kind, json.loads(payload), created, handled, error)
+
+
+def _service(row: tuple[Any, ...]) -> Service:
+    holder, role, started, heartbeat, info = row
+    return Service(holder, role, started, heartbeat, json.loads(info))

@@ -25,7 +25,8 @@ class Block(NamedTuple):
         return Block(self.keys, self.steps[:end], self.columns[:, :end])
 
 
-class SeriesInfo(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class SeriesInfo:
     """What a run holds of one series, without its values (as TensorBoard's
     `ScalarTimeSeries` tells it): how many values were logged, NaN ones not counted, and
     the last step one was logged at (None when none was)."""

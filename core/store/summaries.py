@@ -70,8 +70,8 @@ class Buckets:
         """Each `size` consecutive rows of `rows` as a bucket (a remainder shorter than
         `size` is left out)."""
         groups = len(rows) // size
-        values = np.array(list(rows.series.values()), np.float64).reshape(len(rows.keys), len(rows))
-        values = values[:, : groups * size].reshape(len(rows.keys), groups, size).transpose(1, 0, 2)
+        matrix = np.array(list(rows.series.values()), np.float64).reshape(len(rows.keys), len(rows))
+        values = matrix[:, : groups * size].reshape(len(rows.keys), groups, size).transpose(1, 0, 2)
         steps = rows.steps[: groups * size].reshape(groups, 1, size).astype(np.float64)
         return cls(
             rows.keys,
