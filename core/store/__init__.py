@@ -6,16 +6,26 @@ PostgreSQL database.
     with store.metrics_writer("r1") as writer:   # training thread
         writer.append(step, {"loss": 0.3, "accuracy": 0.9})
     metrics = store.read_metrics("r1")    # dashboard: metrics.steps, metrics["loss"]
+    store.list_series(["r1"])             # {"r1": {"loss": SeriesInfo(count, last_step)}}
+    store.read_series(["r1"], ["loss"], downsample=384)   # {"r1": Metrics}, bounded
 
-Modules: `store` (the `Store` facade), `schema` (tables, and refusing foreign files),
-`sqlite` and `postgres` (the two databases), `connections` (a pool: one connection per
-thread at a time), `writer` (buffered metrics from the training thread), `chunks` (the
-on-disk metrics format), `metrics` (what reads return), `records` (runs, events,
-commands, services, statuses), `paths` (where a store lives).
+A `Store` is built from parts over one transaction layer, `db` (connections, reads,
+write transactions, the folders beside the database): `runs`, `events`, `mailbox`
+(commands, services and their heartbeats, progress), `scalars` (reading metric series,
+shaped like TensorBoard's `DataProvider`) and `writer` (writing them). The parts import
+`db` and the modules below it, never `store`; `runs` also runs the statements of
+`mailbox` and `events` inside its own transactions.
+
+Below them: `schema` (tables, and refusing foreign files), `sqlite` and `postgres` (the
+two databases), `connections` (a pool: one connection per thread at a time), `chunks`
+(the on-disk metrics format), `summaries` (metrics at several resolutions), `metrics`
+(what reads return), `records` (runs, events, commands, services, statuses), `owner`
+(whether a run's process lives), `paths` (where a store lives).
 """
 
+from core.store.db import LOCK_PATIENCE, Database
 from core.store.errors import StoreError, UnknownRunError
-from core.store.metrics import Metrics
+from core.store.metrics import Metrics, SeriesInfo
 from core.store.paths import LocationError, canonical, default_location, default_path, is_url, shown
 from core.store.records import (
     ACTIVE_STATUSES,
@@ -34,7 +44,7 @@ from core.store.records import (
     Service,
 )
 from core.store.schema import APPLICATION_ID, SCHEMA_VERSION
-from core.store.store import LOCK_PATIENCE, Store
+from core.store.store import Store
 from core.store.writer import MetricsWriter
 
 __all__ = [
@@ -52,11 +62,13 @@ __all__ = [
     "SCHEMA_VERSION",
     "STATUSES",
     "Command",
+    "Database",
     "Event",
     "LocationError",
     "Metrics",
     "MetricsWriter",
     "RunRecord",
+    "SeriesInfo",
     "Service",
     "Store",
     "StoreError",

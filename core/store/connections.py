@@ -25,7 +25,8 @@ MAX_IDLE = 8
 class Cursor(Protocol):
     """What a statement returns: its rows, and how many rows it changed."""
 
-    rowcount: int
+    @property
+    def rowcount(self) -> int: ...
 
     def fetchone(self) -> Any: ...
 

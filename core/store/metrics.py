@@ -25,6 +25,16 @@ class Block(NamedTuple):
         return Block(self.keys, self.steps[:end], self.columns[:, :end])
 
 
+@dataclass(frozen=True, slots=True)
+class SeriesInfo:
+    """What a run holds of one series, without its values (as TensorBoard's
+    `ScalarTimeSeries` tells it): how many values were logged, NaN ones not counted, and
+    the last step one was logged at (None when none was)."""
+
+    count: int
+    last_step: int | None
+
+
 @dataclass(frozen=True)
 class Metrics:
     """Scalar series of one run: `series[key][i]` is the value of `key` at `steps[i]`.
@@ -68,6 +78,15 @@ class Metrics:
                 f"newer metrics start at step {newer.steps[0]}, not after {self.steps[-1]}"
             )
         return stack([self.as_block(), newer.as_block()])
+
+    def only(self, keys: Iterable[str]) -> "Metrics":
+        """The series of `keys` that these rows hold, in the order of `keys`, without the
+        rows where none of them has a value."""
+        series = {key: self.series[key] for key in keys if key in self.series}
+        if not series:
+            return Metrics()
+        logged = ~np.isnan(np.array(list(series.values()))).all(axis=0)
+        return Metrics(self.steps[logged], {key: values[logged] for key, values in series.items()})
 
     def rows(self, start: int, stop: int) -> "Metrics":
         """Rows `start` to `stop` (excluded), by position."""

@@ -31,7 +31,7 @@ import numpy as np
 
 from core.store import chunks
 from core.store.connections import Connection
-from core.store.metrics import Block, Metrics, stack
+from core.store.metrics import Block, Metrics, SeriesInfo, stack
 
 #: Rows summarised by a level-1 bucket.
 BUCKET_ROWS: Final = 64
@@ -70,8 +70,8 @@ class Buckets:
         """Each `size` consecutive rows of `rows` as a bucket (a remainder shorter than
         `size` is left out)."""
         groups = len(rows) // size
-        values = np.array(list(rows.series.values()), np.float64).reshape(len(rows.keys), len(rows))
-        values = values[:, : groups * size].reshape(len(rows.keys), groups, size).transpose(1, 0, 2)
+        matrix = np.array(list(rows.series.values()), np.float64).reshape(len(rows.keys), len(rows))
+        values = matrix[:, : groups * size].reshape(len(rows.keys), groups, size).transpose(1, 0, 2)
         steps = rows.steps[: groups * size].reshape(groups, 1, size).astype(np.float64)
         return cls(
             rows.keys,
@@ -242,24 +242,79 @@ def overview(
     level = _level_for(conn, run_id, low, high, max_buckets)
     if level == 0:
         return stack(chunks.select(conn, run_id, since, until=end))
+    parts, since = _cover(conn, run_id, level, since, until=high)
+    tail = stack(chunks.select(conn, run_id, since, until=end))
+    drawn = [buckets.as_metrics(means=means) for _, buckets in parts]
+    return stack(part.as_block() for part in [*drawn, tail])
+
+
+def tally(conn: Connection, run_id: str) -> dict[str, SeriesInfo]:
+    """Each key's `SeriesInfo` in the run, by key in the order they first appeared: counted
+    from the coarsest buckets that cover the run, the finer ones after them and the newest
+    rows (as `overview` reads a whole run); a key not logged in those rows finds its last
+    step down its last buckets, one of each finer level, to their rows."""
+    parts, since = _cover(conn, run_id, _top_level(conn, run_id), None)
+    rows = stack(chunks.select(conn, run_id, since))
+    keys = dict.fromkeys([*(key for _, buckets in parts for key in buckets.keys), *rows.keys])
+    counts = dict.fromkeys(keys, 0)
+    last: dict[str, int] = {}
+    for key in rows.keys:
+        logged = rows.steps[~np.isnan(rows[key])]
+        counts[key] += len(logged)
+        if len(logged):
+            last[key] = int(logged[-1])
+    for level, buckets in reversed(parts):  # the newest first
+        for column, key in enumerate(buckets.keys):
+            found = buckets.stats[:, column, COUNT]
+            counts[key] += int(found.sum())
+            if key not in last and found.any():
+                i = np.flatnonzero(found)[-1]
+                span = int(buckets.first_steps[i]), int(buckets.last_steps[i])
+                last[key] = _last_logged(conn, run_id, key, level, *span)
+    return {key: SeriesInfo(counts[key], last.get(key)) for key in keys}
+
+
+def _last_logged(conn: Connection, run_id: str, key: str, level: int, first: int, last: int) -> int:
+    """The last step at which `key` was logged in the bucket of `level` from step `first`
+    to `last`, which holds values of it: looked up in its last bucket with values of
+    `key` on each finer level, then in that level-1 bucket's rows."""
+    for finer in range(level - 1, 0, -1):
+        buckets = aligned(list(_select(conn, run_id, finer, first - 1, until=last)))
+        found = np.flatnonzero(buckets.stats[:, buckets.keys.index(key), COUNT])
+        first, last = int(buckets.first_steps[found[-1]]), int(buckets.last_steps[found[-1]])
+    rows = stack(chunks.select(conn, run_id, first - 1, until=last))
+    return int(rows.steps[~np.isnan(rows[key])][-1])
+
+
+def _cover(
+    conn: Connection, run_id: str, level: int, since: int | None, *, until: int = _LAST
+) -> tuple[list[tuple[int, Buckets]], int | None]:
+    """The buckets of `level` after step `since` up to `until`, then those of each finer
+    level after them, with their level, in step order; and the last step they cover
+    (`since` when there are none)."""
     parts = []
     for finer in range(level, 0, -1):
-        found = list(_select(conn, run_id, finer, since, until=high))
+        found = list(_select(conn, run_id, finer, since, until=until))
         if found:
-            parts.append(aligned(found).as_metrics(means=means))
+            parts.append((finer, aligned(found)))
             since = int(found[-1].last_steps[-1])
-    tail = stack(chunks.select(conn, run_id, since, until=end))
-    return stack(part.as_block() for part in [*parts, tail])
+    return parts, since
+
+
+def _top_level(conn: Connection, run_id: str) -> int:
+    """The run's coarsest level of buckets; 0 when it has none."""
+    (top,) = conn.execute(
+        "SELECT max(level) FROM metric_summaries WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    return top or 0
 
 
 def _level_for(conn: Connection, run_id: str, low: int, high: int, max_buckets: int) -> int:
     """The finest level with at most `max_buckets` buckets in the range; 0 (the rows
     themselves) for a range of at most about `RAW_ROWS` rows. Counts from the coarsest
     level down, so that no count reads more than `max_buckets` + 1 index entries."""
-    (top,) = conn.execute(
-        "SELECT max(level) FROM metric_summaries WHERE run_id = ?", (run_id,)
-    ).fetchone()
-    for level in range(top or 0, 0, -1):
+    top = _top_level(conn, run_id)
+    for level in range(top, 0, -1):
         (count,) = conn.execute(
             # Buckets that end in the range, one fewer than overlap it at most: counted on
             # the primary key alone, without reading a row.

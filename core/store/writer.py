@@ -1,4 +1,6 @@
-"""The training thread's way to log metrics without waiting for the disk."""
+"""Writing metric rows: the training thread's way to log them without waiting for the
+disk (`MetricsWriter`), and the store's part that hands out one writer per run or commits
+rows at once (`Writers`)."""
 
 import operator
 import threading
@@ -8,8 +10,10 @@ from types import TracebackType
 from typing import Any
 
 from core.store import chunks, summaries
-from core.store.connections import ConnectionPool
-from core.store.errors import StoreError
+from core.store.connections import Connection, ConnectionPool
+from core.store.db import Database, Part
+from core.store.errors import StoreError, UnknownRunError
+from core.store.metrics import Block
 from core.store.records import to_json
 
 
@@ -110,8 +114,7 @@ class MetricsWriter:
                 with self._pool.transaction() as conn:
                     if rows:
                         block = self._encoder.encode(rows)
-                        chunks.append(conn, self.run_id, block)
-                        summaries.extend(conn, self.run_id)
+                        commit_block(conn, self.run_id, block)
                         conn.execute(
                             "UPDATE runs SET step = greatest(step, ?), updated = ? WHERE id = ?",
                             (int(block.steps[-1]), time.time(), self.run_id),
@@ -184,3 +187,61 @@ def _check_key(key: object) -> str:
     if not isinstance(key, str) or not key:
         raise TypeError(f"metric names must be non-empty strings; got {key!r}")
     return key
+
+
+class Writers(Part):
+    """The store's metrics writers, one open per run, and rows committed at once."""
+
+    def __init__(self, db: Database, *, flush_interval: float = 0.5) -> None:
+        """`flush_interval` is the default for metrics writers, in seconds."""
+        super().__init__(db)
+        self.flush_interval = flush_interval
+        self._writers_lock = threading.Lock()
+        self._writers: dict[str, MetricsWriter] = {}
+
+    def metrics_writer(self, run_id: str, *, flush_interval: float | None = None) -> MetricsWriter:
+        """A writer for the run's metrics; one open writer per run and store at a time.
+
+        Its steps must follow the run's largest stored step.
+        """
+        with self._writers_lock:
+            # Closed writers are forgotten: a long-lived store sees one per run it trains.
+            self._writers = {key: w for key, w in self._writers.items() if not w.closed}
+            if run_id in self._writers:
+                raise StoreError(f"run {run_id!r} already has an open metrics writer")
+            with self.db.read() as conn:
+                if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+                    raise UnknownRunError(run_id)
+                last_step = chunks.last_step(conn, run_id)
+            writer = MetricsWriter(
+                self.db.pool,
+                run_id,
+                flush_interval=self.flush_interval if flush_interval is None else flush_interval,
+                last_step=last_step,
+            )
+            self._writers[run_id] = writer
+        return writer
+
+    def append_metrics(self, run_id: str, block: Block) -> None:
+        """Commit `block`, rows that follow the run's last stored step, at once: as a
+        metrics writer's flush stores them (an import, a benchmark's long run). Raises
+        `ValueError` for an empty block or one that does not follow the stored steps."""
+        with self.db.write() as conn:
+            last = chunks.last_step(conn, run_id)
+            if not len(block.steps) or (last is not None and block.steps[0] <= last):
+                raise ValueError(f"the rows must follow step {last} of run {run_id!r}")
+            commit_block(conn, run_id, block)
+
+    def shut_writers(self) -> None:
+        """Flush and stop every metrics writer; a writer's failure stays with the writer,
+        for its training thread to raise."""
+        with self._writers_lock:
+            writers, self._writers = list(self._writers.values()), {}
+        for writer in writers:
+            writer.shutdown()
+
+
+def commit_block(conn: Connection, run_id: str, block: Block) -> None:
+    """Store `block` as the run's next rows, with the summaries they complete."""
+    chunks.append(conn, run_id, block)
+    summaries.extend(conn, run_id)

@@ -45,7 +45,7 @@ def write(store: Store, run_id: str, steps: np.ndarray, values: np.ndarray, size
 
 def stored_buckets(store: Store, run_id: str) -> dict[int, summaries.Buckets]:
     """Every stored bucket of the run, by level."""
-    with store._read() as conn:
+    with store.db.read() as conn:
         levels = conn.execute(
             "SELECT DISTINCT level FROM metric_summaries WHERE run_id = ?", (run_id,)
         ).fetchall()
@@ -121,7 +121,7 @@ def test_a_long_run_reads_a_bounded_number_of_rows_and_its_spikes_at_every_level
     assert len(overview) <= bound
     assert overview.steps[0] == 1 and overview.steps[-1] == 400_000
     # Each level in turn, from the finest that fits 5,000 buckets to the coarsest.
-    with store._read() as conn:
+    with store.db.read() as conn:
         for max_buckets in (5000, 1000, 300, 80, 20, 5):
             seen = summaries.overview(conn, "run", max_buckets=max_buckets)
             assert np.all(np.diff(seen.steps) > 0)
@@ -185,7 +185,7 @@ def test_deleting_a_run_deletes_its_summaries(store: Store) -> None:
     write(store, "run", steps, values)
     store.set_status("run", "completed")
     store.delete_run("run")
-    with store._read() as conn:
+    with store.db.read() as conn:
         assert conn.execute("SELECT count(*) FROM metric_summaries").fetchone()[0] == 0
 
 
