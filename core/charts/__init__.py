@@ -18,15 +18,15 @@ Per-layer charts are drawn once per run when several runs are shown (keys `<char
 id>`), all on the same y range, so that the small charts compare at a glance.
 
 Modules, each importing only those before it: `style` (colours, formats), `traces` (one
-run's lines, `RunView`), `marks` (knob changes and divergences), `figure` (the shared
-layout), `draw` (`Chart`, every run's figures); then the figures: `training` (the Live
-panels), `instruments` (the Instruments panel, drawn from what each instrument declares),
-`analysis` (range test, landscape, groups) and `hyperparameters` (parallel coordinates).
+run's lines, `RunView`), `marks` (knob changes and divergences), `layout` (one figure and
+the layout all share), `drawing` (`Chart`, every run's figures); then the figures:
+`training` (the Live panels), `instruments` (the Instruments panel, drawn from what each
+instrument declares), `analysis` (range test, landscape, groups) and `hyperparameters`
+(parallel coordinates).
 """
 
 from core.charts.analysis import group_figure, landscape_figures, range_test_figure
-from core.charts.draw import Chart, draw
-from core.charts.figure import LEGEND, NO_DATA, figure
+from core.charts.drawing import Chart
 from core.charts.hyperparameters import hyperparameter_figure
 from core.charts.instruments import (
     DISTANCE_FROM_INIT,
@@ -34,6 +34,7 @@ from core.charts.instruments import (
     instrument_charts,
     instrument_figures,
 )
+from core.charts.layout import LEGEND, NO_DATA
 from core.charts.marks import MARK_STYLES, Mark
 from core.charts.style import (
     DASHES,
@@ -45,7 +46,6 @@ from core.charts.style import (
     STEP_HOVER_FORMAT,
     TICK_FORMAT,
     TOTAL_COLOUR,
-    Scale,
 )
 from core.charts.traces import RunView, Traces
 from core.charts.training import (
@@ -55,6 +55,7 @@ from core.charts.training import (
     live_figures,
     training_figures,
 )
+from core.engine.instruments.specs import Scale
 
 __all__ = [
     "CHECKPOINTS",
@@ -78,8 +79,6 @@ __all__ = [
     "RunView",
     "Scale",
     "Traces",
-    "draw",
-    "figure",
     "group_figure",
     "hyperparameter_figure",
     "instrument_charts",

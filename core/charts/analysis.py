@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from core.charts.figure import figure, log_ticks
+from core.charts.layout import figure, log_ticks
 from core.charts.style import HOVER_FORMAT, PALETTE, TICK_FORMAT, run_colour
 from core.charts.traces import Trace
 from core.engine.landscape import Landscape

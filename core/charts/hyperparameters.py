@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from core.charts.figure import figure
+from core.charts.layout import figure
 from core.charts.style import number
 from core.escaping import escape_html
 

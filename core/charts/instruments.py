@@ -9,8 +9,8 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from core.charts.draw import Chart, draw
-from core.charts.figure import figure
+from core.charts.drawing import Chart, draw
+from core.charts.layout import figure
 from core.charts.style import TOTAL_COLOUR, run_colour
 from core.charts.traces import RunView, Trace, Traces, layer_lines, metric_line, reference
 from core.engine.instruments import INSTRUMENTS

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import re
 
-from core.engine.instruments.specs import Scale
-
 PALETTE = ("#f5a524", "#4cc9f0", "#f72585", "#80ed99", "#b388eb", "#ff8c42", "#90a4ae", "#ffd166")
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 TOTAL_COLOUR = "#e0e0e0"  # a sum over layers, drawn among the layers' palette colours
@@ -18,22 +16,6 @@ HOVER_FORMAT = ".4~g"
 PERCENT_TICK_FORMAT = "~%"
 PERCENT_HOVER_FORMAT = ".2~%"
 STEP_HOVER_FORMAT = ","  # 12,345
-
-__all__ = [
-    "DASHES",
-    "HOVER_FORMAT",
-    "PALETTE",
-    "PERCENT_HOVER_FORMAT",
-    "PERCENT_TICK_FORMAT",
-    "REFERENCE",
-    "STEP_HOVER_FORMAT",
-    "TICK_FORMAT",
-    "TOTAL_COLOUR",
-    "Scale",
-    "layer_style",
-    "number",
-    "run_colour",
-]
 
 
 def run_colour(index: int) -> str:

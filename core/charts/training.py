@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from core.charts.draw import Chart, draw
+from core.charts.drawing import Chart, draw
 from core.charts.style import run_colour
 from core.charts.traces import (
     RunView,

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from core.charts.figure import figure, log_ticks
+from core.charts.layout import figure, log_ticks
 from core.charts.marks import marks_of
 from core.charts.style import (
     HOVER_FORMAT,
@@ -22,9 +22,9 @@ from core.charts.style import (
     PERCENT_TICK_FORMAT,
     REFERENCE,
     TICK_FORMAT,
-    Scale,
 )
 from core.charts.traces import RunView, Trace, Traces
+from core.engine.instruments.specs import Scale
 from core.series import robust_range
 
 
