@@ -92,12 +92,14 @@ def _traces(lines: Sequence[Line], references: Sequence[Reference]) -> Traces:
 def _line(run: RunView, line: Line, colour: str) -> list[Trace]:
     """The traces of one declared line of `run`, in the run's `colour` unless per layer or
     a total."""
-    style = {"markers": line.markers, "lines": line.lines}
+    markers, lines = line.markers, line.lines
     if line.per_layer:
-        return layer_lines(run, line.key, **style)
+        return layer_lines(run, line.key, markers=markers, lines=lines)
     if line.total:
-        return metric_line(run, line.key, line.name, TOTAL_COLOUR, legend=line.name, **style)
-    return metric_line(run, line.key, line.name, colour, **style)
+        return metric_line(
+            run, line.key, line.name, TOTAL_COLOUR, markers=markers, lines=lines, legend=line.name
+        )
+    return metric_line(run, line.key, line.name, colour, markers=markers, lines=lines)
 
 
 def _heat_strip(key: str, spec: HeatStrip, events: Sequence[Event]) -> go.Figure:
