@@ -2,10 +2,11 @@
 something changes. After Cockpit (Schneider, Dangel & Hennig, NeurIPS 2021), for Keras.
 
 Each instrument is a class in a module of its own (`Instrument`, in `base`); its maths
-are pure functions in `measures`. A new instrument is one module, its line in
-`INSTRUMENTS` and its typed `{name}_every` attribute in `RunConfig`: the interval field's
-range and help, the default interval and the chart captions come from its class.
-Importing this package does not import TensorFlow.
+are pure functions in `measures`; its charts are plain data (`specs`) that `core.charts`
+draws. A new instrument is one module, its line in `INSTRUMENTS` and its typed
+`{name}_every` attribute in `RunConfig`: the interval field's range and help, the default
+interval, the charts and their captions come from its class. Importing this package
+imports neither TensorFlow nor a plotting library.
 """
 
 from core.engine.instruments.alpha import Alpha
@@ -21,6 +22,7 @@ from core.engine.instruments.measures import (
 )
 from core.engine.instruments.noise_scale import NoiseScale
 from core.engine.instruments.sharpness import Sharpness
+from core.engine.instruments.specs import ChartSpec, HeatStrip, Line, LineChart, Reference
 
 INSTRUMENTS: dict[str, type[Instrument]] = {
     cls.name: cls for cls in (Alpha, Sharpness, NoiseScale, Histogram)
@@ -28,8 +30,13 @@ INSTRUMENTS: dict[str, type[Instrument]] = {
 
 __all__ = [
     "INSTRUMENTS",
+    "ChartSpec",
+    "HeatStrip",
     "Instrument",
+    "Line",
+    "LineChart",
     "Measurements",
+    "Reference",
     "ReplicaStep",
     "alpha",
     "dot",

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from core.engine.instruments.base import Instrument, ReplicaStep
 from core.engine.instruments.measures import alpha, dot
+from core.engine.instruments.specs import ChartSpec, Line, LineChart
 from core.lazy import lazy_module
 
 tf = lazy_module("tensorflow")  # TensorFlow when measuring, not when declaring
@@ -21,10 +22,15 @@ class Alpha(Instrument):
 
     name = "alpha"
     field_help = "Measure alpha, the step's landing point in its valley,"
-    help: ClassVar[Mapping[str, str]] = {
-        "alpha": "Where each step lands along its own direction: about −1 barely moved, 0 "
-        "hit the valley's floor, +1 jumped to the far side; mostly > 0 means the steps are "
-        "too big."
+    charts: ClassVar[Mapping[str, ChartSpec]] = {
+        "alpha": LineChart(
+            "α: where each step landed in its valley",
+            help="Where each step lands along its own direction: about −1 barely moved, 0 "
+            "hit the valley's floor, +1 jumped to the far side; mostly > 0 means the steps "
+            "are too big.",
+            lines=(Line("alpha", "α", markers=True, lines=False),),
+            guides=(-1, 0, 1),
+        )
     }
     metrics = ("alpha",)
     summed = frozenset(f"alpha/{term}" for term in TERMS)  # each replica's share of a sum

@@ -3,9 +3,10 @@
 An instrument owns when it is due (its `{name}_every` run field, declared by its `spacing`
 and `field_help`, see `core.engine.config.instrument_intervals`), what it adds to a
 training step on each replica (its terms), how the terms combine into its values once
-reduced over replicas, how they are read on the host into `Measurements`, and how to read
-its charts (`help`). The Trainer loops over the instruments due at a step; each step kind
-(which instruments are due) is traced once.
+reduced over replicas, how they are read on the host into `Measurements`, and its charts
+(`charts`: what they draw and how to read them, plain data that `core.charts` draws, see
+`specs`). The Trainer loops over the instruments due at a step; each step kind (which
+instruments are due) is traced once.
 
 Declaring one imports no TensorFlow (modules here name it through `core.lazy`): the run
 fields and the dashboard read the declarations in processes that never train.
@@ -16,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
+
+from core.engine.instruments.specs import ChartSpec
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -66,7 +69,8 @@ class Instrument:
             steps".
         spacing: Its default interval in base intervals (a run takes about
             `MEASUREMENTS_PER_RUN / spacing` measurements when its field is empty).
-        help: How to read each of its charts, by chart key.
+        charts: Its charts on the Instruments panel, by key (`core.charts` draws them).
+        help: How to read each of its charts, by key (their `help`).
         metrics: The metric names it writes (Measurements.values keys).
         traced: Whether it measures inside the training step (else only in `read`).
         summed: Terms that add up over replicas; the others are all-reduced already, and
@@ -76,10 +80,16 @@ class Instrument:
     name: ClassVar[str]
     field_help: ClassVar[str]
     spacing: ClassVar[int] = 1
+    charts: ClassVar[Mapping[str, ChartSpec]] = {}
     help: ClassVar[Mapping[str, str]] = {}
     metrics: ClassVar[tuple[str, ...]] = ()
     traced: ClassVar[bool] = True
     summed: ClassVar[frozenset[str]] = frozenset()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Takes its `help` from its charts: each caption is declared once."""
+        super().__init_subclass__(**kwargs)
+        cls.help = {key: chart.help for key, chart in cls.charts.items()}
 
     def __init__(self, trainer: Trainer) -> None:
         self.trainer = trainer

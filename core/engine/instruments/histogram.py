@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from core.engine.instruments.base import Instrument, Measurements, ReplicaStep
 from core.engine.instruments.measures import histogram_edges, magnitude_histogram
+from core.engine.instruments.specs import ChartSpec, HeatStrip
 from core.lazy import lazy_module
 
 tf = lazy_module("tensorflow")  # TensorFlow when measuring, not when declaring
@@ -20,11 +21,19 @@ class Histogram(Instrument):
 
     name = "histogram"
     field_help = "Record gradient and weight histograms per layer"
-    help: ClassVar[Mapping[str, str]] = {
-        "histogram/grad": "Gradient magnitudes per layer over time (colour: share of entries "
-        "per power of ten): a band sliding to the bottom means vanishing gradients.",
-        "histogram/weight": "Weight magnitudes per layer over time: pruning and weight decay "
-        "push mass to the bottom; exploding weights climb to the top.",
+    charts: ClassVar[Mapping[str, ChartSpec]] = {
+        "histogram/grad": HeatStrip(
+            "Gradient magnitudes per layer",
+            help="Gradient magnitudes per layer over time (colour: share of entries per power "
+            "of ten): a band sliding to the bottom means vanishing gradients.",
+            kind="grad",
+        ),
+        "histogram/weight": HeatStrip(
+            "Weight magnitudes per layer",
+            help="Weight magnitudes per layer over time: pruning and weight decay push mass "
+            "to the bottom; exploding weights climb to the top.",
+            kind="weight",
+        ),
     }
 
     def before_update(self, step: ReplicaStep) -> None:

@@ -6,8 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import numpy as np
+
 from core.engine.instruments.base import Instrument, ReplicaStep
 from core.engine.instruments.measures import dot, noise_scale_terms
+from core.engine.instruments.specs import ChartSpec, Drawn, Line, LineChart, Points, Reference
 from core.lazy import lazy_module
 
 if TYPE_CHECKING:
@@ -19,14 +22,28 @@ tf = lazy_module("tensorflow")  # TensorFlow when measuring, not when declaring
 DECAY = 0.9
 
 
+def batch_size(run: Drawn) -> Points | None:
+    """The run's batch size across its steps, to hold B against; None when unknown."""
+    if not run.batch_size:
+        return None
+    steps = run.metrics.steps
+    return np.array([steps[0], steps[-1]]), np.full(2, run.batch_size)
+
+
 class NoiseScale(Instrument):
     """B, with the averaged ‖G‖² and tr(Σ) it is the ratio of."""
 
     name = "noise_scale"
     field_help = "Estimate the gradient noise scale"
-    help: ClassVar[Mapping[str, str]] = {
-        "noise_scale": "The gradient noise scale B: batches much larger than B (dotted: the "
-        "batch size) waste compute; much smaller ones make noisy steps."
+    charts: ClassVar[Mapping[str, ChartSpec]] = {
+        "noise_scale": LineChart(
+            "Gradient noise scale B against the batch size",
+            help="The gradient noise scale B: batches much larger than B (dotted: the batch "
+            "size) waste compute; much smaller ones make noisy steps.",
+            lines=(Line("noise_scale", "B", markers=True),),
+            references=(Reference("batch size", batch_size),),
+            scale="log",
+        )
     }
     metrics = ("noise_scale", "noise_scale/grad_sq", "noise_scale/trace")
 

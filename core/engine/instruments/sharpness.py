@@ -9,11 +9,20 @@ from typing import Any, ClassVar
 
 from core.engine.instruments.base import Instrument, Measurements
 from core.engine.instruments.measures import dot, power_iteration
+from core.engine.instruments.specs import ChartSpec, Drawn, Line, LineChart, Points, Reference
 from core.lazy import lazy_module
 
 tf = lazy_module("tensorflow")  # TensorFlow when measuring, not when declaring
 
 ITERATIONS = 10  # warm-started from the last eigenvector
+
+
+def edge_of_stability(run: Drawn) -> Points | None:
+    """2/η at each logged step: the sharpness at which plain gradient descent stops being
+    stable; None for a run without a logged learning rate."""
+    if "learning_rate" not in run.metrics:
+        return None
+    return run.metrics.steps, 2.0 / run.metrics["learning_rate"]
 
 
 class Sharpness(Instrument):
@@ -23,9 +32,15 @@ class Sharpness(Instrument):
     name = "sharpness"
     field_help = "Measure sharpness, the top Hessian eigenvalue,"
     spacing = 4  # the costly one
-    help: ClassVar[Mapping[str, str]] = {
-        "sharpness": "The largest Hessian eigenvalue: when it reaches 2/η (dotted) plain "
-        "gradient descent is at the edge of stability and the loss starts to oscillate."
+    charts: ClassVar[Mapping[str, ChartSpec]] = {
+        "sharpness": LineChart(
+            "Sharpness (top Hessian eigenvalue) against 2/η",
+            help="The largest Hessian eigenvalue: when it reaches 2/η (dotted) plain "
+            "gradient descent is at the edge of stability and the loss starts to oscillate.",
+            lines=(Line("sharpness", "sharpness", markers=True),),
+            references=(Reference("2/η", edge_of_stability),),
+            scale="log",
+        )
     }
     metrics = ("sharpness",)
     traced = False

@@ -1,0 +1,185 @@
+"""Figures of what a run's analysis found, apart from its training curves: a
+learning-rate range test, a checkpoint's loss landscape, and groups of repeats as means
+with their confidence bands."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from core.charts.layout import figure, log_ticks
+from core.charts.style import HOVER_FORMAT, PALETTE, TICK_FORMAT, run_colour
+from core.charts.traces import Trace
+from core.engine.landscape import Landscape
+from core.engine.lr_find import RangeTest
+from core.escaping import escape_html
+from core.group_comparison import mean_band
+from core.store import Metrics
+
+
+def range_test_figure(curve: RangeTest) -> go.Figure:
+    """A learning-rate range test: each step's loss and the smoothed loss against the
+    rate (log axis), the suggested rate starred. The y range ends a little above the
+    smoothed loss before its lowest point, so that the explosion leaves the chart top."""
+    traces: list[Trace] = []
+    yaxis: dict[str, Any] = {"title": {"text": "loss"}, "tickformat": TICK_FORMAT}
+    if len(curve.rates):
+        lowest = int(np.argmin(curve.smoothed))
+        top, bottom = float(curve.smoothed[: lowest + 1].max()), float(curve.smoothed.min())
+        if top > bottom:  # else (it never fell) Plotly's own range
+            yaxis["range"] = [bottom - 0.1 * (top - bottom), top + 0.25 * (top - bottom)]
+        hover = "rate %{x:.3~g}<br>loss %{y:" + HOVER_FORMAT + "}<extra>%{fullData.name}</extra>"
+        traces = [
+            {
+                "type": "scatter",
+                "x": curve.rates,
+                "y": curve.losses,
+                "mode": "markers",
+                "name": "loss",
+                "marker": {"size": 4, "color": PALETTE[6], "opacity": 0.6},
+                "hovertemplate": hover,
+            },
+            {
+                "type": "scatter",
+                "x": curve.rates,
+                "y": curve.smoothed,
+                "mode": "lines",
+                "name": "smoothed",
+                "line": {"color": PALETTE[0], "width": 2},
+                "hovertemplate": hover,
+            },
+        ]
+    if curve.suggested_at is not None:
+        traces.append(
+            {
+                "type": "scatter",
+                "x": [curve.suggestion],
+                "y": [curve.smoothed[curve.suggested_at]],
+                "mode": "markers+text",
+                "name": "suggested",
+                "text": [f"{curve.suggestion:.3g}"],
+                "textposition": "top right",
+                "marker": {"size": 14, "symbol": "star", "color": PALETTE[2]},
+                "hovertemplate": hover.replace("<extra>", " (suggested)<extra>"),
+            }
+        )
+    xaxis = {"type": "log", "title": {"text": "learning rate"}, "tickformat": TICK_FORMAT}
+    xaxis |= log_ticks(None)
+    xaxis["hoverformat"] = HOVER_FORMAT
+    return figure("lr_find", "Loss as the learning rate grows", traces, xaxis=xaxis, yaxis=yaxis)
+
+
+def group_figure(groups: Mapping[str, Sequence[Metrics]], key: str) -> go.Figure:
+    """Each group of repeats (label → its runs' metrics) as the mean of `key` over its runs,
+    with a band of the 95% t-interval of that mean at each step (`mean_band`)."""
+    traces: list[Trace] = []
+    for i, (label, series) in enumerate(groups.items()):
+        steps, mean, margin = mean_band(series, key)
+        if not len(steps):
+            continue
+        colour = run_colour(i)
+        name = f"{escape_html(label)} ({len(series)} runs)"
+        if not np.isnan(margin).all():
+            traces.append(
+                {
+                    "type": "scatter",
+                    "x": np.concatenate([steps, steps[::-1]]),
+                    "y": np.concatenate([mean + margin, (mean - margin)[::-1]]),
+                    "fill": "toself",
+                    "fillcolor": colour,
+                    "opacity": 0.2,
+                    "line": {"width": 0},
+                    "hoverinfo": "skip",
+                    "name": f"{name}: 95% interval of the mean",
+                    "legendgroup": label,
+                    "showlegend": False,
+                }
+            )
+        traces.append(
+            {
+                "type": "scatter",
+                "x": steps,
+                "y": mean,
+                "mode": "lines",
+                "name": name,
+                "legendgroup": label,
+                "line": {"color": colour},
+                "hovertemplate": "step %{x:,}<br>mean %{y:"
+                + HOVER_FORMAT
+                + "}<extra>%{fullData.name}</extra>",
+            }
+        )
+    title = f"{key}: group means, 95% t-bands"  # the legend says how many runs each
+    yaxis = {"title": {"text": key}, "tickformat": TICK_FORMAT}
+    return figure(f"groups/{key}", title, traces, yaxis=yaxis)
+
+
+def landscape_figures(landscape: Landscape) -> dict[str, go.Figure]:
+    """A checkpoint's loss landscape (`core.engine.landscape`): the two 1-D slices, and
+    the surface over the plane of two random directions as a contour, with the run's
+    checkpoints projected on it."""
+    hover = "%{x:.3~g}: loss %{y:" + HOVER_FORMAT + "}<extra>%{fullData.name}</extra>"
+    slices = [
+        {
+            "type": "scatter",
+            "x": landscape.offsets,
+            "y": values,
+            "mode": "lines",
+            "name": name,
+            "line": {"color": colour},
+            "hovertemplate": hover,
+        }
+        for name, values, colour in (
+            ("along the update", landscape.along_update, PALETTE[0]),
+            ("along a random direction", landscape.along_random, PALETTE[1]),
+        )
+    ]
+    xaxis = {"title": {"text": "distance (filter-normalized)"}, "hoverformat": HOVER_FORMAT}
+    top = float(
+        np.nanpercentile(np.concatenate([landscape.along_update, landscape.along_random]), 90)
+    )
+    yaxis: dict[str, Any] = {"title": {"text": "loss"}, "tickformat": TICK_FORMAT}
+    if np.isfinite(top) and top > 0:  # a blow-up at the far ends leaves the chart
+        yaxis["range"] = [0, top * 1.1]
+    surface = [
+        {
+            "type": "contour",
+            "x": np.linspace(-1, 1, landscape.surface.shape[1]),
+            "y": np.linspace(-1, 1, landscape.surface.shape[0]),
+            "z": np.log10(np.maximum(landscape.surface, 1e-12)),
+            "colorscale": "Viridis",
+            "colorbar": {"title": {"text": "log₁₀ loss", "side": "right"}},
+            "hovertemplate": "(%{x:.2f}, %{y:.2f}): log₁₀ loss %{z:.3f}<extra></extra>",
+        },
+        {
+            "type": "scatter",
+            "x": landscape.trajectory[:, 0],
+            "y": landscape.trajectory[:, 1],
+            "mode": "lines+markers",
+            "name": "checkpoints",
+            "text": [f"step {s:,}" for s in landscape.trajectory_steps],
+            "marker": {"color": PALETTE[2], "size": 7},
+            "line": {"color": PALETTE[2]},
+            "hovertemplate": "%{text}<extra>projected</extra>",
+        },
+    ]
+    plane = {"title": {"text": "random direction δ"}}
+    return {
+        "landscape/slices": figure(
+            "landscape/slices",
+            f"Loss along two directions from step {landscape.step:,}",
+            slices,
+            xaxis=xaxis,
+            yaxis=yaxis,
+        ),
+        "landscape/surface": figure(
+            "landscape/surface",
+            f"Loss around step {landscape.step:,}, and the run's checkpoints",
+            surface,
+            xaxis=plane,
+            yaxis={"title": {"text": "random direction η"}},
+        ),
+    }

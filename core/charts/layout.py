@@ -1,0 +1,98 @@
+"""`figure`: one Plotly figure with the layout every chart shares (title, legend, step
+axis, guides, marks, a fixed `uirevision` so that a user's zoom survives refreshes), and
+the ticks of a log axis."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+
+from core.charts.marks import Mark, mark_layers
+from core.charts.style import STEP_HOVER_FORMAT
+from core.charts.traces import Trace
+
+# A horizontal legend under the plot: a chart keeps its whole width for the lines.
+LEGEND = {
+    "orientation": "h",
+    "x": 0,
+    "xanchor": "left",
+    "y": -0.3,  # below the axis title "step"
+    "yanchor": "top",
+    "font": {"size": 10},
+}
+
+NO_DATA = {
+    "text": "no data yet",
+    "showarrow": False,
+    "x": 0.5,
+    "y": 0.5,
+    "xref": "paper",
+    "yref": "paper",
+}
+
+
+def figure(
+    key: str,
+    title: str,
+    traces: list[Trace],
+    *,
+    xaxis: Mapping[str, Any] | None = None,
+    yaxis: Mapping[str, Any] | None = None,
+    guides: Iterable[float] = (),
+    marks: Sequence[Mark] = (),
+    height: int = 340,
+) -> go.Figure:
+    """One figure, built in a single call: Plotly validates a figure once this way, where
+    adding traces and shapes one by one costs a validation (and a copy) each. Marks are
+    drawn only on a chart with data."""
+    mark_shapes, mark_traces = mark_layers(marks) if traces else ([], [])
+    layout = {
+        "title": {"text": title, "font": {"size": 14}},
+        "uirevision": key,  # keep the user's zoom and legend choices across refreshes
+        "height": height,
+        "margin": {"l": 55, "r": 15, "t": 40, "b": 40},
+        "legend": LEGEND,
+        "hovermode": "closest",
+        "xaxis": {"title": {"text": "step"}, "hoverformat": STEP_HOVER_FORMAT, **(xaxis or {})},
+        "yaxis": yaxis or {},
+        "shapes": [*(guide(y) for y in guides), *mark_shapes],
+        "annotations": [] if traces else [NO_DATA],
+    }
+    if mark_traces:
+        # The marks' own y axis spans 0 to 1 whatever the data's range or zoom, so their
+        # markers stay at the top of the plot.
+        layout["yaxis2"] = {
+            "overlaying": "y",
+            "range": [0, 1],
+            "visible": False,
+            "fixedrange": True,
+        }
+    return go.Figure(data=[*traces, *mark_traces], layout=layout)
+
+
+def guide(y: float) -> dict[str, Any]:
+    """A dotted horizontal line across the plot at `y`."""
+    return {
+        "type": "line",
+        "xref": "paper",
+        "x0": 0,
+        "x1": 1,
+        "y0": y,
+        "y1": y,
+        "line": {"dash": "dot", "width": 1, "color": "#888"},
+    }
+
+
+def log_ticks(decades: float | None) -> dict[str, Any]:
+    """Where a log axis spanning `decades` (None: no data yet) puts its ticks; the tick
+    format labels each in full. Left to Plotly, an axis over a few decades labels 2 and 5
+    between them with their mantissas alone."""
+    if decades is not None and decades < 1:
+        return {}  # Plotly's own ticks within a decade: 0.2, 0.3, 0.4 …
+    if decades is not None and decades < 3:
+        return {"dtick": "D2"}  # 1, 2 and 5 of each decade
+    # Whole decades, about 8 labels at most, with unlabelled minor ticks between.
+    minor = {"dtick": "D1", "ticks": "outside", "ticklen": 3, "showgrid": False}
+    return {"dtick": max(1, round((decades or 0) / 8)), "minor": minor}

@@ -1,0 +1,39 @@
+"""How every chart looks: its colours, dashes and number formats, one place for all."""
+
+from __future__ import annotations
+
+import re
+
+PALETTE = ("#f5a524", "#4cc9f0", "#f72585", "#80ed99", "#b388eb", "#ff8c42", "#90a4ae", "#ffd166")
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+TOTAL_COLOUR = "#e0e0e0"  # a sum over layers, drawn among the layers' palette colours
+# The `meta` of a trace that draws a reference (a radius, a threshold): always in range.
+REFERENCE = "reference"
+
+# d3-format: up to 6 significant digits on ticks and 4 on hover, trailing zeros trimmed.
+TICK_FORMAT = "~g"
+HOVER_FORMAT = ".4~g"
+PERCENT_TICK_FORMAT = "~%"
+PERCENT_HOVER_FORMAT = ".2~%"
+STEP_HOVER_FORMAT = ","  # 12,345
+
+
+def run_colour(index: int) -> str:
+    """The colour of the `index`-th run of a chart."""
+    return PALETTE[index % len(PALETTE)]
+
+
+def layer_style(index: int) -> tuple[str, str]:
+    """(colour, dash) of the `index`-th layer of a chart of one run: past the palette, the
+    colours come round again with another dash."""
+    return PALETTE[index % len(PALETTE)], DASHES[index // len(PALETTE) % len(DASHES)]
+
+
+def number(value: object) -> str:
+    """`value` as the hover format writes numbers: 4 significant digits, no trailing
+    zeros, exponents without padding (1e-5); "off" for None."""
+    if value is None:
+        return "off"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    return re.sub(r"e([+-])0+(?=\d)", r"e\1", f"{value:.4g}")

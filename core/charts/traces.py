@@ -1,0 +1,151 @@
+"""One run's traces: `RunView` (what a chart knows of a run) and the lines drawn from its
+metrics, each downsampled to about `series.MAX_POINTS` points, spikes kept, with every
+name the user or the model's author chose shown as typed (`escape_html`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from core.charts.style import REFERENCE, layer_style
+from core.escaping import escape_html
+from core.series import downsample
+from core.store import Event, Metrics
+
+Trace = dict[str, Any]  # a Plotly trace, as the dict `go.Figure` takes
+Traces = Callable[["RunView", int], list[Trace]]  # one run's, given its index in the chart
+
+
+@dataclass(frozen=True)
+class RunView:
+    """One run to draw: a short label, its metrics and its events."""
+
+    run_id: str
+    label: str
+    metrics: Metrics
+    events: Sequence[Event] = ()
+    batch_size: int | None = None  # drawn beside the gradient noise scale
+    # A fork's: what its parent (and theirs) logged up to where it branched off, drawn
+    # dotted in its colour before its own line.
+    history: Metrics | None = None
+    checkpoints: Sequence[int] = ()  # the steps it can be forked or resumed from
+
+    @property
+    def text(self) -> str:
+        """The label as a chart shows it: as typed (see `escape_html`)."""
+        return escape_html(self.label)
+
+
+def metric_line(
+    run: RunView,
+    key: str,
+    what: str,
+    colour: str,
+    *,
+    dash: str = "solid",
+    markers: bool = False,
+    lines: bool = True,
+    legend: str | None = None,
+) -> list[Trace]:
+    """The series `key` of `run`, downsampled, as a list of one trace (none if unlogged);
+    for a fork, after its parent's line up to the fork, dotted."""
+    if key not in run.metrics:
+        return []
+    steps, values = downsample(run.metrics.steps, run.metrics[key])
+    if len(steps) == 0:
+        return []
+    mode = "+".join(m for m, on in (("lines", lines), ("markers", markers)) if on)
+    traces = [scatter(run, what, steps, values, colour, dash=dash, mode=mode, legend=legend)]
+    if run.history is not None and key in run.history:
+        steps, values = downsample(run.history.steps, run.history[key])
+        before = scatter(run, f"{what} before the fork", steps, values, colour, dash="dot")
+        before["showlegend"] = False
+        traces.insert(0, before)
+    return traces
+
+
+def layer_lines(
+    run: RunView, kind: str, *, markers: bool = False, lines: bool = True
+) -> list[Trace]:
+    """Traces of `kind/<layer>` for every layer (or task) of a run, named by the layer
+    alone, each with its own colour (and, past the palette, its own dash)."""
+    prefix = f"{kind}/"
+    layers = [key.removeprefix(prefix) for key in run.metrics.keys if key.startswith(prefix)]
+    traces = []
+    for j, layer in enumerate(layers):
+        colour, dash = layer_style(j)
+        traces += metric_line(
+            run,
+            prefix + layer,
+            layer,
+            colour,
+            dash=dash,
+            markers=markers,
+            lines=lines,
+            legend=layer,
+        )
+    return traces
+
+
+def per_layer(kind: str) -> Traces:
+    """A chart's `layer_lines` of `kind`: layers, not runs, get the colours (a chart of
+    layers draws a single run)."""
+    return lambda run, i: layer_lines(run, kind)
+
+
+def knob_reference(run: RunView, key: str, what: str, colour: str) -> list[Trace]:
+    """A knob's value over time (e.g. the radius), as a reference line."""
+    if key not in run.metrics:
+        return []
+    steps, values = downsample(run.metrics.steps, run.metrics[key])
+    return [reference(run, what, steps, values, colour)] if len(steps) else []
+
+
+def reference(run: RunView, what: str, steps: np.ndarray, values: np.ndarray, colour: str) -> Trace:
+    """A dotted step line that the y range always covers."""
+    return scatter(run, what, steps, values, colour, dash="dot", shape="hv", meta=REFERENCE)
+
+
+def scatter(
+    run: RunView,
+    what: str,
+    steps: np.ndarray,
+    values: np.ndarray,
+    colour: str,
+    *,
+    dash: str = "solid",
+    mode: str = "lines",
+    shape: str = "linear",
+    legend: str | None = None,
+    meta: str | None = None,
+) -> Trace:
+    """A trace named `<run> · <what>` in the legend (or `legend`, in a chart of one run,
+    which then toggles alone); hover values use the axes' formats. `what` and `legend`
+    may be a layer's or a task's name, which the model's author chose: shown as typed."""
+    what = escape_html(what)
+    legend = None if legend is None else escape_html(legend)
+    trace = {
+        "type": "scatter",
+        "x": compact(steps),
+        "y": np.asarray(values, dtype=np.float32),
+        "name": legend or f"{run.text} · {what}",
+        "legendgroup": legend or run.run_id,
+        "mode": mode,
+        "line": {"color": colour, "dash": dash, "shape": shape, "width": 1.6},
+        "marker": {"color": colour, "size": 5},
+        "hovertemplate": f"{run.text} · {what}<br>%{{y}} at step %{{x}}<extra></extra>",
+    }
+    if meta is not None:
+        trace["meta"] = meta
+    return trace
+
+
+def compact(steps: np.ndarray) -> np.ndarray:
+    """Steps as 32-bit integers when they fit: Plotly ships arrays to the browser in their
+    own width, and every open tab decodes them every second."""
+    steps = np.asarray(steps)
+    fits = steps.size == 0 or (steps.dtype.kind in "iu" and steps.max() < 2**31)
+    return steps.astype(np.int32) if fits else steps

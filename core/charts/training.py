@@ -1,0 +1,184 @@
+"""The Live page's training panels: loss and accuracy, the gradient norm against its clip,
+the parameter norm against the radius, the learning rate, and per layer the step norm,
+the update ratio and the sparsity (plus a regression's error and a multi-task run's
+per-task series)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from core.charts.drawing import Chart, draw
+from core.charts.style import run_colour
+from core.charts.traces import (
+    RunView,
+    Trace,
+    knob_reference,
+    metric_line,
+    per_layer,
+    scatter,
+)
+from core.series import flags_to_steps
+
+#: A multi-task run logs each task's loss as `loss/<task>`.
+TASK_LOSS = "loss/"
+
+#: The `meta` of a run's checkpoint markers, then its id.
+CHECKPOINTS = "checkpoints:"
+
+
+def training_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
+    """The training charts, every run overlaid: `loss`, `accuracy`, `grad_norm`,
+    `param_norm`, `learning_rate`; when a run is a regression, `mae`; and when a run is
+    multi-task, `task_loss` and `task_grad_norm`, each task's (its accuracy joins the
+    accuracy chart)."""
+    charts = {
+        "loss": Chart("Loss", _loss, "log"),
+        "accuracy": Chart("Accuracy", _accuracy, "percent"),
+        "grad_norm": Chart("Gradient global norm, before and after clipping", _grad_norm, "log"),
+        "param_norm": Chart("Parameter norm ‖θ'‖ before projection, and the radius", _param_norm),
+        "learning_rate": Chart("Learning rate η of each step: its schedule and live changes", _lr),
+    }
+    if runs and all("mae" in run.metrics and "accuracy" not in run.metrics for run in runs):
+        del charts["accuracy"]  # regressions only: no class to be right about
+    if any("mae" in run.metrics for run in runs):  # a regression's
+        charts |= {
+            "mae": Chart(
+                "Mean absolute error", functools.partial(_train_and_validation, key="mae"), "log"
+            )
+        }
+    if any(key.startswith(TASK_LOSS) for run in runs for key in run.metrics.keys):
+        charts |= {
+            "task_loss": Chart("Loss per task", per_layer("loss"), "log", split=True),
+            "task_grad_norm": Chart(
+                "Gradient norm per task, before weighting",
+                per_layer("grad_norm"),
+                "log",
+                split=True,
+            ),
+        }
+    return draw(charts, runs)
+
+
+def layer_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
+    """The per-layer charts `step_norm`, `update_ratio` and `sparsity`: one chart under
+    that key for a single run, or one per run under `<key>/<run id>` for several (but a
+    single empty one under `<key>` while none of them has logged the series)."""
+    return draw(
+        {
+            "step_norm": Chart(
+                "Step norm ‖Δθ‖ per layer", per_layer("step_norm"), "log", split=True
+            ),
+            "update_ratio": Chart(
+                "Update / parameter ratio ‖Δθ‖/‖θ‖ per layer",
+                per_layer("update_ratio"),
+                "log",
+                split=True,
+            ),
+            "sparsity": Chart(
+                "Sparsity per layer", per_layer("sparsity"), "percent", covers=(0, 1), split=True
+            ),
+        },
+        runs,
+    )
+
+
+def live_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
+    """The training charts, then the per-layer ones (see both)."""
+    return training_figures(runs) | layer_figures(runs)
+
+
+# The traces of one run, per chart ---------------------------------------------------------
+
+
+def _loss(run: RunView, i: int) -> list[Trace]:
+    return _train_and_validation(run, i, "loss") + _checkpoint_markers(run, run_colour(i))
+
+
+def _checkpoint_markers(run: RunView, colour: str) -> list[Trace]:
+    """A diamond on the loss line at each of the run's checkpoints (at the loss last
+    logged by then): where a fork can start."""
+    if not run.checkpoints or "loss" not in run.metrics:
+        return []
+    logged = ~np.isnan(run.metrics["loss"])
+    steps, loss = run.metrics.steps[logged], run.metrics["loss"][logged]
+    at = np.asarray(run.checkpoints)
+    last = np.searchsorted(steps, at, side="right") - 1  # the last logged step ≤ each
+    drawn = last >= 0
+    trace = scatter(
+        run, "checkpoint", at[drawn], loss[last[drawn]], colour, mode="markers",
+        meta=CHECKPOINTS + run.run_id,
+    )  # fmt: skip
+    trace["marker"] = {"color": colour, "size": 10, "symbol": "diamond-open"}
+    trace["showlegend"] = False
+    trace["hovertemplate"] = (
+        f"{run.text} · checkpoint of step %{{x}}<br>Fork or Resume starts here<extra></extra>"
+    )
+    return [trace]
+
+
+def _accuracy(run: RunView, i: int) -> list[Trace]:
+    """The accuracy, and a multi-task run's other tasks' (dotted, after their name)."""
+    traces = _train_and_validation(run, i, "accuracy")
+    others = sorted(key for key in run.metrics.keys if key.startswith("accuracy/"))
+    for key in others:
+        task = key.removeprefix("accuracy/")
+        traces += metric_line(run, key, task, run_colour(i), dash="dot")
+        traces += metric_line(
+            run, f"val_{key}", f"{task} validation", run_colour(i), dash="dashdot"
+        )
+    return traces
+
+
+def _train_and_validation(run: RunView, i: int, key: str) -> list[Trace]:
+    colour = run_colour(i)
+    return [
+        *metric_line(run, key, "train", colour),
+        *metric_line(run, f"val_{key}", "validation", colour, dash="dash", markers=True),
+    ]
+
+
+def _grad_norm(run: RunView, i: int) -> list[Trace]:
+    colour = run_colour(i)
+    traces = metric_line(run, "grad_norm", "before clipping", colour)
+    if "clip_norm" in run.metrics:
+        traces += metric_line(run, "grad_norm_clipped", "after clipping", colour, dash="dash")
+        traces += knob_reference(run, "clip_norm", "clip threshold", colour)
+    return traces
+
+
+def _lr(run: RunView, i: int) -> list[Trace]:
+    return metric_line(run, "learning_rate", "η", run_colour(i))
+
+
+def _param_norm(run: RunView, i: int) -> list[Trace]:
+    """‖θ'‖ before the projection, against the radius (runs logged before
+    `param_norm_proposed` existed show ‖θ‖ after the projection)."""
+    colour = run_colour(i)
+    proposed = "param_norm_proposed" in run.metrics
+    key = "param_norm_proposed" if proposed else "param_norm"
+    if "radius" not in run.metrics:
+        return metric_line(run, key, "‖θ‖", colour)
+    return [
+        *metric_line(
+            run, key, "‖θ'‖ before projection" if proposed else "‖θ‖ after projection", colour
+        ),
+        *knob_reference(run, "radius", "radius", colour),
+        *_projection_markers(run, key, colour),
+    ]
+
+
+def _projection_markers(run: RunView, key: str, colour: str) -> list[Trace]:
+    """A cross on the norm series `key` at every step where the projection acted."""
+    if "projection_active" not in run.metrics:
+        return []
+    steps = flags_to_steps(run.metrics.steps, run.metrics["projection_active"])
+    if len(steps) == 0:
+        return []
+    norms = run.metrics[key][np.searchsorted(run.metrics.steps, steps)]
+    trace = scatter(run, "projected", steps, norms, colour, mode="markers")
+    trace["marker"] = {"symbol": "x-thin", "size": 7, "line": {"width": 1.5, "color": colour}}
+    return [trace]
