@@ -1,0 +1,102 @@
+"""A live demo to a room: the presenter's key, the role it gives a session, and the URLs
+and QR code that `optlab present` prints.
+
+The dashboard served by `optlab present` listens on every interface. A session that shows
+the presenter's key (in the presenter URL, once; the session then keeps it) steers runs; any
+other session is a viewer, which reads and never writes. Without a key (`make run`, on
+127.0.0.1) every session is the presenter, as one person's lab has always been.
+
+The key is made at each start (or taken from `OPTLAB_PRESENTER_KEY`) and compared in
+constant time; `optlab present` prints it once, inside the presenter URL, as Jupyter prints
+its token, and hands it to the dashboard process in its environment, never on a command
+line that `ps` shows.
+"""
+
+from __future__ import annotations
+
+import enum
+import hmac
+import io
+import os
+import secrets
+import socket
+import urllib.parse
+
+import segno
+
+#: The environment variable that holds the presenter's key, for `optlab present` to take
+#: and for the dashboard it starts to read.
+KEY_VARIABLE = "OPTLAB_PRESENTER_KEY"
+#: The query parameter of the presenter URL that carries the key.
+KEY_PARAMETER = "key"
+#: The least a key given in `OPTLAB_PRESENTER_KEY` may be, in characters.
+SHORTEST_KEY = 16
+
+
+class Role(enum.Enum):
+    """What a session may do: a presenter steers, a viewer watches."""
+
+    PRESENTER = "presenter"
+    VIEWER = "viewer"
+
+
+def new_key() -> str:
+    """A fresh key: 32 random bytes, URL-safe."""
+    return secrets.token_urlsafe(32)
+
+
+def key_from_environment() -> str | None:
+    """The key the dashboard was started with, or None when it presents to no room.
+    Raises `ValueError` naming the variable when it is set but too short to guess at."""
+    key = os.environ.get(KEY_VARIABLE)
+    if key is None:
+        return None
+    if len(key) < SHORTEST_KEY:
+        raise ValueError(f"{KEY_VARIABLE}: at least {SHORTEST_KEY} characters (got {len(key)})")
+    return key
+
+
+def role_of(given: str | None, key: str | None) -> Role:
+    """The role of a session that showed `given` (None: nothing), where the presenter's
+    key is `key` (None: no room, everyone presents). Compared in constant time."""
+    if key is None:
+        return Role.PRESENTER
+    if given is not None and hmac.compare_digest(given.encode(), key.encode()):
+        return Role.PRESENTER
+    return Role.VIEWER
+
+
+def room_address() -> str:
+    """The address other machines on the network reach this one at: that of the
+    interface a packet to the outside would leave by (no packet is sent), else the
+    loopback address when the machine has no network."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # TEST-NET-1: routed, never answered
+            return probe.getsockname()[0]
+        except OSError:
+            return "127.0.0.1"
+
+
+def audience_url(host: str, port: int) -> str:
+    """The URL the room opens."""
+    return f"http://{host}:{port}/"
+
+
+def presenter_url(host: str, port: int, key: str) -> str:
+    """The URL only the presenter opens: the audience URL with the key."""
+    return f"{audience_url(host, port)}?{urllib.parse.urlencode({KEY_PARAMETER: key})}"
+
+
+def qr_terminal(url: str) -> str:
+    """`url` as a QR code drawn in text, two modules a character, for a terminal."""
+    out = io.StringIO()
+    segno.make(url, error="m").terminal(out=out, compact=True, border=2)
+    return out.getvalue()
+
+
+def qr_svg(url: str, scale: int = 6) -> str:
+    """`url` as a QR code in SVG, dark on light, for a page."""
+    out = io.BytesIO()
+    segno.make(url, error="m").save(out, kind="svg", scale=scale, border=2, xmldecl=False)
+    return out.getvalue().decode()
