@@ -46,3 +46,4 @@ bench: $(DEV)
 lint: $(DEV)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports

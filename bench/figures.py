@@ -18,7 +18,7 @@ from typing import TypeVar
 
 from bench.rows import Measured, Target
 from bench.timing import Paired, Sampler, interleave
-from core.cli.parser import DEFAULT_MAX_CONCURRENT
+from core.cli.serving import DEFAULT_MAX_CONCURRENT
 
 T = TypeVar("T")
 

@@ -21,7 +21,7 @@ from bench.machine import available_cores
 from bench.rows import Measured
 from bench.timing import Paired
 from bench.training import QueuedEngine, queued_runs, steps_per_epoch
-from core.cli.parser import DEFAULT_MAX_CONCURRENT
+from core.cli.serving import DEFAULT_MAX_CONCURRENT
 
 RUNS = 8
 SETTINGS = (2, 4, 8)

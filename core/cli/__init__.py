@@ -5,10 +5,14 @@
     python -m core export RUN_ID --csv run.csv --tensorboard tb/
     python -m core sweep --param learning_rate=1e-4:1e-1:log --trials 20 --epochs 2
 
-The package: `parser` (flags made from the run fields and the knobs), `commands` (what
-each command does), `sweeping` (`sweep` and its table of trials), `progress` (the bar
-and the summary), `exits` (exit statuses), `quiet` (TensorFlow imported without its
-native start-up lines).
+The package: `parser` (assembles the commands' parsers), a module per group of commands,
+each command's parser beside its handler (`training`: train, lr-find, resume, fork;
+`sweeping`: sweep and its table of trials; `stored`: delete, runs, export; `listing`:
+catalog; `steering`: stop, pause, set; `serving`: serve), `flags` (the run flags, made
+from the run fields and the knobs, and the `RunConfig` they give), `opening` (the store
+and engine a command opens), `progress` (the bar and the summary), `workers` (a
+multi-worker run's place of this process), `exits` (exit statuses), `quiet` (TensorFlow
+imported without its native start-up lines).
 
 Every command takes `--store PATH|URL`: a SQLite file or a `postgresql://` URL (default:
 `$OPTLAB_STORE`, else `runs/optlab.sqlite`).
@@ -33,8 +37,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from core import optimizers
-from core.cli.commands import HANDLERS, format_runs, run_json
+from core import data, models, optimizers
 from core.cli.exits import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -43,9 +46,11 @@ from core.cli.exits import (
     UsageError,
     report,
 )
-from core.cli.parser import build_parser, needs_plugins, run_config
+from core.cli.flags import run_config
+from core.cli.parser import build_parser, needs_plugins
 from core.cli.progress import ProgressBar, format_summary, render_progress
 from core.cli.quiet import import_tensorflow_quietly
+from core.cli.stored import format_runs, run_json
 from core.knobs import InvalidInput
 from core.optimizers import catalog
 from core.store import StoreError
@@ -72,8 +77,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     plugins = needs_plugins(argv)
     if plugins:
-        from core import data, models
-
         # Loading plugins imports TensorFlow; without them a training command imports it
         # once its input is checked (`open_engine`).
         import_tensorflow_quietly()
@@ -89,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # argparse has printed the help, or the usage and the error
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
-        return HANDLERS[args.command](args)
+        return args.handler(args)
     except (UsageError, InvalidInput) as exc:
         report(str(exc).replace("\n", " "))
         return EXIT_USAGE

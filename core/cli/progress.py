@@ -1,17 +1,21 @@
 """A run's progress in a terminal: a bar redrawn in place (or a line every few seconds in a
-log), and the summary printed when the run ends."""
+log), and the summary printed when the run ends (`follow` draws both)."""
 
 from __future__ import annotations
 
+import contextlib
 import math
+import sys
 import time
 from collections.abc import Mapping
 from typing import TextIO
 
 import numpy as np
 
+from core.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, report
 from core.engine import Engine, RunStatus
 from core.engine.execution import BEST, FINAL_KEYS
+from core.knobs import InvalidInput
 
 POLL_SECONDS = 0.5  # progress redraws about twice a second
 SUMMARY_KEYS = (*FINAL_KEYS, *(f"best_{key}" for key in BEST))
@@ -162,3 +166,25 @@ def failure(status: RunStatus) -> str:
 
 
 # serve -----------------------------------------------------------------------------------
+
+
+def follow(engine: Engine, run_id: str, summary: TextIO | None = None) -> int:
+    """Draws the run's progress until it ends (Ctrl-C stops it), prints its summary to
+    `summary` (default: stdout), and returns the exit status."""
+    watch = RunWatch(engine, run_id, ProgressBar(sys.stderr))
+    try:
+        status = watch.until_done()
+        interrupted = False
+    except KeyboardInterrupt:
+        watch.bar.note(f"stopping run {run_id} (Ctrl-C)")
+        with contextlib.suppress(InvalidInput):  # it may have just ended
+            engine.stop(run_id)
+        status = watch.until_done()
+        interrupted = True
+    print(format_summary(status), file=summary or sys.stdout, flush=True)
+    if interrupted:
+        return EXIT_INTERRUPTED
+    if status.status == "completed":
+        return EXIT_OK
+    report(failure(status))
+    return EXIT_FAILED

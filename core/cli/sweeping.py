@@ -18,8 +18,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from core.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError, report
-from core.cli.parser import is_number, run_config
-from core.sweep import MAX_SEED, SearchSpace, Sweep, SweepPlan, list_studies
+from core.cli.flags import Common, Subparsers, add_training_command, is_number, run_config
+from core.cli.opening import open_engine
+from core.sweep import MAX_SEED, SAMPLERS, SearchSpace, Sweep, SweepPlan, list_studies
 from core.sweep.plan import MAX_PARALLEL
 
 if TYPE_CHECKING:
@@ -32,6 +33,76 @@ POLL_SECONDS = 0.5
 
 #: `--param` forms, for help and errors.
 PARAM_FORMS = "NAME=LOW:HIGH[:log][:POINTS] or NAME=A,B,..."
+
+
+def add_sweep(commands: Subparsers, common: Common) -> None:
+    """`sweep`, with the search's flags."""
+    command = add_training_command(
+        commands,
+        common,
+        "sweep",
+        help="Search hyperparameters: trials that are runs, drawn as a live table.",
+        description="Run an Optuna study whose trials are runs of the config the run flags "
+        "give, varying each --param; print each trial as it starts and ends, then the best. "
+        "The study lives in the store: `--study NAME` alone joins a study (from another "
+        "machine on a shared store, or a stopped one), and the dashboard's Sweep page shows "
+        "it live. Ctrl-C stops the sweep and its runs.",
+    )
+    search = command.add_argument_group("search")
+    search.add_argument(
+        "--param",
+        dest="params",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="A setting to vary, a run field or a knob of the optimizer: a range "
+        "NAME=LOW:HIGH (NAME=LOW:HIGH:log on a log scale; a last :POINTS sets its grid "
+        "points, default 5) or choices NAME=A,B,C. Repeat for each.",
+    )
+    search.add_argument(
+        "--trials",
+        dest="n_trials",
+        type=int,
+        metavar="N",
+        help="How many trials; default (grid only): every grid point.",
+    )
+    search.add_argument("--sampler", choices=SAMPLERS, default="tpe", help="Default: tpe.")
+    search.add_argument(
+        "--parallel", type=int, default=2, metavar="P", help="Trials that train at once (2)."
+    )
+    search.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        metavar="N",
+        help="Runs per trial, over seeds seed … seed+N−1: a trial's value is their mean "
+        "(with its 95%% t-interval in the table), and pruning compares means. Default: 1.",
+    )
+    search.add_argument(
+        "--pruning",
+        action="store_true",
+        help="Stop trials whose validation accuracy trails the others' at the same step.",
+    )
+    search.add_argument(
+        "--study",
+        metavar="NAME",
+        help="The study's name (default: made from the time); if the store has it, join it.",
+    )
+    search.add_argument(
+        "--sampler-seed",
+        type=int,
+        metavar="S",
+        help="The sampler's seed (default: a random one); give each joining machine its own.",
+    )
+    command.set_defaults(command="sweep", handler=sweep)
+
+
+def sweep(args: argparse.Namespace) -> int:
+    """Runs or joins a hyperparameter sweep in an engine of its own (see `run_sweep`)."""
+    joins = not args.params  # a study to join is in a store that exists
+    return run_sweep(
+        lambda: open_engine(args, max_concurrent=args.parallel, must_exist=joins), args
+    )
 
 
 def parse_params(texts: Sequence[str]) -> SearchSpace:

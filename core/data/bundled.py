@@ -7,6 +7,7 @@ Both use `stratified_split` with a 20 % test fraction: per class, in file order,
 from __future__ import annotations
 
 import gzip
+from collections.abc import Callable
 from importlib import resources
 
 import numpy as np
@@ -52,3 +53,10 @@ def _split(name: str, images: np.ndarray, labels: np.ndarray, *, scale: float) -
         num_classes=10,
         scale=scale,
     )
+
+
+#: The loader of each bundled dataset, by its name in `core.data.builtin.CATALOG`.
+LOADERS: dict[str, Callable[[], Dataset]] = {
+    "mnist-5k": load_mnist_5k,
+    "digits": load_digits,
+}

@@ -1,4 +1,5 @@
-"""`Dataset`, the in-memory arrays every loader returns, and the split they share."""
+"""`Dataset`, the in-memory arrays every loader returns, the split they share, and
+`DatasetInfo`, what a dataset is before it is loaded."""
 
 from __future__ import annotations
 
@@ -16,6 +17,32 @@ class DatasetUnavailable(RuntimeError):
 
     The message says how to prepare it.
     """
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """What a dataset is, known without loading it.
+
+    Attributes:
+        name: The name `load` takes, e.g. `"mnist-5k"`.
+        description: One line for a picker or a `--help` text.
+        input_shape: The shape of one example, `(height, width, channels)` for images.
+        num_classes: How many labels there are; labels are `0 .. num_classes - 1`.
+        train_size: Examples in the training split (a batch may not be larger).
+        offline: The data ships inside an installed package, so it loads without a
+            network or a prepared TFDS data directory.
+        source: `"core"`, or the plugin file that registered it.
+        problem: `"classification"`, or `"regression"` (`num_classes` is then 1).
+    """
+
+    name: str
+    description: str
+    input_shape: tuple[int, ...]
+    num_classes: int
+    train_size: int
+    offline: bool
+    source: str = "core"
+    problem: str = "classification"
 
 
 @dataclass(frozen=True, eq=False)

@@ -32,9 +32,8 @@ from typing import BinaryIO
 import numpy as np
 
 from core.data import npz_archive
-from core.data.dataset import Dataset, frozen, stratified_split
+from core.data.dataset import Dataset, DatasetInfo, frozen, stratified_split
 from core.data.held import KEPT
-from core.data.registry import DatasetInfo
 
 #: The largest file the lab reads: each process that trains on it holds it in memory.
 MAX_BYTES = 200 * 2**20

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
 from core.data.dataset import Dataset
 
@@ -25,6 +25,7 @@ class Held:
         self.max_bytes = max_bytes
         self._datasets: OrderedDict[Hashable, Dataset] = OrderedDict()
         self._lock = threading.Lock()
+        self._reading: dict[Hashable, threading.Lock] = {}  # a lock per read under way
 
     def get(self, key: Hashable) -> Dataset | None:
         """The dataset kept under `key`, now the one used last; None if none is."""
@@ -45,6 +46,25 @@ class Held:
                 _, dropped = self._datasets.popitem(last=False)
                 held -= dropped.nbytes
 
+    def load(self, key: Hashable, read: Callable[[], Dataset]) -> Dataset:
+        """The dataset kept under `key`, read by `read()` and kept if none is. Two threads
+        asking for one key at once read it once; different keys read in parallel."""
+        if (kept := self.get(key)) is not None:
+            return kept
+        with self._lock:
+            key_lock = self._reading.setdefault(key, threading.Lock())
+        # One lock per key: a second caller waits for the first read instead of repeating it.
+        try:
+            with key_lock:
+                if (kept := self.get(key)) is not None:
+                    return kept
+                dataset = read()
+                self.put(key, dataset)
+                return dataset
+        finally:
+            with self._lock:  # a failed read leaves no lock behind either
+                self._reading.pop(key, None)
+
     def by_use(self) -> list[Hashable]:
         """The keys kept, the one used longest ago first."""
         with self._lock:
@@ -57,5 +77,6 @@ class Held:
 
 #: What the datasets a process keeps take at most: as much as one file's may.
 MAX_HELD_BYTES = 2 * 2**30
-#: The datasets this process keeps loaded (`core.data.loading`, `core.data.files`).
+#: The datasets this process keeps loaded (`core.data.loading`, `core.data.files`,
+#: `core.data.plugin_data`).
 KEPT = Held(MAX_HELD_BYTES)

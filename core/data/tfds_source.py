@@ -1,6 +1,6 @@
 """Datasets read through TensorFlow Datasets (TFDS), and failing fast when they are absent.
 
-`tfds.load` with no network retries for about 205 s before it gives up, so this module
+`tfds.load` with no network retries for minutes before it gives up, so this module
 looks for the prepared files on disk itself, reads them without TFDS's download logic
 (`tfds.builder_from_directory`), and only asks TFDS to download when a 2-second probe
 reaches the download server. Otherwise it raises `DatasetUnavailable` at once, saying how
@@ -9,7 +9,7 @@ to prepare the data.
 Besides the catalog's, any prepared TFDS dataset is a dataset by the name `tfds:NAME`: an
 image or tabular classification, whose supervised keys name an image or a fixed-shape
 numeric tensor, and a class label. What it is is read from its prepared copy's JSON files
-(`describe`), without TensorFlow, so the dashboard can check it.
+(`describe`, `info`), without TensorFlow, so the dashboard can check it.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from core.data.dataset import Dataset, DatasetUnavailable, make_dataset
+from core.data import files
+from core.data.dataset import Dataset, DatasetInfo, DatasetUnavailable, make_dataset
 
 PREFIX = "tfds:"
 
@@ -141,6 +142,22 @@ def describe(name: str, root: Path) -> Described:
     return Described(shape, num_classes, train_size, images)
 
 
+def info(name: str, root: Path) -> DatasetInfo:
+    """The `DatasetInfo` of `name`, `tfds:NAME`, prepared under `root` (see `describe`)."""
+    tfds_name = name.removeprefix(PREFIX)
+    described = describe(tfds_name, root)
+    kind = "images" if described.images else "rows of features"
+    return DatasetInfo(
+        name,
+        f"TFDS {tfds_name}: {kind} {described.input_shape}, {described.num_classes} "
+        f"classes, {described.train_size:,} training examples.",
+        described.input_shape,
+        described.num_classes,
+        described.train_size,
+        offline=False,
+    )
+
+
 def _supervised_keys(info: dict[str, Any]) -> tuple[str, str]:
     keys = info["supervisedKeys"]
     if "tuple" in keys:  # TFDS 4.9 on
@@ -176,8 +193,6 @@ def load_tfds(name: str, root: Path, *, num_classes: int, label: str | None = No
         return make_dataset(
             label, (x_train, x_test), (y_train, y_test), num_classes=num_classes, scale=255.0
         )
-    from core.data import files
-
     arrays = {"x_train": x_train, "y_train": y_train, "x_test": x_test, "y_test": y_test}
     # The label feature says how many classes there are, whatever the splits show.
     return dataclasses.replace(files.from_arrays(label, arrays), num_classes=num_classes)

@@ -13,15 +13,13 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from core import data, models
 from core.engine.instruments import INSTRUMENTS
-from core.knobs import InvalidInput, Knob
-from core.optimizers.catalog import LR_SCHEDULES
-
-if TYPE_CHECKING:
-    from core.optimizers.catalog import OptimizerSpec
+from core.knobs import InvalidInput, Knob, KnobType
+from core.optimizers import catalog
+from core.optimizers.catalog import LR_SCHEDULES, OptimizerSpec
 
 STRATEGIES = ("default", "mirrored", "multiworker")
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -32,62 +30,95 @@ TASKS = ("digit", "parity")
 LR_FIND = "lr_find"
 RUN_KINDS = ("train", LR_FIND)
 
-FIELDS: tuple[Knob, ...] = (
-    Knob("name", "text", None, "A label for the run (its id stays unique).", optional=True),
-    Knob(
-        "dataset",
+#: The key of a `RunConfig` field's metadata that holds its `Knob`'s arguments.
+KNOB = "knob"
+
+
+def _run_field(type: KnobType, default: Any, help: str, **limits: Any) -> Any:
+    """A `RunConfig` field that is a `Knob`: its default, and in its metadata the knob's
+    other arguments; the knob's name is the attribute's (see `FIELDS`)."""
+    knob = {"type": type, "default": default, "help": help, **limits}
+    return field(default=default, metadata={KNOB: knob})
+
+
+def _interval_field(instrument: str) -> Any:
+    """The `{instrument}_every` field: its help and default interval from the
+    instrument's class (see `instrument_intervals`)."""
+    cls = INSTRUMENTS[instrument]
+    return _run_field(
+        "int",
+        None,
+        f"{cls.field_help} every this many steps (0: off; empty: about "
+        f"{MEASUREMENTS_PER_RUN // cls.spacing} times a run).",
+        low=0,
+        high=10**6,
+        optional=True,
+    )
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """A valid run configuration: `RunConfig(**fields)` or `RunConfig.from_dict(values)`.
+
+    Each attribute is declared once, here: the run fields are `Knob`s (see `FIELDS`, which
+    forms and the CLI are built from), plus:
+        hyperparameters: The optimizer's knobs, validated by its spec, every knob filled in.
+        task_weights: The loss weight of each task of the multi-task model.
+    """
+
+    name: str | None = _run_field(
+        "text", None, "A label for the run (its id stays unique).", optional=True
+    )
+    dataset: str = _run_field(
         "choice",
         data.DEFAULT_DATASET,
         "What to train on: a name, or npz:PATH or csv:PATH for a file of yours.",
         choices=tuple(d.name for d in data.catalog()),
-    ),
-    Knob(
-        "model",
+    )
+    model: str = _run_field(
         "choice",
         models.DEFAULT_MODEL,
         "The network; it outputs logits.",
         choices=tuple(m.name for m in models.catalog()),
-    ),
+    )
     # Its choices are the optimizer registry's names, plugins included: see `_check`.
-    Knob("optimizer", "choice", "adamw", "A registry name; see the Optimizers page."),
-    Knob("batch_size", "int", 64, "Examples per step, across all replicas.", low=1, high=8192),
-    Knob("epochs", "int", 10, "Passes over the training split.", low=1, high=10_000),
-    Knob(
-        "max_steps",
+    optimizer: str = _run_field("choice", "adamw", "A registry name; see the Optimizers page.")
+    hyperparameters: Mapping[str, Any] = field(default_factory=dict)
+    batch_size: int = _run_field(
+        "int", 64, "Examples per step, across all replicas.", low=1, high=8192
+    )
+    epochs: int = _run_field("int", 10, "Passes over the training split.", low=1, high=10_000)
+    max_steps: int | None = _run_field(
         "int",
         None,
         "Stop after this many steps, even mid-epoch.",
         low=1,
         high=100_000_000,
         optional=True,
-    ),
-    Knob(
-        "lr_schedule",
+    )
+    lr_schedule: str = _run_field(
         "choice",
         "constant",
         "How the learning rate moves over the run: constant; cosine, down to 0 at its last "
         "step; step, ×0.1 at its half and at three quarters. A live learning_rate change "
         "scales the schedule.",
         choices=LR_SCHEDULES,
-    ),
-    Knob(
-        "warmup_steps",
+    )
+    warmup_steps: int = _run_field(
         "int",
         0,
         "Grow the learning rate linearly from 0 over this many first steps.",
         low=0,
         high=100_000_000,
-    ),
-    Knob(
-        "seed",
+    )
+    seed: int = _run_field(
         "int",
         0,
         "Initial weights and batch order (unless data_seed is set): same seed, same both.",
         low=0,
         high=2**31 - 1,
-    ),
-    Knob(
-        "data_seed",
+    )
+    data_seed: int | None = _run_field(
         "int",
         None,
         "The batch order's own seed (empty: the seed's), so that repeats can vary the "
@@ -95,45 +126,35 @@ FIELDS: tuple[Knob, ...] = (
         low=0,
         high=2**31 - 1,
         optional=True,
-    ),
-    Knob(
-        "group",
+    )
+    group: str | None = _run_field(
         "text",
         None,
         "The repeats this run is one of: runs of one config over seeds (see `repeats`).",
         optional=True,
-    ),
-    Knob("log_every", "int", 1, "Record telemetry every this many steps.", low=1, high=10**6),
-    Knob(
-        "val_every",
+    )
+    log_every: int = _run_field(
+        "int", 1, "Record telemetry every this many steps.", low=1, high=10**6
+    )
+    val_every: int | None = _run_field(
         "int",
         None,
         "Validate every this many steps (empty: at the end of every epoch).",
         low=1,
         high=100_000_000,
         optional=True,
-    ),
-    Knob(
-        "telemetry",
+    )
+    telemetry: bool = _run_field(
         "bool",
         True,
         "Record norms, clipping, projection and per-layer statistics, not only the loss.",
-    ),
-    *(
-        Knob(
-            f"{name}_every",
-            "int",
-            None,
-            f"{instrument.field_help} every this many steps (0: off; empty: about "
-            f"{MEASUREMENTS_PER_RUN // instrument.spacing} times a run).",
-            low=0,
-            high=10**6,
-            optional=True,
-        )
-        for name, instrument in INSTRUMENTS.items()
-    ),
-    Knob(
-        "checkpoint_every",
+    )
+    # One interval field per instrument, in the order of `INSTRUMENTS`.
+    alpha_every: int | None = _interval_field("alpha")
+    sharpness_every: int | None = _interval_field("sharpness")
+    noise_scale_every: int | None = _interval_field("noise_scale")
+    histogram_every: int | None = _interval_field("histogram")
+    checkpoint_every: int | None = _run_field(
         "int",
         None,
         "Save a checkpoint every this many steps, to resume or fork from (0: never; "
@@ -142,116 +163,64 @@ FIELDS: tuple[Knob, ...] = (
         low=0,
         high=100_000_000,
         optional=True,
-    ),
-    Knob(
-        "precision",
+    )
+    precision: str = _run_field(
         "choice",
         "float32",
         "The layers' arithmetic: float32, or 16 bits (bfloat16, or float16 with dynamic loss "
         "scaling) with float32 weights and optimizer state.",
         choices=PRECISIONS,
-    ),
-    Knob(
-        "multitask",
+    )
+    multitask: bool = _run_field(
         "bool",
         False,
         "Train two heads, the class and its parity, with a loss weight per task.",
-    ),
-    Knob(
-        "strategy",
+    )
+    task_weights: Mapping[str, float] = field(default_factory=lambda: dict.fromkeys(TASKS, 1.0))
+    strategy: str = _run_field(
         "choice",
         "default",
         "default: one device; mirrored: every local device; multiworker: from TF_CONFIG.",
         choices=STRATEGIES,
-    ),
-    Knob(
-        "data_dir",
+    )
+    data_dir: str | None = _run_field(
         "text",
         None,
         "TFDS data dir, for TFDS datasets (a run handed to the engine through the store, "
         "as the dashboard's are: the engine's own only).",
         optional=True,
-    ),
-    Knob(
-        "kind",
+    )
+    kind: str = _run_field(
         "choice",
         "train",
         "train: a training run; lr_find: a learning-rate range test, whose rate grows "
         "exponentially from lr_find_start to learning_rate over its steps and which ends "
         "when the loss explodes (see `lr-find`).",
         choices=RUN_KINDS,
-    ),
-    Knob(
-        "lr_find_start",
+    )
+    lr_find_start: float = _run_field(
         "float",
         1e-7,
         "The first learning rate of an lr_find run (below its learning_rate).",
         low=1e-12,
         high=100.0,
-    ),
-    Knob(
-        "num_cpus",
+    )
+    num_cpus: float = _run_field(
         "float",
         1.0,
         "CPUs the run asks of a Ray cluster (an engine with a Ray address places it on a "
         "node that has them free); an engine without one ignores it.",
         low=0.0,
         high=1024.0,
-    ),
-    Knob(
-        "num_gpus",
+    )
+    num_gpus: float = _run_field(
         "float",
         0.0,
         "GPUs the run asks of a Ray cluster (fractions share one); an engine without one "
         "ignores it.",
         low=0.0,
         high=64.0,
-    ),
-)
-DEFAULTS: dict[str, Any] = {f.name: f.default for f in FIELDS}
-FIELD_NAMES = (*(f.name for f in FIELDS), "hyperparameters", "task_weights")
-
-
-@dataclass(frozen=True)
-class RunConfig:
-    """A valid run configuration: `RunConfig(**fields)` or `RunConfig.from_dict(values)`.
-
-    Attributes are the `FIELDS`, plus:
-        hyperparameters: The optimizer's knobs, validated by its spec, every knob filled in.
-        task_weights: The loss weight of each task of the multi-task model.
-    """
-
-    # Defaults come from FIELDS, where the ranges and help are.
-    dataset: str = DEFAULTS["dataset"]
-    model: str = DEFAULTS["model"]
-    optimizer: str = DEFAULTS["optimizer"]
-    hyperparameters: Mapping[str, Any] = field(default_factory=dict)
-    batch_size: int = DEFAULTS["batch_size"]
-    epochs: int = DEFAULTS["epochs"]
-    max_steps: int | None = DEFAULTS["max_steps"]
-    lr_schedule: str = DEFAULTS["lr_schedule"]
-    warmup_steps: int = DEFAULTS["warmup_steps"]
-    seed: int = DEFAULTS["seed"]
-    data_seed: int | None = DEFAULTS["data_seed"]
-    group: str | None = DEFAULTS["group"]
-    log_every: int = DEFAULTS["log_every"]
-    val_every: int | None = DEFAULTS["val_every"]
-    telemetry: bool = DEFAULTS["telemetry"]
-    alpha_every: int | None = DEFAULTS["alpha_every"]
-    sharpness_every: int | None = DEFAULTS["sharpness_every"]
-    noise_scale_every: int | None = DEFAULTS["noise_scale_every"]
-    histogram_every: int | None = DEFAULTS["histogram_every"]
-    checkpoint_every: int | None = DEFAULTS["checkpoint_every"]
-    precision: str = DEFAULTS["precision"]
-    multitask: bool = DEFAULTS["multitask"]
-    task_weights: Mapping[str, float] = field(default_factory=lambda: dict.fromkeys(TASKS, 1.0))
-    strategy: str = DEFAULTS["strategy"]
-    name: str | None = DEFAULTS["name"]
-    data_dir: str | None = DEFAULTS["data_dir"]
-    kind: str = DEFAULTS["kind"]
-    lr_find_start: float = DEFAULTS["lr_find_start"]
-    num_cpus: float = DEFAULTS["num_cpus"]
-    num_gpus: float = DEFAULTS["num_gpus"]
+    )
 
     def __post_init__(self) -> None:
         for key, value in _check(asdict(self)).items():
@@ -313,6 +282,17 @@ class RunConfig:
         return self.name or f"{self.optimizer} · {self.model} · {self.dataset}"
 
 
+#: The run fields as `Knob`s, in `RunConfig`'s order: what validation, forms and the CLI
+#: read their ranges, help and defaults from.
+FIELDS: tuple[Knob, ...] = tuple(
+    Knob(f.name, **f.metadata[KNOB]) for f in dataclasses.fields(RunConfig) if KNOB in f.metadata
+)
+DEFAULTS: dict[str, Any] = {f.name: f.default for f in FIELDS}
+FIELD_NAMES = tuple(f.name for f in dataclasses.fields(RunConfig))
+if missing := sorted(f"{name}_every" for name in INSTRUMENTS if f"{name}_every" not in DEFAULTS):
+    raise TypeError(f"RunConfig lacks the interval field of an instrument: {', '.join(missing)}")
+
+
 def instrument_intervals(config: RunConfig, total_steps: int) -> dict[str, int]:
     """Each instrument's interval in steps for a run of `total_steps` (0: off; all off
     without telemetry, of which they are part).
@@ -342,10 +322,8 @@ def fields(
     """The run fields, with the optimizer field's choices filled from `specs` (default:
     every optimizer, plugins included), and the model's and dataset's with the plugins'
     if `plugins`."""
-    from core import optimizers
-
     choices = {
-        "optimizer": tuple(s.name for s in (optimizers.specs() if specs is None else specs)),
+        "optimizer": tuple(s.name for s in (catalog.specs() if specs is None else specs)),
         "model": tuple(m.name for m in models.catalog(plugins=plugins)),
         "dataset": tuple(d.name for d in data.catalog(plugins=plugins)),
     }
@@ -362,15 +340,13 @@ def run_fields(specs: Sequence[OptimizerSpec] | None = None) -> dict[str, Knob]:
 
 def _check(values: Mapping[str, Any]) -> dict[str, Any]:
     """Every field of `values` validated, defaults filled; raises listing all errors."""
-    from core import optimizers
-
     errors: dict[str, str] = {}
     checked: dict[str, Any] = {}
     for knob in FIELDS:
         value = values.get(knob.name, knob.default)
         try:
             if knob.name == "optimizer":  # a built-in name does not load the plugins
-                checked[knob.name] = optimizers.get_spec(value).name
+                checked[knob.name] = catalog.get_spec(value).name
             elif knob.name == "dataset" and value not in knob.choices:
                 # A file or a TFDS dataset (read and checked here), or a plugin's.
                 data_dir = values.get("data_dir")
@@ -381,7 +357,7 @@ def _check(values: Mapping[str, Any]) -> dict[str, Any]:
             else:
                 checked[knob.name] = knob.validate(value)
         except InvalidInput:
-            names = ", ".join(spec.name for spec in optimizers.specs())
+            names = ", ".join(spec.name for spec in catalog.specs())
             errors[knob.name] = f"must be one of {names} (got {value!r})"
         except ValueError as exc:
             errors[knob.name] = str(exc).removeprefix(f"{knob.name}: ")
@@ -417,7 +393,7 @@ def _check(values: Mapping[str, Any]) -> dict[str, Any]:
         errors["telemetry"] = "is a run field, not an optimizer hyperparameter"
     elif "optimizer" in checked:
         try:
-            spec = optimizers.get_spec(checked["optimizer"])
+            spec = catalog.get_spec(checked["optimizer"])
             checked["hyperparameters"] = spec.validate(hyperparameters)
         except InvalidInput as exc:
             errors |= exc.errors

@@ -175,8 +175,7 @@ def rehearse(dataset: str) -> None:
     """Trains one logged step of a small model on `dataset` with every instrument, and
     throws it away: what every first trace in a process pays once (Keras's layer
     machinery, TensorFlow's op registrations and kernels) is then paid before a run waits
-    for it. An MLP's first logged step in a fresh process comes in 0.73 s instead of 1.01
-    (with AutoGraph, before the lab's functions were traced without it: 0.79 s, 2.23)."""
+    for it (the time to a first point after it is bench figure 15 in `bench/results.md`)."""
     import tensorflow as tf
 
     from core.engine.config import RunConfig

@@ -8,13 +8,15 @@ host except on a step that logs.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import keras
 import tensorflow as tf
 
 from core import optimizers
-from core.engine.tasks import SingleTask
+
+if TYPE_CHECKING:  # tasks imports the run config, whose instruments import this module
+    from core.engine.tasks import SingleTask
 
 # Below this magnitude a parameter counts as zero for `sparsity/<layer>` (unless pruning
 # is on: then the pruning threshold is the line).

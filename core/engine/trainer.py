@@ -10,9 +10,9 @@ step itself returns everything at once: one host round trip per logged step. Und
 The lab's functions are traced without AutoGraph (`autograph=False`), as Keras traces
 `model.fit`'s (`do_not_convert`): their control flow is Python over Python values, or
 explicit `tf.cond` / `tf.while_loop`, so there is nothing to convert, and converting the
-source of the step's call tree was most of a process's first trace (1.2 of the 1.9 s to a
-first logged step with every instrument). A plugin's model or optimizer is traced as under
-`model.fit`: without AutoGraph there either.
+source of the step's call tree was most of a process's first trace (the time to a first
+point is bench figure 15 in `bench/results.md`). A plugin's model or optimizer is traced as
+under `model.fit`: without AutoGraph there either.
 
 A `Trainer` is made and used in one thread: Keras keeps name and seed state per thread.
 """
@@ -138,7 +138,8 @@ class Trainer:
     def _traced_step(self, log: bool, due: tuple[str, ...]) -> Callable[..., dict[str, Any]]:
         """The training step traced for this mix of logging and instruments, as a concrete
         function: calling the `tf.function` matches the arguments against its traces
-        first, each step (0.5 ms in Python, 8% of a LeNet step); its trace does not."""
+        first, in Python, each step (a share of a small model's step worth saving); its
+        trace does not."""
         key = (log, due)
         if key not in self._traces:
             self._traces[key] = self._train_step.get_concrete_function(

@@ -37,11 +37,11 @@ _HOMES = {
     "OptimizerSpec": "core.optimizers.catalog",
     "get_spec": "core.optimizers.catalog",
     "plugin_errors": "core.optimizers.catalog",
-    "plugins_folder": "core.optimizers.catalog",
+    "plugins_folder": "core.optimizers.plugin_folder",
     "specs": "core.optimizers.catalog",
     "build": "core.optimizers.registry",
     "load_model": "core.optimizers.registry",
-    "load_plugins": "core.optimizers.registry",
+    "load_plugins": "core.optimizers.plugin_folder",
     "register": "core.optimizers.registry",
 }
 __all__ = sorted(_HOMES)

@@ -35,17 +35,12 @@ from core.optimizers import stages
 from core.optimizers.catalog import BUILTIN
 from core.optimizers.schedules import LiveSchedule
 from core.optimizers.stages import COMMON_KNOBS, SCALAR_STATS, STAGES, TELEMETRY, VECTOR_STATS
-from core.optimizers.transforms import agreed
+from core.optimizers.transforms import tf_variable
 
 __doc__ = (__doc__ or "").format(order=stages.order_text())  # the order, from the stages
-__all__ = ["SCALAR_STATS", "VECTOR_STATS", "Assignment", "LabOptimizer", "agreed", "tf_variable"]
+__all__ = ["SCALAR_STATS", "VECTOR_STATS", "Assignment", "LabOptimizer", "tf_variable"]
 
 Assignment = tuple[tf.Variable, tf.Tensor]
-
-
-def tf_variable(variable: Any) -> tf.Variable:
-    """The `tf.Variable` (possibly distributed) behind a Keras variable."""
-    return variable.value if isinstance(variable, keras.Variable) else variable
 
 
 def _as_float(value: Any) -> float:

@@ -6,24 +6,37 @@ built-in optimizers are declared below, with the same fields a plugin gives `@re
 and their update rules are written only here: each class's docstring shows the rules of
 the names it is registered under. (A decorator on the class would need the class, and so
 TensorFlow, to list them.) Plugin optimizers come from the plugins folder
-through `core.optimizers.registry`, which imports them (and TensorFlow), unless this
-process takes them from elsewhere (`use_plugin_source`): the dashboard, which must stay
-light, takes the descriptions the engine process publishes in the store.
+(`core.optimizers.plugin_folder`, whose files import TensorFlow), unless this process
+takes them from elsewhere (`use_plugin_source`): the dashboard, which must stay light,
+takes the descriptions the engine process publishes in the store.
 """
 
 from __future__ import annotations
 
-import os
-import sys
+import importlib
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from core.knobs import InvalidInput, Knob, validate
+from core.optimizers import plugin_folder
+from core.optimizers.plugin_folder import plugins_folder
 from core.optimizers.stages import COMMON_KNOBS, TELEMETRY
-from core.store.paths import PROJECT_ROOT
+
+__all__ = [
+    "BUILTIN",
+    "BUILTIN_NAMES",
+    "LR_SCHEDULES",
+    "OptimizerSpec",
+    "Plugins",
+    "get_spec",
+    "plugin_errors",
+    "plugins",
+    "plugins_folder",
+    "specs",
+    "use_plugin_source",
+]
 
 # The algorithms' own knobs (core/optimizers/algorithms.py), after the common ones.
 MOMENTUM = Knob(
@@ -111,11 +124,13 @@ class OptimizerSpec:
 
     @property
     def cls(self) -> type:
-        """The `LabOptimizer` subclass that implements it (imports TensorFlow). A plugin's
-        class exists only in a process that loaded the plugin: `LookupError` elsewhere."""
-        from core.optimizers import registry
-
-        return registry.implementation(self)
+        """The `LabOptimizer` subclass that implements it (imports TensorFlow): a built-in
+        one found where `implementation` says, a plugin's as its plugin registered it,
+        which exists only in a process that loaded the plugin (`LookupError` elsewhere)."""
+        if self.source != "core":
+            return plugin_folder.plugin_class(self.name)
+        module, _, name = self.implementation.partition(":")
+        return getattr(importlib.import_module(module), name)
 
     def validate(self, hyperparameters: Mapping[str, Any]) -> dict[str, Any]:
         """Every knob's value after validation, and `telemetry` (a constructor argument,
@@ -247,11 +262,6 @@ _lock = threading.Lock()
 _plugin_source: Callable[[], Plugins] | None = None
 
 
-def plugins_folder() -> Path:
-    """Where plugins are loaded from: `$OPTLAB_PLUGINS`, else `plugins/` in the project."""
-    return Path(os.environ.get("OPTLAB_PLUGINS", PROJECT_ROOT / "plugins"))
-
-
 def use_plugin_source(source: Callable[[], Plugins] | None) -> None:
     """Take plugin optimizers from `source()` instead of importing the plugins folder
     (None: import it again). For a process that must never import TensorFlow."""
@@ -266,9 +276,7 @@ def plugins() -> Plugins:
         source = _plugin_source
     if source is not None:
         return source()
-    from core.optimizers import registry  # imports the plugins, and TensorFlow
-
-    return registry.loaded_plugins()
+    return plugin_folder.loaded_plugins()  # imports the plugins, and TensorFlow
 
 
 def specs() -> list[OptimizerSpec]:
@@ -291,13 +299,10 @@ def get_spec(name: str) -> OptimizerSpec:
             return spec
     with _lock:
         source = _plugin_source
-    if source is None and "core.optimizers.registry" in sys.modules:
-        # A plugin loaded already is found without looking through the folder again:
-        # each run config, live change and trial asks for its optimizer's spec.
-        from core.optimizers import registry
-
-        if (spec := registry.registered(name)) is not None:
-            return spec
+    # A plugin loaded already is found without looking through the folder again: each
+    # run config, live change and trial asks for its optimizer's spec.
+    if source is None and (spec := plugin_folder.registered(name)) is not None:
+        return spec
     known = specs()
     for spec in known:
         if spec.name == name:

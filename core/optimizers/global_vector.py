@@ -30,7 +30,8 @@ from typing import Any, ClassVar
 import keras
 import tensorflow as tf
 
-from core.optimizers.base import Assignment, LabOptimizer, agreed, tf_variable
+from core.optimizers.base import Assignment, LabOptimizer
+from core.optimizers.transforms import replica_mean, tf_variable
 
 
 class GlobalVectorOptimizer(LabOptimizer):
@@ -74,8 +75,8 @@ class GlobalVectorOptimizer(LabOptimizer):
         result = self.update(x, g, **{n: tf.convert_to_tensor(v) for n, v in state_vars.items()})
         x_new, new_state = result if self.state_names else (result, {})
         # `update` may reduce (a norm, a mean): make every replica take the same values.
-        x_new = agreed(x_new)
-        new_state = {name: agreed(value) for name, value in new_state.items()}
+        x_new = replica_mean(x_new)
+        new_state = {name: replica_mean(value) for name, value in new_state.items()}
         missing = set(self.state_names) - set(new_state)
         if missing:
             raise ValueError(f"{type(self).__name__}.update must return new {sorted(missing)}")

@@ -10,8 +10,8 @@ outright: whoever can change them could run code as the lab.
 
 A clean import is remembered (in `cache_file()`) by the file's path and bytes and the
 Python and TensorFlow it ran under; when every file imported cleanly before, unchanged, no
-child is started: its TensorFlow import cost every engine start and every CLI run of a
-plugin about 3 s.
+child is started: its TensorFlow import would cost every engine start and every CLI run of
+a plugin seconds.
 """
 
 from __future__ import annotations

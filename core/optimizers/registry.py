@@ -1,37 +1,38 @@
-"""Plugin optimizers: `@register`, the plugins folder, and `build` by name.
+"""Plugin optimizers: `@register`, and `build` by name.
 
 Every optimizer the lab offers is an `OptimizerSpec` (see `core.optimizers.catalog`, where
-the built-in ones are declared). Plugins are `.py` files in the plugins folder
-(`OPTLAB_PLUGINS`, else `plugins/` in the project root) that decorate their class with
-`@register(...)`; they appear next to the built-in optimizers without touching `core`. Only
-files in that folder are ever imported.
+the built-in ones are declared). Plugins are `.py` files in the plugins folder (see
+`core.optimizers.plugin_folder`, which imports them) that decorate their class with
+`@register(...)`; they appear next to the built-in optimizers without touching `core`.
+Importing this module imports TensorFlow, and registers the built-in classes with Keras's
+serializer.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-import threading
-import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import keras
 
-from core.optimizers import algorithms, probe
+from core.optimizers import (
+    algorithms,  # noqa: F401  (registers the built-in classes with Keras)
+    plugin_folder,
+)
 from core.optimizers.base import LabOptimizer, documented
 from core.optimizers.catalog import (
     BUILTIN,
     BUILTIN_NAMES,
-    PROJECT_ROOT,
     OptimizerSpec,
-    Plugins,
     get_spec,
     plugin_errors,
     plugins_folder,
     specs,
 )
+from core.optimizers.plugin_folder import load_plugins, loaded_plugins, registered
+from core.store.paths import PROJECT_ROOT
 
 __all__ = [
     "PROJECT_ROOT",
@@ -48,12 +49,6 @@ __all__ = [
     "spec_of",
     "specs",
 ]
-
-_lock = threading.RLock()
-_plugins: dict[str, OptimizerSpec] = {}
-_plugin_classes: dict[str, type[LabOptimizer]] = {}
-_plugin_errors: dict[str, str] = {}
-_loaded_files: set[Path] = set()
 
 
 def register(
@@ -75,110 +70,24 @@ def register(
     def decorate(cls: type[LabOptimizer]) -> type[LabOptimizer]:
         if not (isinstance(cls, type) and issubclass(cls, LabOptimizer)):
             raise TypeError(f"@register({name!r}) needs a LabOptimizer subclass, got {cls!r}")
-        with _lock:
-            if name in BUILTIN_NAMES or name in _plugins:
-                raise ValueError(f"an optimizer named {name!r} is already registered")
-            if keras.saving.get_registered_name(cls) == cls.__name__:
-                keras.saving.register_keras_serializable(package="optlab_plugins")(cls)
-            source = getattr(sys.modules.get(cls.__module__), "__file__", None) or cls.__module__
-            _plugins[name] = OptimizerSpec(
-                name,
-                f"{cls.__module__}:{cls.__qualname__}",
-                summary,
-                update_rule,
-                tuple(cls.knobs),
-                dict(defaults or {}),
-                required,
-                str(source),
-            )
-            _plugin_classes[name] = cls
-            cls.__doc__ = documented(cls.__doc__, cls.knobs, [(name, update_rule)])
+        source = getattr(sys.modules.get(cls.__module__), "__file__", None) or cls.__module__
+        spec = OptimizerSpec(
+            name,
+            f"{cls.__module__}:{cls.__qualname__}",
+            summary,
+            update_rule,
+            tuple(cls.knobs),
+            dict(defaults or {}),
+            required,
+            str(source),
+        )
+        plugin_folder.add(spec, cls, taken=BUILTIN_NAMES)
+        if keras.saving.get_registered_name(cls) == cls.__name__:
+            keras.saving.register_keras_serializable(package="optlab_plugins")(cls)
+        cls.__doc__ = documented(cls.__doc__, cls.knobs, [(name, update_rule)])
         return cls
 
     return decorate
-
-
-def implementation(spec: OptimizerSpec) -> type[LabOptimizer]:
-    """The class of `spec`: a built-in one of `algorithms`, or a loaded plugin's."""
-    if spec.source == "core":
-        return getattr(algorithms, spec.implementation.partition(":")[2])
-    with _lock:
-        cls = _plugin_classes.get(spec.name)
-    if cls is None:
-        raise LookupError(f"optimizer {spec.name!r}: its plugin is not loaded in this process")
-    return cls
-
-
-def load_plugins(folder: Path | None = None) -> dict[str, str]:
-    """Imports the `*.py` files of the plugins folder not imported yet; returns the errors.
-
-    A plugin that fails to import (with any exception, `SystemExit` included), does not
-    import within `probe.PROBE_SECONDS` in a child process (one for all the files, see
-    `core.optimizers.probe`), or registers a taken name is
-    reported by file, not raised, so one broken file never hides the other optimizers
-    (see `core.optimizers.probe`). A folder or file others can write to, and links, are
-    refused. Files whose name starts with `_` are skipped.
-    """
-    folder = Path(folder) if folder is not None else plugins_folder()
-    with _lock:
-        if not folder.is_dir():
-            return dict(_plugin_errors)
-        if reason := probe.unsafe(folder):
-            _plugin_errors[str(folder)] = reason
-            return dict(_plugin_errors)
-        new = [
-            path
-            for path in sorted(folder.glob("*.py"))
-            if not path.name.startswith("_") and path not in _loaded_files
-        ]
-        _loaded_files.update(new)
-        unsafe = {path: reason for path in new if (reason := probe.unsafe(path))}
-        probed = probe.probe([path for path in new if path not in unsafe]) if new else {}
-        for path in new:
-            reason = unsafe.get(path) or probed.get(path)
-            if reason is None:
-                reason = _import_file(path)
-            if reason is not None:
-                _plugin_errors[str(path)] = reason
-        return dict(_plugin_errors)
-
-
-def loaded_plugins() -> Plugins:
-    """The plugin optimizers, after loading the plugins folder, and the files of that
-    folder that failed (or the folder itself)."""
-    folder = plugins_folder()
-    load_plugins(folder)
-    with _lock:
-        errors = {
-            path: reason
-            for path, reason in _plugin_errors.items()
-            if Path(path) == folder or Path(path).parent == folder
-        }
-        return list(_plugins.values()), errors
-
-
-def registered(name: str) -> OptimizerSpec | None:
-    """The plugin optimizer `name` if a loaded plugin registered it, without looking
-    through the plugins folder again."""
-    with _lock:
-        return _plugins.get(name)
-
-
-def _import_file(path: Path) -> str | None:
-    """Imports the plugin file; returns why it failed, or None."""
-    module_name = f"optlab_plugins.{path.stem}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        return f"cannot import {path}"
-    module = importlib.util.module_from_spec(spec)
-    # Registered before it runs: `register` looks the module up to record the plugin's file.
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except (Exception, SystemExit) as exc:  # a plugin's `sys.exit` must not end the lab
-        sys.modules.pop(module_name, None)
-        return "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    return None
 
 
 def load_model(path: str | Path, **kwargs: Any) -> keras.Model:
@@ -196,8 +105,7 @@ def spec_of(optimizer: Any) -> OptimizerSpec | None:
     Plugins count once loaded (this looks through no folder)."""
     if not isinstance(optimizer, LabOptimizer):
         return None
-    with _lock:
-        loaded = list(_plugins.values())
+    loaded = plugin_folder.registered_specs()
     candidates = [s for s in (*BUILTIN, *loaded) if _implements(s, type(optimizer))]
 
     def matched(spec: OptimizerSpec) -> int:
@@ -212,7 +120,7 @@ def spec_of(optimizer: Any) -> OptimizerSpec | None:
 
 def _implements(spec: OptimizerSpec, cls: type) -> bool:
     try:
-        return implementation(spec) is cls
+        return spec.cls is cls
     except LookupError:
         return False
 

@@ -140,7 +140,7 @@ class ClipNorm(Stage):
 
         clip_norm = self.live("clip_norm")
         if self.optimizer.telemetry or clip_norm is not None:
-            norm = transforms.agreed(transforms.global_norm(step.grads))
+            norm = transforms.replica_mean(transforms.global_norm(step.grads))
             step.stats["grad_norm"] = step.stats["grad_norm_clipped"] = norm
         if clip_norm is not None:
             clip_norm = tf.convert_to_tensor(clip_norm)
@@ -226,14 +226,13 @@ class TopK(Stage):
         import tensorflow as tf
 
         from core.optimizers import transforms
-        from core.optimizers.base import tf_variable
 
         if (fraction := self.values["top_k"]) is None:
             return
         kept = []
         for g, i in zip(step.grads, step.indices, strict=True):
             if self.residuals:
-                residual = tf_variable(self.residuals[i])
+                residual = transforms.tf_variable(self.residuals[i])
                 g = g + tf.convert_to_tensor(residual)
                 sparse = transforms.keep_top_k(g, fraction)
                 step.assignments.append((residual, g - sparse))
@@ -386,7 +385,7 @@ class PruneMask(Stage):
             frozen_counts.append(tf.reduce_sum(tf.cast(frozen, tf.float32)))
         total = sum(p.shape.num_elements() for p in step.params)
         step.new_params = masked
-        step.stats["pruned_frozen"] = transforms.agreed(tf.add_n(frozen_counts)) / total
+        step.stats["pruned_frozen"] = transforms.replica_mean(tf.add_n(frozen_counts)) / total
 
 
 class Projection(Stage):
@@ -435,7 +434,7 @@ class Projection(Stage):
                 )
             ]
         )
-        step.stats["param_sq"] = transforms.agreed(squares)
+        step.stats["param_sq"] = transforms.replica_mean(squares)
         step.stats["param_norm"] = tf.sqrt(tf.reduce_sum(step.stats["param_sq"]))
         step.stats["param_norm_proposed"] = step.stats["param_norm"]
         if radius is not None:
@@ -483,11 +482,10 @@ class Telemetry(Stage):
         import tensorflow as tf
 
         from core.optimizers import transforms
-        from core.optimizers.base import tf_variable
 
         if not self.variables:
             return
-        step.stats["step_sq"] = transforms.agreed(
+        step.stats["step_sq"] = transforms.replica_mean(
             tf.stack(
                 [
                     transforms.squared_norm(new - old)
@@ -497,12 +495,14 @@ class Telemetry(Stage):
         )
         for name in SCALAR_STATS:  # a stage that is off reports its neutral value
             value = step.stats.get(name, NEUTRAL_STATS[name])
-            step.assignments.append((tf_variable(self.variables[name]), tf.cast(value, tf.float32)))
+            step.assignments.append(
+                (transforms.tf_variable(self.variables[name]), tf.cast(value, tf.float32))
+            )
         size = self.variables["step_sq"].shape[0]
         positions = tf.constant(step.indices)[:, None]
         for name in VECTOR_STATS:
             vector = tf.scatter_nd(positions, step.stats[name], [size])
-            step.assignments.append((tf_variable(self.variables[name]), vector))
+            step.assignments.append((transforms.tf_variable(self.variables[name]), vector))
 
 
 def matching_rule(rules: Sequence[LayerRule], variable: Any) -> LayerRule | None:

@@ -3,7 +3,7 @@
 Each function takes tensors and returns tensors: no variables, no side effects, so each
 can be tested on its own and composed in `base.LabOptimizer` in a documented order (the
 way Optax composes gradient transformations). All of them work eagerly, inside
-`tf.function`, and under XLA.
+`tf.function`, and under XLA. (`tf_variable` only unwraps the variable the stages write.)
 """
 
 from __future__ import annotations
@@ -12,7 +12,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import keras
 import tensorflow as tf
+
+
+def tf_variable(variable: Any) -> tf.Variable:
+    """The `tf.Variable` (possibly distributed) behind a Keras variable."""
+    return variable.value if isinstance(variable, keras.Variable) else variable
 
 
 def squared_norm(tensor: tf.Tensor) -> tf.Tensor:
@@ -78,8 +84,8 @@ def keep_top_k(tensor: tf.Tensor, fraction: float) -> tf.Tensor:
     return tf.reshape(kept, tf.shape(tensor))
 
 
-def agreed(value: Any) -> Any:
-    """`value` made the same in every replica: their mean, computed once.
+def replica_mean(value: Any) -> Any:
+    """`value`'s mean across the replicas, the same in every one, computed once.
 
     Reductions (norms, sums) that each replica computes on identical inputs may still
     differ in the last bit (multithreaded kernels add in varying order), and a scale

@@ -546,10 +546,10 @@ def wrong_shape_plugin(tmp_path: Path) -> Iterator[str]:
     assert str((folder / "wrong_shape.py").resolve()) not in optimizers.load_plugins(folder)
     assert optimizers.get_spec(name).source == str((folder / "wrong_shape.py").resolve())
     yield name
-    from core.optimizers import registry  # the registry has no unregister: tidy up by hand
+    from core.optimizers import plugin_folder  # no unregister: tidy up by hand
 
-    registry._plugins.pop(name, None)
-    registry._plugin_classes.pop(name, None)
+    plugin_folder._specs.pop(name, None)
+    plugin_folder._classes.pop(name, None)
     sys.modules.pop("optlab_plugins.wrong_shape", None)
 
 

@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from core import data
-from core.data import files, loading, tfds_source
+from core.data import bundled, files, loading, tfds_source
 from core.data.held import MAX_HELD_BYTES, Held
 from tests.tfds_builders import prepare
 
@@ -139,8 +139,8 @@ def test_concurrent_loads_of_one_dataset_read_it_once(monkeypatch):
         time.sleep(0.2)  # Long enough for every thread to be waiting on the same load.
         return original()
 
-    original = loading._BUNDLED["digits"]
-    monkeypatch.setitem(loading._BUNDLED, "digits", slow_digits)
+    original = bundled.LOADERS["digits"]
+    monkeypatch.setitem(bundled.LOADERS, "digits", slow_digits)
     results = [None] * 4
 
     def worker(i):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from core.optimizers import Adam, GlobalVectorOptimizer, base, catalog, registry, stages
+from core.optimizers import Adam, GlobalVectorOptimizer, base, catalog, plugin_folder, stages
 from core.optimizers.registry import register
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,5 +58,5 @@ def test_help_lists_each_optimizers_knobs_and_update_rules() -> None:
         assert Halving.__doc__.startswith("x ← x / 2\n\nRegistered as:\n    halving: x ← x/2\n")
         assert Halving.__doc__.count("Knobs:") == 1
     finally:
-        registry._plugins.pop("halving", None)
-        registry._plugin_classes.pop("halving", None)
+        plugin_folder._specs.pop("halving", None)
+        plugin_folder._classes.pop("halving", None)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from core.engine.workers import Worker, this_worker
+from core.cli.workers import Worker, this_worker
 from core.knobs import InvalidInput
 
 TWO = {"worker": ["a:1", "b:2"]}
