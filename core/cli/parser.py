@@ -27,6 +27,7 @@ COMMANDS = (
     listing.add_catalog,
     stored.add_runs,
     stored.add_export,
+    stored.add_landscape,
     training.add_fork,
     steering.add_steering,
     serving.add_serve,

@@ -1,5 +1,5 @@
-"""The commands on the runs a store holds: `delete`, `runs` and `export`; each one's
-parser beside its handler."""
+"""The commands on the runs a store holds: `delete`, `runs`, `export` and `landscape`;
+each one's parser beside its handler."""
 
 from __future__ import annotations
 
@@ -206,6 +206,56 @@ def export(args: argparse.Namespace) -> int:
                 "model", lambda: save_model(store, record.id, args.model, args.checkpoint)
             )
         print(f"wrote {args.model} (the model at step {saved.step:,})")
+    return EXIT_OK
+
+
+def add_landscape(commands: Subparsers, common: Common) -> None:
+    """`landscape`."""
+    command = commands.add_parser(
+        "landscape",
+        parents=[common.store],
+        help="Compute (or read) the loss landscape around one of a run's checkpoints.",
+        description="The loss around a run's checkpoint: along the update the optimizer "
+        "takes from it, along a random direction, and over a plane of two random directions "
+        "(filter-normalized, on one batch). Computed the first time and kept beside the "
+        "checkpoint, where Live reads it; prints the loss at the centre and the file.",
+    )
+    command.add_argument("run_id", metavar="RUN_ID", help="The run, as `runs` lists it.")
+    command.add_argument(
+        "--step",
+        type=int,
+        metavar="STEP",
+        help="The checkpoint's step (default: the run's last checkpoint); `runs --json` lists "
+        "each run's checkpoints.",
+    )
+    command.set_defaults(command="landscape", handler=landscape)
+
+
+def landscape(args: argparse.Namespace) -> int:
+    """Computes (or reads) a checkpoint's loss landscape; prints its centre and where it
+    is kept."""
+    from core.engine.landscape import kept_landscape, landscape_path  # imports TensorFlow
+
+    with open_store(args.store, must_exist=True) as store:
+        record = store.get_run(args.run_id)
+        if record is None:
+            raise UsageError(f"run_id: no run {args.run_id!r} in {store.name}")
+        step = args.step
+        if step is None:
+            last = RunCheckpoints(store.checkpoint_folder(record.id)).last()
+            if last is None:
+                raise UsageError(f"step: run {record.id} has no checkpoint")
+            step = last.step
+        kept = kept_landscape(store, record.id, step)
+        path = landscape_path(store, record.id, step)
+    print(f"loss at the centre (step {step:,}): {kept.centre:.6g}")
+    for what, losses in (
+        ("along the update", kept.along_update),
+        ("along a random direction", kept.along_random),
+        ("over the plane", kept.surface),
+    ):
+        print(f"{what}: from {losses.min():.6g} to {losses.max():.6g}")
+    print(f"kept at {path}")
     return EXIT_OK
 
 

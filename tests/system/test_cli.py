@@ -343,6 +343,28 @@ def test_the_tensorboard_export_holds_every_layers_histograms(tmp_path):
                 assert value.num == sum(event.payload[kind][layer]) > 0
 
 
+def test_landscape_computes_once_then_reads_and_names_a_missing_checkpoint(trained):
+    args = ("landscape", trained.run_id, "--store", trained.store)
+    code, out, err = run_main(*args)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert re.fullmatch(r"loss at the centre \(step 30\): \d+\.\d+(e-?\d+)?", lines[0])
+    assert [line.split(":")[0] for line in lines[1:4]] == [
+        "along the update",
+        "along a random direction",
+        "over the plane",
+    ]
+    path = Path(lines[-1].removeprefix("kept at "))
+    assert path.name == "step-30.landscape.npz" and path.exists()
+    written = path.stat().st_mtime_ns
+    again = run_main(*args)
+    assert again[0] == 0 and again[1] == out and path.stat().st_mtime_ns == written
+    code, out, err = run_main(*args, "--step", "7")
+    assert (code, out) == (2, "")
+    assert err == f"error: checkpoint: run {trained.run_id} has no checkpoint of step 7\n"
+    assert run_main("landscape", "0000-nope", "--store", trained.store)[0] == 2
+
+
 def test_export_of_an_unknown_run_exits_2(trained, tmp_path):
     code, out, err = run_main(
         "export", "0000-nope", "--store", trained.store, "--csv", tmp_path / "x.csv"
