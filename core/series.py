@@ -3,11 +3,16 @@
 A chart is a few hundred pixels wide; a run logs up to millions of steps. `downsample`
 cuts a series into buckets of consecutive points and keeps, from each, the lowest and the
 highest point in step order, plus the very first and last points: spikes (a gradient norm
-blowing up for one step) survive, and so do the ends of the curve. `robust_range` picks the
-y range to show such a series in, so that a few runaway points do not flatten the rest.
+blowing up for one step) survive, and so do the ends of the curve. Drawn as one line, those
+extremes zigzag into a solid band on a long noisy run; `envelope` gives the same buckets'
+means, to draw as a line, and their lowest and highest points, to draw as a band around it.
+`robust_range` picks the y range to show such a series in, so that a few runaway points do
+not flatten the rest.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -41,14 +46,36 @@ def downsample(
     return steps[chosen], values[chosen]
 
 
-def flags_to_steps(
-    steps: np.ndarray, flags: np.ndarray, max_points: int = MAX_POINTS
-) -> np.ndarray:
-    """The steps where a 0/1 flag series is 1, thinned to at most `max_points` evenly."""
-    on = steps[np.nan_to_num(flags) > 0.5]
-    if len(on) <= max_points:
-        return on
-    return on[np.linspace(0, len(on) - 1, max_points).astype(int)]
+@dataclass(frozen=True)
+class Envelope:
+    """A long series in buckets of consecutive points: each bucket's middle step, mean,
+    lowest and highest value."""
+
+    steps: np.ndarray
+    mean: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    size: int  # points per bucket
+
+
+def envelope(
+    steps: np.ndarray, values: np.ndarray, max_points: int = MAX_POINTS
+) -> Envelope | None:
+    """The finite points of (steps, values) in about `max_points` / 2 buckets (see
+    `Envelope`); None when there are `max_points` or fewer, to be drawn whole, or when one
+    is infinite: a diverged run's line shows its blow-up as it is (`downsample`)."""
+    keep = ~np.isnan(values)
+    steps, values = steps[keep], values[keep]
+    if len(values) <= max_points or not np.isfinite(values).all():
+        return None
+    size = -(-len(values) // max(1, max_points // 2))  # points per bucket, ceil
+    buckets = -(-len(values) // size)
+    grid = np.full(buckets * size, np.nan)
+    grid[: len(values)] = values
+    grid = grid.reshape(buckets, size)
+    middle = np.minimum(np.arange(buckets) * size + size // 2, len(values) - 1)
+    low, high = np.nanmin(grid, axis=1), np.nanmax(grid, axis=1)
+    return Envelope(steps[middle], np.nanmean(grid, axis=1), low, high, size)
 
 
 # Share of points at each end that may lie beyond the middle of the data: a run that blows

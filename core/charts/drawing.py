@@ -7,6 +7,7 @@ figure marks its runs' live knob changes and divergence."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -46,6 +47,8 @@ def draw(charts: Mapping[str, Chart], runs: Sequence[RunView]) -> dict[str, go.F
     when it is `split` and several runs have something to draw in it; every figure shows
     only its runs' marks."""
     several = len(runs) > 1
+    if len(runs) == 1:  # one run's lines tell apart by colour (see `RunView.tint`)
+        runs = [dataclasses.replace(runs[0], alone=True)]
     marks = [marks_of(run) for run in runs]
     figures = {}
     for key, chart in charts.items():

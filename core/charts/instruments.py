@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from core.charts.drawing import Chart, draw
 from core.charts.layout import figure
-from core.charts.style import TOTAL_COLOUR, run_colour
+from core.charts.style import TOTAL_COLOUR
 from core.charts.traces import RunView, Trace, Traces, layer_lines, metric_line, reference
 from core.engine.instruments import INSTRUMENTS
 from core.engine.instruments.specs import ChartSpec, HeatStrip, Line, LineChart, Reference
@@ -77,13 +77,12 @@ def _traces(lines: Sequence[Line], references: Sequence[Reference]) -> Traces:
     """A run's `lines`, then, when they show something, its `references`."""
 
     def traces(run: RunView, i: int) -> list[Trace]:
-        colour = run_colour(i)
-        drawn = [trace for line in lines for trace in _line(run, line, colour)]
+        drawn = [t for k, line in enumerate(lines) for t in _line(run, line, run.tint(i, k))]
         if drawn:
-            for ref in references:
+            for k, ref in enumerate(references, start=len(lines)):
                 points = ref.points(run)
                 if points is not None:
-                    drawn.append(reference(run, ref.name, *downsample(*points), colour))
+                    drawn.append(reference(run, ref.name, *downsample(*points), run.tint(i, k)))
         return drawn
 
     return traces

@@ -19,8 +19,30 @@ STEP_HOVER_FORMAT = ","  # 12,345
 
 
 def run_colour(index: int) -> str:
-    """The colour of the `index`-th run of a chart."""
+    """The colour of the `index`-th run of a chart that was given none of its own."""
     return PALETTE[index % len(PALETTE)]
+
+
+def series_colour(colour: str, series: int) -> str:
+    """The colour of the `series`-th series of a run drawn alone in `colour`: its own for
+    the first, then the palette's next ones, so that one run's lines tell apart."""
+    start = PALETTE.index(colour) if colour in PALETTE else -1
+    return colour if series == 0 else PALETTE[(start + series) % len(PALETTE)]
+
+
+class ColourBook:
+    """A colour for each run, the same on every chart for as long as the book is kept
+    (a dashboard session): a run seen for the first time takes the palette colour that
+    the fewest runs seen so far have (the first such, in palette order)."""
+
+    def __init__(self) -> None:
+        self._colours: dict[str, str] = {}
+
+    def colour(self, run_id: str) -> str:
+        if run_id not in self._colours:
+            taken = list(self._colours.values())
+            self._colours[run_id] = min(PALETTE, key=taken.count)
+        return self._colours[run_id]
 
 
 def layer_style(index: int) -> tuple[str, str]:

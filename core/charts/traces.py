@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from core.charts.style import REFERENCE, layer_style
+from core.charts.style import REFERENCE, layer_style, run_colour, series_colour
 from core.escaping import escape_html
-from core.series import downsample
+from core.series import Envelope, downsample, envelope
 from core.store import Event, Metrics
 
 Trace = dict[str, Any]  # a Plotly trace, as the dict `go.Figure` takes
@@ -32,11 +32,20 @@ class RunView:
     # dotted in its colour before its own line.
     history: Metrics | None = None
     checkpoints: Sequence[int] = ()  # the steps it can be forked or resumed from
+    colour: str | None = None  # its own on every chart (see `ColourBook`), if it has one
+    alone: bool = False  # the only run of its chart: its series take colours of their own
 
     @property
     def text(self) -> str:
         """The label as a chart shows it: as typed (see `escape_html`)."""
         return escape_html(self.label)
+
+    def tint(self, index: int, series: int = 0) -> str:
+        """The colour of its `series`-th series, as the `index`-th run of a chart: the
+        run's colour (its own, else the palette's `index`-th); alone in a chart, each
+        further series in the palette's next colour (see `series_colour`)."""
+        colour = self.colour or run_colour(index)
+        return series_colour(colour, series) if self.alone else colour
 
 
 def metric_line(
@@ -54,17 +63,49 @@ def metric_line(
     for a fork, after its parent's line up to the fork, dotted."""
     if key not in run.metrics:
         return []
+    spread = envelope(run.metrics.steps, run.metrics[key]) if lines and not markers else None
+    if spread is not None:
+        traces = [
+            band(run, what, spread, colour, legend=legend),
+            scatter(run, what, spread.steps, spread.mean, colour, dash=dash, legend=legend),
+        ]
+        traces[1]["hovertemplate"] = traces[1]["hovertemplate"].replace(
+            "<br>", f" (mean of each {spread.size:,} logged points)<br>", 1
+        )
+        return _after_history(run, key, what, colour, traces)
     steps, values = downsample(run.metrics.steps, run.metrics[key])
     if len(steps) == 0:
         return []
     mode = "+".join(m for m, on in (("lines", lines), ("markers", markers)) if on)
     traces = [scatter(run, what, steps, values, colour, dash=dash, mode=mode, legend=legend)]
+    return _after_history(run, key, what, colour, traces)
+
+
+def _after_history(
+    run: RunView, key: str, what: str, colour: str, traces: list[Trace]
+) -> list[Trace]:
+    """`traces` of the series `key`, after, for a fork, its parent's line up to the fork,
+    dotted."""
     if run.history is not None and key in run.history:
         steps, values = downsample(run.history.steps, run.history[key])
         before = scatter(run, f"{what} before the fork", steps, values, colour, dash="dot")
         before["showlegend"] = False
         traces.insert(0, before)
     return traces
+
+
+def band(
+    run: RunView, what: str, spread: Envelope, colour: str, *, legend: str | None = None
+) -> Trace:
+    """The lowest and highest value of each bucket of `spread`, as a faint band (toggled
+    with its line in the legend)."""
+    x = np.concatenate([spread.steps, spread.steps[::-1]])
+    y = np.concatenate([spread.high, spread.low[::-1]])
+    trace = scatter(run, f"{what}, lowest to highest", x, y, colour, legend=legend)
+    trace |= {"fill": "toself", "opacity": 0.25, "hoverinfo": "skip", "showlegend": False}
+    trace["line"] = {"width": 0, "color": colour}
+    trace["fillcolor"] = colour
+    return trace
 
 
 def layer_lines(

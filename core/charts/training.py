@@ -12,16 +12,16 @@ import numpy as np
 import plotly.graph_objects as go
 
 from core.charts.drawing import Chart, draw
-from core.charts.style import run_colour
 from core.charts.traces import (
     RunView,
     Trace,
+    compact,
     knob_reference,
     metric_line,
     per_layer,
     scatter,
 )
-from core.series import flags_to_steps
+from core.series import MAX_POINTS
 
 #: A multi-task run logs each task's loss as `loss/<task>`.
 TASK_LOSS = "loss/"
@@ -95,7 +95,7 @@ def live_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
 
 
 def _loss(run: RunView, i: int) -> list[Trace]:
-    return _train_and_validation(run, i, "loss") + _checkpoint_markers(run, run_colour(i))
+    return _train_and_validation(run, i, "loss") + _checkpoint_markers(run, run.tint(i))
 
 
 def _checkpoint_markers(run: RunView, colour: str) -> list[Trace]:
@@ -124,40 +124,37 @@ def _accuracy(run: RunView, i: int) -> list[Trace]:
     """The accuracy, and a multi-task run's other tasks' (dotted, after their name)."""
     traces = _train_and_validation(run, i, "accuracy")
     others = sorted(key for key in run.metrics.keys if key.startswith("accuracy/"))
-    for key in others:
-        task = key.removeprefix("accuracy/")
-        traces += metric_line(run, key, task, run_colour(i), dash="dot")
-        traces += metric_line(
-            run, f"val_{key}", f"{task} validation", run_colour(i), dash="dashdot"
-        )
+    for k, key in enumerate(others, start=1):
+        task, colour = key.removeprefix("accuracy/"), run.tint(i, 2 * k)
+        traces += metric_line(run, key, task, colour, dash="dot")
+        traces += metric_line(run, f"val_{key}", f"{task} validation", colour, dash="dashdot")
     return traces
 
 
 def _train_and_validation(run: RunView, i: int, key: str) -> list[Trace]:
-    colour = run_colour(i)
     return [
-        *metric_line(run, key, "train", colour),
-        *metric_line(run, f"val_{key}", "validation", colour, dash="dash", markers=True),
+        *metric_line(run, key, "train", run.tint(i)),
+        *metric_line(run, f"val_{key}", "validation", run.tint(i, 1), dash="dash", markers=True),
     ]
 
 
 def _grad_norm(run: RunView, i: int) -> list[Trace]:
-    colour = run_colour(i)
-    traces = metric_line(run, "grad_norm", "before clipping", colour)
+    traces = metric_line(run, "grad_norm", "before clipping", run.tint(i))
     if "clip_norm" in run.metrics:
-        traces += metric_line(run, "grad_norm_clipped", "after clipping", colour, dash="dash")
-        traces += knob_reference(run, "clip_norm", "clip threshold", colour)
+        after = run.tint(i, 1)
+        traces += metric_line(run, "grad_norm_clipped", "after clipping", after, dash="dash")
+        traces += knob_reference(run, "clip_norm", "clip threshold", run.tint(i, 2))
     return traces
 
 
 def _lr(run: RunView, i: int) -> list[Trace]:
-    return metric_line(run, "learning_rate", "η", run_colour(i))
+    return metric_line(run, "learning_rate", "η", run.tint(i))
 
 
 def _param_norm(run: RunView, i: int) -> list[Trace]:
     """‖θ'‖ before the projection, against the radius (runs logged before
     `param_norm_proposed` existed show ‖θ‖ after the projection)."""
-    colour = run_colour(i)
+    colour = run.tint(i)
     proposed = "param_norm_proposed" in run.metrics
     key = "param_norm_proposed" if proposed else "param_norm"
     if "radius" not in run.metrics:
@@ -166,19 +163,41 @@ def _param_norm(run: RunView, i: int) -> list[Trace]:
         *metric_line(
             run, key, "‖θ'‖ before projection" if proposed else "‖θ‖ after projection", colour
         ),
-        *knob_reference(run, "radius", "radius", colour),
         *_projection_markers(run, key, colour),
+        *knob_reference(run, "radius", "radius", run.tint(i, 1)),  # drawn over the markers
     ]
 
 
 def _projection_markers(run: RunView, key: str, colour: str) -> list[Trace]:
-    """A cross on the norm series `key` at every step where the projection acted."""
+    """A cross on the norm series `key` where the projection began to act, once for each
+    stretch of steps it acted on (which hovers its first and last step): a cross at every
+    such step would make a band that hides the radius."""
     if "projection_active" not in run.metrics:
         return []
-    steps = flags_to_steps(run.metrics.steps, run.metrics["projection_active"])
-    if len(steps) == 0:
+    starts, ends = projected_spans(run.metrics.steps, run.metrics["projection_active"])
+    if len(starts) == 0:
         return []
-    norms = run.metrics[key][np.searchsorted(run.metrics.steps, steps)]
-    trace = scatter(run, "projected", steps, norms, colour, mode="markers")
+    norms = run.metrics[key][np.searchsorted(run.metrics.steps, starts)]
+    trace = scatter(run, "projected", starts, norms, colour, mode="markers")
     trace["marker"] = {"symbol": "x-thin", "size": 7, "line": {"width": 1.5, "color": colour}}
+    trace["customdata"] = compact(ends)
+    trace["hovertemplate"] = (
+        f"{run.text} · projected onto the radius<br>"
+        "from step %{x} to %{customdata}, from %{y}<extra></extra>"
+    )
     return [trace]
+
+
+def projected_spans(
+    steps: np.ndarray, flags: np.ndarray, max_spans: int = MAX_POINTS // 4
+) -> tuple[np.ndarray, np.ndarray]:
+    """The first and last logged step of each stretch of logged steps where a 0/1 flag
+    is 1 (steps not logged skipped), at most `max_spans` of them, evenly thinned."""
+    logged = ~np.isnan(flags)
+    steps, on = steps[logged], flags[logged] > 0.5
+    edges = np.diff(np.concatenate([[False], on, [False]]).astype(np.int8))
+    starts, ends = steps[edges[:-1] == 1], steps[np.flatnonzero(edges[1:] == -1)]
+    if len(starts) > max_spans:
+        chosen = np.linspace(0, len(starts) - 1, max_spans).astype(int)
+        starts, ends = starts[chosen], ends[chosen]
+    return starts, ends

@@ -13,6 +13,7 @@ import pytest
 from core.charts import (
     HOVER_FORMAT,
     INSTRUMENT_HELP,
+    PALETTE,
     PERCENT_HOVER_FORMAT,
     PERCENT_TICK_FORMAT,
     TICK_FORMAT,
@@ -22,7 +23,9 @@ from core.charts import (
     live_figures,
     training_figures,
 )
-from core.series import downsample, flags_to_steps, robust_range
+from core.charts.style import ColourBook
+from core.charts.training import projected_spans
+from core.series import downsample, robust_range
 from core.store import Event, Metrics
 
 TRAINING_KEYS = {"loss", "accuracy", "grad_norm", "param_norm", "learning_rate"}
@@ -55,10 +58,13 @@ def test_downsample_drops_missing_points_and_keeps_infinities() -> None:
     assert x[0] == 0 and x[-1] == 9
 
 
-def test_flags_become_steps() -> None:
-    steps = np.arange(1, 11)
-    flags = np.array([0, 1, 0, np.nan, 1, 0, 0, 0, 1, 0], dtype=float)
-    assert flags_to_steps(steps, flags).tolist() == [2, 5, 9]
+def test_flags_become_the_stretches_they_are_on() -> None:
+    steps = np.arange(1, 13)
+    flags = np.array([0, 1, 1, np.nan, 1, 0, 0, 0, 1, 0, 1, 1], dtype=float)
+    starts, ends = projected_spans(steps, flags)
+    assert starts.tolist() == [2, 9, 11] and ends.tolist() == [5, 9, 12]  # unlogged: skipped
+    starts, ends = projected_spans(np.arange(100), np.tile([1.0, 0.0], 50), max_spans=5)
+    assert starts.tolist() == [0, 24, 48, 72, 98] and ends.tolist() == starts.tolist()
 
 
 def test_robust_range_spans_the_values_with_a_little_room() -> None:
@@ -317,9 +323,29 @@ def test_a_spike_survives_downsampling_and_stays_in_view() -> None:
     grad_norm = np.full(n, 3.0) * np.exp(np.random.default_rng(0).normal(0, 0.1, n))
     grad_norm[31_337] = 30.0
     figure = live_figures([RunView("a", "run a", metrics(n, grad_norm=grad_norm))])["grad_norm"]
+    # A smooth line of the means, in a band from the lowest to the highest: the spike in it.
     before = next(t for t in figure.data if t.name == "run a · before clipping")
-    assert len(before.y) <= 2000 and max(before.y) == 30.0
+    band = next(t for t in figure.data if t.name == "run a · before clipping, lowest to highest")
+    assert len(before.y) <= 800 and max(before.y) < 3.5 and band.fill == "toself"
+    assert len(band.y) <= 2000 and max(band.y) == 30.0
     assert figure.layout.yaxis.range[1] > math.log10(30.0)
+
+
+def test_a_long_noisy_run_is_a_mean_line_in_its_range_and_a_short_one_is_drawn_whole() -> None:
+    noisy = 1.0 + np.random.default_rng(1).normal(0, 0.3, 4000) ** 2
+    long_run = metrics(4000, grad_norm=noisy)
+    traces = live_figures([RunView("a", "run a", long_run)])["grad_norm"].data
+    line, band = (
+        next(t for t in traces if t.name == f"run a · before clipping{s}")
+        for s in ("", ", lowest to highest")
+    )
+    buckets = noisy.reshape(len(line.y), -1)
+    np.testing.assert_allclose(line.y, buckets.mean(axis=1), rtol=1e-6)
+    np.testing.assert_allclose(band.y[: len(line.y)], buckets.max(axis=1), rtol=1e-6)
+    np.testing.assert_allclose(band.y[len(line.y) :], buckets.min(axis=1)[::-1], rtol=1e-6)
+    assert "(mean of each 10 logged points)" in line.hovertemplate
+    short = live_figures([RunView("a", "run a", metrics(100))])["grad_norm"].data
+    assert not any(t.name.endswith("lowest to highest") for t in short)
 
 
 # Instruments and hyperparameters ----------------------------------------------------------
@@ -522,3 +548,51 @@ def test_a_runs_checkpoints_are_marked_on_its_loss_line_to_fork_from() -> None:
     assert "Fork or Resume starts here" in marks.hovertemplate and marks.showlegend is False
     plain = training_figures([RunView("b", "run b", metrics(100), [])])["loss"]
     assert not [t for t in plain.data if t.meta]  # no checkpoints, no marks
+
+
+# Colours --------------------------------------------------------------------------------
+
+
+def colours(figure: go.Figure) -> dict[str, str]:
+    return {t.name: t.line.color for t in data_traces(figure)}
+
+
+def test_one_runs_series_tell_apart_by_colour_and_several_runs_by_theirs() -> None:
+    alone = colours(live_figures([RunView("a", "run a", metrics())])["grad_norm"])
+    before, after, threshold = (
+        alone[f"run a · {what}"] for what in ("before clipping", "after clipping", "clip threshold")
+    )
+    assert len({before, after, threshold}) == 3
+    together = colours(live_figures(three_runs())["grad_norm"])
+    for run in "abc":
+        assert (
+            len({together[f"run {run} · {what}"] for what in ("before clipping", "after clipping")})
+            == 1
+        )
+    assert len({together[f"run {run} · before clipping"] for run in "abc"}) == 3
+
+
+def test_a_run_keeps_its_colour_whatever_else_a_chart_shows() -> None:
+    book = ColourBook()
+    mine = RunView("m", "mine", metrics(), colour=book.colour("m"))
+    others = [RunView(r, r, metrics(), colour=book.colour(r)) for r in ("x", "y", "z")]
+    for runs in ([mine], [*others, mine], [others[0], mine]):
+        figure = live_figures(runs)["loss"]
+        assert colours(figure)["mine · train"] == book.colour("m")
+
+
+def test_the_colour_book_gives_each_run_its_own_colour_and_keeps_it() -> None:
+    book = ColourBook()
+    first = [book.colour(f"run{i}") for i in range(len(PALETTE))]
+    assert first == list(PALETTE)  # eight runs, eight colours
+    assert book.colour("run3") == PALETTE[3]  # kept
+    assert book.colour("ninth") == PALETTE[0]  # then round again, fewest first
+
+
+def test_projection_is_marked_where_it_begins_and_the_radius_drawn_over_the_marks() -> None:
+    always = metrics(300, projection_active=np.ones(300))
+    traces = live_figures([RunView("a", "run a", always)])["param_norm"].data
+    names = [t.name for t in traces]
+    (projected,) = [t for t in traces if t.name == "run a · projected"]
+    assert list(projected.x) == [1] and list(projected.customdata) == [300]
+    assert names.index("run a · radius") > names.index("run a · projected")
