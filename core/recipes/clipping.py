@@ -65,7 +65,7 @@ class Clipping(Recipe):
         f"{TRAINED:g}."
     )
     charts: ClassVar[tuple[str, ...]] = ("loss", "grad_norm", "clip_active")
-    runtime_s = 30.0
+    runtime_s = 10.0
 
     def arms(self) -> tuple[Arm, ...]:
         return tuple(

@@ -48,7 +48,7 @@ class EdgeOfStability(Recipe):
         "differs by 2×)."
     )
     charts: ClassVar[tuple[str, ...]] = ("sharpness", "loss")
-    runtime_s = 40.0
+    runtime_s = 20.0
 
     def arms(self) -> tuple[Arm, ...]:
         return tuple(

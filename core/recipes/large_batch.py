@@ -48,7 +48,7 @@ class LargeBatch(Recipe):
         "the 95% Welch interval of mean(large) − mean(small) is above 0."
     )
     charts: ClassVar[tuple[str, ...]] = ("sharpness", "loss", "val_loss")
-    runtime_s = 60.0
+    runtime_s = 30.0
 
     def arms(self) -> tuple[Arm, ...]:
         return tuple(

@@ -43,7 +43,7 @@ class LrRangeTest(Recipe):
         f"third ({len(RATES) // 3} rates)."
     )
     charts: ClassVar[tuple[str, ...]] = ("loss", "val_loss", "learning_rate")
-    runtime_s = 45.0
+    runtime_s = 20.0
 
     def arms(self) -> tuple[Arm, ...]:
         test = Arm(TEST, range_test_config(BASE, steps=200, start=1e-4, end=10.0))

@@ -44,7 +44,7 @@ class Projection(Recipe):
         "it is, each run's final gap val_loss − loss (full-batch training loss)."
     )
     charts: ClassVar[tuple[str, ...]] = ("param_norm", "loss", "val_loss")
-    runtime_s = 45.0
+    runtime_s = 15.0
 
     def arms(self) -> tuple[Arm, ...]:
         return tuple(

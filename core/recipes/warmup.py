@@ -54,7 +54,7 @@ class Warmup(Recipe):
         "run without warmup ends worse than every run with it."
     )
     charts: ClassVar[tuple[str, ...]] = ("val_loss", "loss", "learning_rate")
-    runtime_s = 30.0
+    runtime_s = 15.0
 
     def arms(self) -> tuple[Arm, ...]:
         return tuple(
