@@ -143,6 +143,11 @@ class Recipe:
         """The runs it needs."""
         raise NotImplementedError
 
+    def reference_lines(self) -> dict[str, list[tuple[str, float]]]:
+        """Horizontal lines to draw on its charts, by metric key: (label, value), e.g.
+        sharpness's 2/η (none by default)."""
+        return {}
+
     def judge(self, results: Results) -> Judgement:
         """The claim's test on `results` (every arm's ended runs; an arm may have fewer
         runs, or none, while the recipe trains: its numbers are then NaN)."""
@@ -174,36 +179,3 @@ def digits_mlp(**fields: Any) -> RunConfig:
 def format_number(value: float) -> str:
     """4 significant digits; `nan` for a number not measured (yet)."""
     return "nan" if math.isnan(value) else f"{value:.4g}"
-
-
-def series(metrics: Metrics, key: str) -> tuple[np.ndarray, np.ndarray]:
-    """The steps at which `key` was logged and its values there (finite or not)."""
-    if key not in metrics:
-        return np.empty(0, np.int64), np.empty(0)
-    logged = ~np.isnan(metrics[key])
-    return metrics.steps[logged], metrics[key][logged]
-
-
-def final(metrics: Metrics, key: str) -> float:
-    """`key`'s last logged value; NaN when it was never logged."""
-    _, values = series(metrics, key)
-    return float(values[-1]) if len(values) else math.nan
-
-
-def finals(runs: Sequence[RunResult], key: str) -> list[float]:
-    """`key`'s last logged value in each run."""
-    return [final(run.metrics, key) for run in runs]
-
-
-def mean(values: Sequence[float]) -> float:
-    """The mean, NaN for no values (while runs train)."""
-    return float(np.mean(values)) if len(values) else math.nan
-
-
-def comparable(runs: Sequence[RunResult], key: str) -> list[float]:
-    """`key`'s final value in each run, for a group test: +inf for a run that diverged
-    or never logged a finite value (the worst, for a loss)."""
-    values = []
-    for run, value in zip(runs, finals(runs, key), strict=True):
-        values.append(math.inf if run.diverged or not math.isfinite(value) else value)
-    return values

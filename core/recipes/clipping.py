@@ -14,18 +14,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from core.recipes.base import (
-    Arm,
-    Judgement,
-    Paper,
-    Recipe,
-    Results,
-    RunResult,
-    digits_mlp,
-    finals,
-    mean,
-    series,
-)
+from core.recipes.base import Arm, Judgement, Paper, Recipe, Results, RunResult, digits_mlp
+from core.recipes.measures import finals, mean, series
 
 RATE = 2.0
 CLIP = 1.0

@@ -16,7 +16,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from core.recipes.base import Arm, Judgement, Paper, Recipe, Results, digits_mlp, series
+from core.recipes.base import Arm, Judgement, Paper, Recipe, Results, digits_mlp
+from core.recipes.measures import series
 
 RATES = (0.25, 0.5)
 STEPS = 200
@@ -65,6 +66,9 @@ class EdgeOfStability(Recipe):
             )
             for rate in RATES
         )
+
+    def reference_lines(self) -> dict[str, list[tuple[str, float]]]:
+        return {"sharpness": [(f"2/η at η = {rate:g}", 2 / rate) for rate in RATES]}
 
     def judge(self, results: Results) -> Judgement:
         numbers: dict[str, float] = {}

@@ -14,17 +14,8 @@ import math
 from typing import ClassVar
 
 from core.group_comparison import compare
-from core.recipes.base import (
-    Arm,
-    Judgement,
-    Paper,
-    Recipe,
-    Results,
-    comparable,
-    digits_mlp,
-    finals,
-    mean,
-)
+from core.recipes.base import Arm, Judgement, Paper, Recipe, Results, digits_mlp
+from core.recipes.measures import comparable, finals, mean
 
 SMALL, LARGE = 128, 1_438
 EPOCHS = 40

@@ -14,7 +14,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from core.recipes.base import Arm, Judgement, Paper, Recipe, Results, digits_mlp, final, series
+from core.recipes.base import Arm, Judgement, Paper, Recipe, Results, digits_mlp
+from core.recipes.measures import final, series
 
 RATE = 0.5
 STEPS = 300

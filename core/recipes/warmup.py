@@ -15,17 +15,8 @@ import math
 from typing import ClassVar
 
 from core.group_comparison import compare
-from core.recipes.base import (
-    Arm,
-    Judgement,
-    Paper,
-    Recipe,
-    Results,
-    comparable,
-    digits_mlp,
-    finals,
-    mean,
-)
+from core.recipes.base import Arm, Judgement, Paper, Recipe, Results, digits_mlp
+from core.recipes.measures import comparable, finals, mean
 
 RATE = 0.2
 WARMUP = 50

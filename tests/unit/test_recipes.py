@@ -101,6 +101,8 @@ def test_edge_of_stability(store, share, expected) -> None:
     assert verdict.reproduced is expected
     assert verdict.numbers["late median ÷ 2/η at η=0.25"] == pytest.approx(share)
     assert verdict.numbers["plateau ratio"] == pytest.approx(2.0)
+    lines = edge_of_stability.RECIPE.reference_lines()["sharpness"]
+    assert [value for _, value in lines] == [8.0, 4.0]
 
 
 def test_edge_of_stability_needs_the_two_plateaus_about_2x_apart(store) -> None:
