@@ -1,13 +1,15 @@
 """Running a recipe on an engine: its runs started (each arm's repeats as one group), and
 its verdict from what they stored, final once they have all ended or partial before.
 
-    >>> launch = start(RECIPES["edge_of_stability"], engine)
-    >>> verdict(RECIPES["edge_of_stability"], launch, engine)   # so far: the runs ended up to now
-    >>> run(RECIPES["edge_of_stability"], engine)   # start, wait for every run, verdict
+    >>> recipe = RECIPES["edge_of_stability"]
+    >>> launch = start(recipe, engine)       # its runs, tagged recipe:edge_of_stability
+    >>> verdict(recipe, launch, engine)      # so far: the runs ended up to now
+    >>> run(recipe, engine)                  # start, wait for every run, final verdict
 
 `engine` is anything with the `Engine` verbs: `start(config) -> run_id` (and
-`start_all(configs)`, which an `EngineClient` has, to start a group together), `wait`,
-`status`, `metrics` and `store`: an `Engine` or an `EngineClient`.
+`start_all(configs)`, which an `EngineClient` has, to start runs together), `wait`,
+`status`, `metrics` and `store`: an `Engine` or an `EngineClient`. `Launch` is plain data
+(`to_dict`), for a page to keep between reruns.
 """
 
 from __future__ import annotations
@@ -71,19 +73,20 @@ def configs(recipe: Recipe, max_steps: int | None = None) -> dict[str, list[RunC
 
 
 def start(recipe: Recipe, engine: RecipeEngine, *, max_steps: int | None = None) -> Launch:
-    """Starts every run of `recipe` on `engine` (each arm's repeats together, when the
-    engine can start runs together), tagged `recipe:NAME`; returns their ids. An invalid
-    config raises `InvalidInput` before any run starts (all are validated first)."""
+    """Starts every run of `recipe` on `engine`, tagged `recipe:NAME`, and returns their
+    ids. Every config is validated before the first run starts (`InvalidInput`). An
+    engine that can start runs together (`start_all`: an `EngineClient`) gets them all in
+    one call, so that they start whole or not at all."""
     planned = configs(recipe, max_steps)
+    flat = [config for arm_configs in planned.values() for config in arm_configs]
     start_all: Callable[[list[RunConfig]], list[str]] | None = getattr(engine, "start_all", None)
+    ids = start_all(flat) if start_all is not None else [engine.start(c) for c in flat]
+    for run_id in ids:
+        engine.store.set_tags(run_id, [f"{TAG_PREFIX}{recipe.name}"])
     run_ids: dict[str, list[str]] = {}
+    taken = iter(ids)
     for key, arm_configs in planned.items():
-        if start_all is not None:
-            run_ids[key] = start_all(arm_configs)
-        else:
-            run_ids[key] = [engine.start(config) for config in arm_configs]
-        for run_id in run_ids[key]:
-            engine.store.set_tags(run_id, [f"{TAG_PREFIX}{recipe.name}"])
+        run_ids[key] = [next(taken) for _ in arm_configs]
     return Launch(recipe.name, run_ids)
 
 
