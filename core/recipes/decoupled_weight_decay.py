@@ -48,7 +48,7 @@ class DecoupledWeightDecay(Recipe):
         "when AdamW's spread is smaller than Adam + L2's."
     )
     charts: ClassVar[tuple[str, ...]] = ("val_loss",)
-    runtime_s = 160.0
+    runtime_s = 120.0
 
     def arms(self) -> tuple[Arm, ...]:
         return tuple(
