@@ -78,7 +78,7 @@ class EdgeOfStability(Recipe):
             median = first = math.nan
             if runs:
                 steps, values = series(runs[0].metrics, "sharpness")
-                late = values[steps > STEPS // 2]
+                late = values[steps > steps[-1] / 2] if len(steps) else values
                 median = float(np.median(late)) if len(late) else math.nan
                 first = float(values[0]) if len(values) else math.nan
             medians.append(median)
