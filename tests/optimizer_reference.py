@@ -92,6 +92,8 @@ class Reference:
                 g = kept
             else:
                 g = [_top_k(x, hp["top_k"]) for x in g]
+        if hp["l2"] is not None:
+            g = [x + hp["l2"] * theta for x, theta in zip(g, self.params, strict=True)]
 
         new, frozen = [], 0
         for theta, grad, state, path in zip(self.params, g, self.state, self.paths, strict=True):

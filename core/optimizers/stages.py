@@ -245,6 +245,45 @@ class TopK(Stage):
         step.stats["top_k_kept"] = tf.constant(fraction_kept, tf.float32)
 
 
+class CoupledL2(Stage):
+    """g ← g + λ·θ: an L2 penalty (λ/2)·‖θ‖² in the gradient, before the algorithm, so
+    that Adam rescales it with the gradient. This is the "Adam with L2" that decoupled
+    `weight_decay` is measured against (Loshchilov & Hutter, ICLR 2019), PyTorch's
+    `Adam(weight_decay=λ)`; for plain SGD the two are the same."""
+
+    knobs = (
+        Knob(
+            "l2",
+            "float",
+            None,
+            "Coupled L2 regularization λ: g ← g + λ·θ before the algorithm (Adam then "
+            "rescales it; compare decoupled weight_decay).",
+            low=0.0,
+            high=10.0,
+            optional=True,
+            live=True,
+            log_scale=True,
+        ),
+    )
+    formula = "g  ← g + λ₂·θ"
+    note = "l2 λ₂ (coupled L2, before the algorithm)"
+    label = "coupled `l2`"
+
+    def row_local(self, index: int) -> bool:
+        return self.live("l2") is None  # the penalty's gradient is on every row
+
+    def apply(self, step: Step) -> None:
+        import tensorflow as tf
+
+        if (l2 := self.live("l2")) is None:
+            return
+        l2 = tf.convert_to_tensor(l2)
+        step.grads = [
+            g + tf.cast(l2, g.dtype) * theta
+            for g, theta in zip(step.grads, step.params, strict=True)
+        ]
+
+
 class Algorithm(Stage):
     """The optimizer's own step (`LabOptimizer.propose_all`), which includes −η."""
 
@@ -516,6 +555,7 @@ STAGES: tuple[type[Stage], ...] = (
     ClipNorm,
     GradientNoise,
     TopK,
+    CoupledL2,
     Algorithm,
     LayerMultiplier,
     WeightDecay,

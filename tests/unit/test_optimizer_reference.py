@@ -25,6 +25,7 @@ KNOB_CASES: dict[str, dict] = {
     "top_k": {"top_k": 0.3},
     "top_k_error_feedback": {"top_k": 0.3, "top_k_error_feedback": True},
     "weight_decay": {"weight_decay": 0.5},
+    "l2": {"l2": 0.1},
     "prune_threshold": {"prune_threshold": 0.3},
     "radius": {"radius": 2.0},
     "layer_rules": {
@@ -243,3 +244,20 @@ def test_gradient_noise_has_the_given_standard_deviation() -> None:
     before = variable.numpy().copy()
     optimizer.apply([tf.zeros((200, 100))], [variable])
     assert abs(np.corrcoef((variable.numpy() - before).ravel(), moved.ravel())[0, 1]) < 0.05
+
+
+def test_coupled_l2_is_weight_decay_for_sgd_and_not_for_adam() -> None:
+    # θ − η(g + λθ) = θ − ηλθ − ηg: the two agree for SGD. Adam rescales the penalty's
+    # gradient with the rest (Loshchilov & Hutter's point), so there they must differ.
+    rng = np.random.default_rng(2)
+    init = [v.numpy() for v in make_variables(rng)]
+    grads = gradient_sequence(rng)
+    for name, same in (("sgd", True), ("adam", False)):
+        coupled = run_reference(name, {"learning_rate": LEARNING_RATE, "l2": 0.5}, init, grads)
+        decoupled = run_reference(
+            name, {"learning_rate": LEARNING_RATE, "weight_decay": 0.5}, init, grads
+        )
+        errors = [
+            relative_error(a, b) for a, b in zip(coupled.params, decoupled.params, strict=True)
+        ]
+        assert (max(errors) < 1e-12) == same, f"{name}: {errors}"

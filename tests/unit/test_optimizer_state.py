@@ -16,6 +16,7 @@ FULL = {
     "clip_norm": 0.5,
     "radius": 4.0,
     "weight_decay": 0.1,
+    "l2": 0.01,
     "noise_std": 0.01,
     "top_k": 0.5,
     "top_k_error_feedback": True,

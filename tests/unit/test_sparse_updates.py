@@ -41,6 +41,7 @@ def trained(name: str, knobs: dict[str, Any], *, sparse: bool, steps: int = 3) -
 ROW_BY_ROW = [{}, {"clip_norm": 0.5}, {"layer_rules": [{"pattern": "emb", "lr_mult": 3.0}]}]
 WHOLE = [
     {"weight_decay": 0.1},
+    {"l2": 0.1},
     {"noise_std": 0.01},
     {"top_k": 0.5},
     {"prune_threshold": 0.3},

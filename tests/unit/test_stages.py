@@ -19,6 +19,7 @@ def test_the_order_everywhere_is_the_stages_order() -> None:
         "ClipNorm",
         "GradientNoise",
         "TopK",
+        "CoupledL2",
         "Algorithm",
         "LayerMultiplier",
         "WeightDecay",
@@ -29,7 +30,7 @@ def test_the_order_everywhere_is_the_stages_order() -> None:
     assert stages.order_text() in base.__doc__
     assert "stages.order_line()" in (ROOT / "pages" / "5_Optimizers.py").read_text()
     lines = stages.order_text().splitlines()
-    assert lines[0].startswith("1. g  ← Σ_replicas g") and lines[-1].startswith("9. θ' ← θ'")
+    assert lines[0].startswith("1. g  ← Σ_replicas g") and lines[-1].startswith("10. θ' ← θ'")
 
 
 def test_knobs_and_statistics_come_from_the_stages_each_once() -> None:

@@ -1,0 +1,45 @@
+"""The numbers a verdict reads off a recipe's stored metrics: a series as logged, a
+run's final value, a group's values for a group test."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from core.recipes.base import RunResult
+from core.store import Metrics
+
+
+def series(metrics: Metrics, key: str) -> tuple[np.ndarray, np.ndarray]:
+    """The steps at which `key` was logged and its values there (finite or not)."""
+    if key not in metrics:
+        return np.empty(0, np.int64), np.empty(0)
+    logged = ~np.isnan(metrics[key])
+    return metrics.steps[logged], metrics[key][logged]
+
+
+def final(metrics: Metrics, key: str) -> float:
+    """`key`'s last logged value; NaN when it was never logged."""
+    _, values = series(metrics, key)
+    return float(values[-1]) if len(values) else math.nan
+
+
+def finals(runs: Sequence[RunResult], key: str) -> list[float]:
+    """`key`'s last logged value in each run."""
+    return [final(run.metrics, key) for run in runs]
+
+
+def mean(values: Sequence[float]) -> float:
+    """The mean, NaN for no values (while runs train)."""
+    return float(np.mean(values)) if len(values) else math.nan
+
+
+def comparable(runs: Sequence[RunResult], key: str) -> list[float]:
+    """`key`'s final value in each run, for a group test: +inf for a run that diverged
+    or never logged a finite value (the worst, for a loss)."""
+    values = []
+    for run, value in zip(runs, finals(runs, key), strict=True):
+        values.append(math.inf if run.diverged or not math.isfinite(value) else value)
+    return values

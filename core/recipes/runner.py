@@ -1,0 +1,128 @@
+"""Running a recipe on an engine: its runs started (each arm's repeats as one group), and
+its verdict from what they stored, final once they have all ended or partial before.
+
+    >>> recipe = RECIPES["edge_of_stability"]
+    >>> launch = start(recipe, engine)       # its runs, tagged recipe:edge_of_stability
+    >>> verdict(recipe, launch, engine)      # so far: the runs ended up to now
+    >>> run(recipe, engine)                  # start, wait for every run, final verdict
+
+`engine` is anything with the `Engine` verbs: `start(config) -> run_id` (and
+`start_all(configs)`, which an `EngineClient` has, to start runs together), `wait`,
+`status`, `metrics` and `store`: an `Engine` or an `EngineClient`. `Launch` is plain data
+(`to_dict`), for a page to keep between reruns.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from core.engine.config import RunConfig
+from core.engine.repeats import repeat_configs
+from core.engine.status import RunStatus
+from core.recipes.base import Recipe, RunResult, Verdict
+from core.store import Metrics, Store
+
+#: The tag every run of a recipe carries, `recipe:NAME`, so that a page finds them.
+TAG_PREFIX = "recipe:"
+
+
+class RecipeEngine(Protocol):
+    """The engine verbs a recipe uses (an `Engine` or an `EngineClient`)."""
+
+    store: Store
+
+    def start(self, config: RunConfig) -> str: ...
+    def wait(self, run_id: str, timeout: float | None = None) -> RunStatus: ...
+    def status(self, run_id: str) -> RunStatus: ...
+    def metrics(self, run_id: str, since_step: int | None = None) -> Metrics: ...
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A recipe's started runs: the run ids of each arm, in seed order. `to_dict` and
+    `from_dict` keep it in a page's session or a file."""
+
+    recipe: str
+    run_ids: Mapping[str, Sequence[str]]
+
+    @property
+    def all_ids(self) -> list[str]:
+        return [run_id for ids in self.run_ids.values() for run_id in ids]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"recipe": self.recipe, "run_ids": {k: list(v) for k, v in self.run_ids.items()}}
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> Launch:
+        return cls(values["recipe"], {k: list(v) for k, v in values["run_ids"].items()})
+
+
+def configs(recipe: Recipe, max_steps: int | None = None) -> dict[str, list[RunConfig]]:
+    """Each arm's run configs: its repeats over seeds, named after the recipe and the arm.
+    `max_steps` caps every run (a shortened recipe, for a test or a quick look)."""
+    out = {}
+    for arm in recipe.arms():
+        config = arm.config.replace(name=f"{recipe.title} · {arm.key}")
+        if max_steps is not None:
+            config = config.replace(max_steps=min(max_steps, config.max_steps or max_steps))
+        out[arm.key] = repeat_configs(config, arm.repeats, "both")
+    return out
+
+
+def start(recipe: Recipe, engine: RecipeEngine, *, max_steps: int | None = None) -> Launch:
+    """Starts every run of `recipe` on `engine`, tagged `recipe:NAME`, and returns their
+    ids. Every config is validated before the first run starts (`InvalidInput`). An
+    engine that can start runs together (`start_all`: an `EngineClient`) gets them all in
+    one call, so that they start whole or not at all."""
+    planned = configs(recipe, max_steps)
+    flat = [config for arm_configs in planned.values() for config in arm_configs]
+    start_all: Callable[[list[RunConfig]], list[str]] | None = getattr(engine, "start_all", None)
+    ids = start_all(flat) if start_all is not None else [engine.start(c) for c in flat]
+    for run_id in ids:
+        engine.store.set_tags(run_id, [f"{TAG_PREFIX}{recipe.name}"])
+    run_ids: dict[str, list[str]] = {}
+    taken = iter(ids)
+    for key, arm_configs in planned.items():
+        run_ids[key] = [next(taken) for _ in arm_configs]
+    return Launch(recipe.name, run_ids)
+
+
+def results(launch: Launch, engine: RecipeEngine) -> dict[str, list[RunResult]]:
+    """The launch's runs that have ended, by arm, with their stored metrics."""
+    ended: dict[str, list[RunResult]] = {}
+    for key, ids in launch.run_ids.items():
+        ended[key] = []
+        for run_id in ids:
+            status = engine.status(run_id)
+            if not status.active:
+                ended[key].append(RunResult(run_id, status.status, engine.metrics(run_id)))
+    return ended
+
+
+def verdict(recipe: Recipe, launch: Launch, engine: RecipeEngine) -> Verdict:
+    """`recipe`'s verdict on the runs of `launch` ended so far: final once all have."""
+    return recipe.verdict(results(launch, engine))
+
+
+def run(
+    recipe: Recipe,
+    engine: RecipeEngine,
+    *,
+    max_steps: int | None = None,
+    timeout: float | None = None,
+    progress: Callable[[RunStatus, Verdict], None] | None = None,
+) -> Verdict:
+    """Starts `recipe`, waits for each of its runs to end (calling `progress` with the
+    run that ended and the verdict so far), and returns the final verdict. After
+    `timeout` seconds the runs still going are left, and the verdict is partial."""
+    launch = start(recipe, engine, max_steps=max_steps)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    for run_id in launch.all_ids:
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        status = engine.wait(run_id, left)
+        if progress is not None and not status.active:
+            progress(status, recipe.verdict(results(launch, engine)))
+    return recipe.verdict(results(launch, engine))

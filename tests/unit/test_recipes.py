@@ -1,0 +1,231 @@
+"""Each recipe's verdict on synthetic stored metrics, for both outcomes, and what every
+recipe declares. The metrics are written into a temporary store and read back, as a
+recipe's runs store theirs."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from itertools import count
+
+import numpy as np
+import pytest
+
+from core.engine.config import RunConfig
+from core.recipes import (
+    RECIPES,
+    Recipe,
+    RunResult,
+    Verdict,
+    clipping,
+    decoupled_weight_decay,
+    edge_of_stability,
+    large_batch,
+    lr_range_test,
+    projection,
+    warmup,
+)
+from core.store import Store
+
+Rows = Mapping[int, Mapping[str, float]]
+_ids = count()
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store(tmp_path / "lab.sqlite") as opened:
+        yield opened
+
+
+def stored(store: Store, rows: Rows, status: str = "completed") -> RunResult:
+    """A run whose metrics are `rows` (step → values), ended with `status`."""
+    run_id = f"r{next(_ids)}"
+    store.create_run(run_id, run_id, {"optimizer": "sgd"})
+    with store.metrics_writer(run_id) as writer:
+        for step, values in sorted(rows.items()):
+            writer.append(step, dict(values))
+    store.finish(run_id, status, {"steps": max(rows, default=0)})
+    return RunResult(run_id, status, store.read_metrics(run_id))
+
+
+def finals(**values: float) -> Rows:
+    """One logged step holding `values`."""
+    return {1: values}
+
+
+def judged(recipe: Recipe, store: Store, rows: Callable[[str, int], Rows]) -> Verdict:
+    """`recipe`'s verdict when run `k` of arm `key` stored `rows(key, k)`."""
+    results = {
+        arm.key: [stored(store, rows(arm.key, k)) for k in range(arm.repeats)]
+        for arm in recipe.arms()
+    }
+    return recipe.verdict(results)
+
+
+def test_every_recipe_declares_what_a_card_shows_and_valid_runs() -> None:
+    assert list(RECIPES) == [
+        "edge_of_stability",
+        "large_batch",
+        "decoupled_weight_decay",
+        "lr_range_test",
+        "warmup",
+        "clipping",
+        "projection",
+    ]
+    for recipe in RECIPES.values():
+        assert recipe.claim.endswith(".") and recipe.measure and recipe.charts
+        assert recipe.paper.citation and 0 < recipe.runtime_s <= 180
+        arms = recipe.arms()
+        assert len({arm.key for arm in arms}) == len(arms)
+        assert all(isinstance(arm.config, RunConfig) for arm in arms)
+
+
+def test_declaring_and_judging_import_no_tensorflow() -> None:
+    code = "import sys, core.recipes; assert 'tensorflow' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize(("share", "expected"), [(0.95, True), (0.5, False)])
+def test_edge_of_stability(store, share, expected) -> None:
+    def rows(key: str, _: int) -> Rows:
+        rate = float(key.split("= ")[1])
+        plateau = share * 2 / rate
+        return {
+            step: {"sharpness": min(plateau, 1.0 + step / 10), "loss": 1 / step}
+            for step in range(5, 201, 5)
+        }
+
+    verdict = judged(edge_of_stability.RECIPE, store, rows)
+    assert verdict.reproduced is expected
+    assert verdict.numbers["late median ÷ 2/η at η=0.25"] == pytest.approx(share)
+    assert verdict.numbers["plateau ratio"] == pytest.approx(2.0)
+    lines = edge_of_stability.RECIPE.reference_lines()["sharpness"]
+    assert [value for _, value in lines] == [8.0, 4.0]
+
+
+def test_edge_of_stability_needs_the_two_plateaus_about_2x_apart(store) -> None:
+    def rows(key: str, _: int) -> Rows:
+        return {step: {"sharpness": 5.0} for step in range(5, 201, 5)}  # 2/η: 8 and 4
+
+    verdict = judged(edge_of_stability.RECIPE, store, rows)
+    assert verdict.reproduced is False and verdict.numbers["plateau ratio"] == 1.0
+
+
+@pytest.mark.parametrize(("large", "expected"), [(7.0, True), (0.2, False)])
+def test_large_batch(store, large, expected) -> None:
+    def rows(key: str, k: int) -> Rows:
+        sharpness = large if key == large_batch.LARGE_KEY else 0.2
+        return finals(sharpness=sharpness + 0.05 * k, loss=0.01, val_loss=0.4)
+
+    verdict = judged(large_batch.RECIPE, store, rows)
+    assert verdict.reproduced is expected
+    assert verdict.numbers["sharpness, large batch (mean)"] == pytest.approx(large + 0.05)
+
+
+@pytest.mark.parametrize(("moving", "expected"), [("Adam + L2", True), ("AdamW", False)])
+def test_decoupled_weight_decay(store, moving, expected) -> None:
+    recipe = decoupled_weight_decay.RECIPE
+    rates, decays = decoupled_weight_decay.RATES, decoupled_weight_decay.DECAYS
+
+    def rows(key: str, _: int) -> Rows:
+        method, rate, decay = key.split(" · ")
+        i = [f"η = {r:g}" for r in rates].index(rate)
+        j = [f"λ = {d:g}" for d in decays].index(decay)
+        best = i if method == moving else 2  # one method's best λ moves with η
+        return finals(val_loss=0.3 + 0.1 * abs(j - best))
+
+    verdict = judged(recipe, store, rows)
+    assert verdict.reproduced is expected
+    assert verdict.numbers[f"spread (decades), {moving}"] == pytest.approx(2.0)
+    table = recipe.heatmap({}, "AdamW")
+    assert table.shape == (len(rates), len(decays)) and np.isnan(table).all()
+
+
+def range_test_rows(suggested: float) -> Rows:
+    """A range test whose log-loss falls fastest at `suggested`, then explodes above 2."""
+    rates = np.geomspace(1e-4, 10.0, 200)
+    u = np.log10(rates)
+    log_loss = -1.5 * np.tanh(2 * (u - math.log10(suggested))) + 20 * np.maximum(0, u - 0.3) ** 2
+    return {
+        step: {"learning_rate": float(rate), "loss": float(np.exp(value))}
+        for step, rate, value in zip(range(1, 201), rates, log_loss, strict=True)
+    }
+
+
+@pytest.mark.parametrize(("best", "expected"), [(0.3, True), (0.01, False)])
+def test_lr_range_test(store, best, expected) -> None:
+    def rows(key: str, _: int) -> Rows:
+        if key == lr_range_test.TEST:
+            return range_test_rows(0.3)
+        rate = float(key.split("= ")[1])
+        return finals(val_loss=0.4 + abs(math.log10(rate / best)))
+
+    verdict = judged(lr_range_test.RECIPE, store, rows)
+    assert verdict.reproduced is expected
+    assert 0.2 < verdict.numbers["suggestion"] < 0.45
+    assert verdict.numbers["nearest sweep rate"] == 0.3
+
+
+@pytest.mark.parametrize(("cold", "expected"), [(1.4, True), (0.62, False)])
+def test_warmup(store, cold, expected) -> None:
+    def rows(key: str, k: int) -> Rows:
+        loss = cold if key == warmup.COLD else 0.6
+        return finals(val_loss=loss + 0.05 * k, val_accuracy=0.5)
+
+    verdict = judged(warmup.RECIPE, store, rows)
+    assert verdict.reproduced is expected
+
+
+def test_warmup_counts_a_diverged_run_as_worst(store) -> None:
+    results = {
+        warmup.COLD: [stored(store, finals(loss=math.inf), "diverged") for _ in range(3)],
+        warmup.WARM: [stored(store, finals(val_loss=0.6)) for _ in range(3)],
+    }
+    verdict = warmup.RECIPE.verdict(results)
+    assert verdict.reproduced is True and verdict.numbers["diverged, no warmup"] == 3
+
+
+@pytest.mark.parametrize(("plain_trains", "expected"), [(False, True), (True, False)])
+def test_clipping(store, plain_trains, expected) -> None:
+    def rows(key: str, _: int) -> Rows:
+        trains = key == clipping.CLIPPED or plain_trains
+        return {step: {"loss": 2.5 * (0.98**step if trains else 0.94)} for step in range(1, 116)}
+
+    verdict = judged(clipping.RECIPE, store, rows)
+    assert verdict.reproduced is expected
+    assert verdict.numbers["loss ratio, clipped (worst)"] < clipping.TRAINED
+
+
+@pytest.mark.parametrize(("overshoot", "expected"), [(1.0, True), (1.01, False)])
+def test_projection(store, overshoot, expected) -> None:
+    def rows(key: str, _: int) -> Rows:
+        radius = 17.0 if key == projection.key(None) else float(key.split("= ")[1])
+        return {
+            step: {"param_norm": radius * min(1.0, step / 100) * overshoot, "loss": 0.1}
+            | ({"val_loss": 0.4} if step == 300 else {})
+            for step in range(1, 301)
+        }
+
+    verdict = judged(projection.RECIPE, store, rows)
+    assert verdict.reproduced is expected
+    assert verdict.numbers["gap val_loss − loss, r = 10"] == pytest.approx(0.3)
+
+
+def test_a_verdict_while_runs_train_is_partial(store) -> None:
+    recipe = edge_of_stability.RECIPE
+    first = recipe.arms()[0].key
+    rows = {step: {"sharpness": 7.6} for step in range(5, 201, 5)}
+    verdict = recipe.verdict({first: [stored(store, rows)]})
+    assert verdict.reproduced is None and (verdict.ended, verdict.total) == (1, 2)
+    assert verdict.numbers["late median at η=0.25"] == 7.6
+    assert math.isnan(verdict.numbers["late median at η=0.5"])
+    assert verdict.text().startswith("so far (1 of 2 runs ended)\n")
+    for each in RECIPES.values():  # no runs ended yet: numbers, and no verdict
+        assert each.verdict({}).reproduced is None
+
+
+def test_the_verdict_text_says_yes_or_no_then_the_numbers() -> None:
+    verdict = Verdict(True, {"a": 1.23456, "b": math.nan}, "It held.", 2, 2)
+    assert verdict.text() == "reproduced: yes\nIt held.\n  a = 1.235\n  b = nan"
