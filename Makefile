@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 RUNTIME := $(VENV)/.runtime-installed
 DEV := $(VENV)/.dev-installed
 
-.PHONY: run test test-fast lint bench
+.PHONY: run test test-fast lint bench recipes
 
 $(RUNTIME): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,10 @@ test-fast: $(DEV)
 
 bench: $(DEV)
 	$(BIN)/python -m bench
+
+# Every recipe (core/recipes) with its default seeds: recipes/results.md, and the README's table.
+recipes: $(DEV)
+	$(BIN)/python -m bench.recipes
 
 lint: $(DEV)
 	$(BIN)/ruff check .

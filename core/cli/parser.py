@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core import data, models, optimizers
-from core.cli import listing, serving, steering, stored, sweeping, training
+from core.cli import listing, recipes, serving, steering, stored, sweeping, training
 from core.cli.exits import EPILOG
 from core.cli.flags import Common
 from core.data import files
@@ -28,6 +28,7 @@ COMMANDS = (
     stored.add_runs,
     stored.add_export,
     stored.add_landscape,
+    recipes.add_recipe,
     training.add_fork,
     steering.add_steering,
     serving.add_serve,

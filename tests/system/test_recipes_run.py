@@ -9,6 +9,7 @@ from core.engine import Engine
 from core.recipes import RECIPES, Launch, run, start, verdict
 from core.recipes.runner import TAG_PREFIX
 from core.store import Store
+from tests.cli import run_main
 
 
 def test_edge_of_stability_runs_and_is_judged_in_a_shortened_form(tmp_path) -> None:
@@ -49,3 +50,33 @@ def test_a_launch_starts_each_arm_as_a_group_and_is_kept_as_plain_data(tmp_path)
     assert all(len(g) == 1 and None not in g for g in groups.values())  # one group each
     assert len(set().union(*groups.values())) == 2
     assert so_far.reproduced is None and so_far.total == 6
+
+
+def test_the_cli_lists_the_recipes_and_runs_one_printing_the_verdict_last(tmp_path) -> None:
+    code, out, _ = run_main("recipe", "list")
+    assert code == 0
+    assert [line.split(":")[0] for line in out.splitlines() if not line.startswith(" ")] == list(
+        RECIPES
+    )
+    store = tmp_path / "lab.sqlite"
+    code, out, err = run_main(
+        "recipe", "run", "edge_of_stability", "--store", store, "--max-steps", "30"
+    )
+    assert code == 0, err  # reproduced or not, a result
+    lines = out.splitlines()
+    assert lines[0].startswith("Edge of stability (Cohen et al., ICLR 2021): ")
+    verdict = lines.index(next(line for line in lines if line.startswith("reproduced: ")))
+    assert lines[verdict] in ("reproduced: yes", "reproduced: no")
+    assert any(line.startswith("  plateau ratio = ") for line in lines[verdict:])
+    assert err.count(" completed · ") == 2  # each run, as it ended
+    with Store(store) as opened:
+        assert len(opened.list_runs()) == 2
+
+
+def test_the_cli_names_a_bad_recipe_or_length_and_trains_nothing(tmp_path) -> None:
+    store = tmp_path / "lab.sqlite"
+    code, out, err = run_main("recipe", "run", "nope", "--store", store)
+    assert (code, out) == (2, "") and err.startswith("error: name: no recipe 'nope'")
+    code, _, err = run_main("recipe", "run", "clipping", "--store", store, "--max-steps", "0")
+    assert code == 2 and err == "error: max_steps: must be at least 1 (got 0)\n"
+    assert not store.exists()
