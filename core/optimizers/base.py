@@ -23,7 +23,7 @@ is set lives in a variable: `set_knob` changes it for the next step without retr
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import keras
@@ -79,16 +79,16 @@ def knobs_section(knobs: Sequence[Knob]) -> str:
     return "\n".join(lines)
 
 
-def _assign_all(strategy: tf.distribute.Strategy, assignments: Sequence[Assignment]) -> None:
-    """Writes each value into its variable on every device, through the strategy."""
+def _assign_all(
+    strategy: tf.distribute.Strategy,
+    assign: Callable[[tf.Variable, tf.Tensor | tf.IndexedSlices], None],
+    assignments: Sequence[Assignment],
+) -> None:
+    """Writes each value into its variable on every device, through the strategy, with
+    `assign`: the optimizer's own, which scatters a `tf.IndexedSlices` (new values of some
+    rows) and writes a tensor whole, as Keras requires of every optimizer."""
     for variable, value in assignments:
-        strategy.extended.update(variable, _assign, args=(value,), group=False)
-
-
-def _assign(variable: tf.Variable, value: tf.Tensor | tf.IndexedSlices) -> tf.Operation:
-    if isinstance(value, tf.IndexedSlices):  # new values of some rows
-        return variable.scatter_update(value)
-    return variable.assign(tf.cast(value, variable.dtype))
+        strategy.extended.update(variable, assign, args=(value,), group=False)
 
 
 class LabOptimizer(keras.optimizers.Optimizer):
@@ -254,7 +254,7 @@ class LabOptimizer(keras.optimizers.Optimizer):
         indices = [self._get_variable_index(v) for v in trainable_variables]
         assignments = self._step([g for g, _ in reduced], variables, indices, learning_rate)
         tf.__internal__.distribute.interim.maybe_merge_call(
-            _assign_all, self._distribution_strategy, assignments
+            _assign_all, self._distribution_strategy, self.assign, assignments
         )
 
     def _step(
