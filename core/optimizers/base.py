@@ -8,8 +8,9 @@ Each line after the all-reduce is a stage of `core.optimizers.stages`, where the
 declared. The stages that need every gradient or every parameter at once (clipping, noise,
 top-k, the projection) run after the all-reduce, on identical values in every replica,
 and every new value is written through `strategy.extended.update`, so mirrored copies
-never drift apart. This is why the knobs live here and not in Keras's `global_clipnorm`,
-which clips each replica's gradient before the sum.
+never drift apart, by the optimizer's own `assign` (as Keras requires: a row update stays
+a scatter). This is why the knobs live here and not in Keras's `global_clipnorm`, which
+clips each replica's gradient before the sum.
 
 A sparse gradient (an embedding's `tf.IndexedSlices`) is applied to the rows it touches
 only, and written with a scatter, when the algorithm is `row_local` and every knob that is
@@ -77,18 +78,6 @@ def knobs_section(knobs: Sequence[Knob]) -> str:
             facts.append("live")
         lines.append(f"    {knob.name} ({', '.join(facts)}): {knob.help}")
     return "\n".join(lines)
-
-
-def _assign_all(strategy: tf.distribute.Strategy, assignments: Sequence[Assignment]) -> None:
-    """Writes each value into its variable on every device, through the strategy."""
-    for variable, value in assignments:
-        strategy.extended.update(variable, _assign, args=(value,), group=False)
-
-
-def _assign(variable: tf.Variable, value: tf.Tensor | tf.IndexedSlices) -> tf.Operation:
-    if isinstance(value, tf.IndexedSlices):  # new values of some rows
-        return variable.scatter_update(value)
-    return variable.assign(tf.cast(value, variable.dtype))
 
 
 class LabOptimizer(keras.optimizers.Optimizer):
@@ -254,8 +243,19 @@ class LabOptimizer(keras.optimizers.Optimizer):
         indices = [self._get_variable_index(v) for v in trainable_variables]
         assignments = self._step([g for g, _ in reduced], variables, indices, learning_rate)
         tf.__internal__.distribute.interim.maybe_merge_call(
-            _assign_all, self._distribution_strategy, assignments
+            self._assign_all, self._distribution_strategy, assignments
         )
+
+    def _assign_all(
+        self, strategy: tf.distribute.Strategy, assignments: Sequence[Assignment]
+    ) -> None:
+        """Writes each value into its variable on every device, through the strategy, with
+        `self.assign`, which scatters a `tf.IndexedSlices` (new values of some rows) and
+        writes a tensor whole: Keras requires it of every optimizer, so that a sparse
+        update stays sparse. (A method, not an argument of the merge call, which would
+        make one bound method per replica of it.)"""
+        for variable, value in assignments:
+            strategy.extended.update(variable, self.assign, args=(value,), group=False)
 
     def _step(
         self,

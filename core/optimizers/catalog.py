@@ -147,8 +147,9 @@ class OptimizerSpec:
     def build(self, name: str | None = None, **hyperparameters: Any) -> Any:
         """A new optimizer with these hyperparameters (the rest take their defaults),
         named `name`; by default after this optimizer, as Keras names its objects
-        (`adamw`, then `adamw_1`, ...). The learning rate may be a number, or what Keras
-        also takes: a `LearningRateSchedule` or a function of nothing."""
+        (`adam`, then `adam_1`, ...; `adamw` as Keras's AdamW: `adam_w`). The learning
+        rate may be a number, or what Keras also takes: a `LearningRateSchedule` or a
+        function of nothing."""
         learning_rate = hyperparameters.get("learning_rate")
         if callable(learning_rate):
             rest = {k: v for k, v in hyperparameters.items() if k != "learning_rate"}
@@ -313,8 +314,14 @@ def get_spec(name: str) -> OptimizerSpec:
 
 def _auto_name(prefix: str) -> str:
     """`prefix`, then `prefix_1`, `prefix_2`...: Keras's own object names, counted by
-    Keras (so that `keras.backend.get_uid` and Keras's names never clash with ours)."""
+    Keras (so that `keras.backend.get_uid` and Keras's names never clash with ours). A
+    name that Keras's optimizers answer to as well (`keras.optimizers.get("adamw")`) is
+    spelled as Keras spells that class's objects: `adam_w`."""
     import keras
+    from keras.src.utils.naming import to_snake_case  # Keras's rule: AdamW -> adam_w
 
+    for name, cls in vars(keras.optimizers).items():
+        if name.lower() == prefix and isinstance(cls, type):
+            prefix = to_snake_case(name)
     uid = keras.backend.get_uid(prefix)
     return prefix if uid == 1 else f"{prefix}_{uid - 1}"

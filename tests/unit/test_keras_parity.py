@@ -96,6 +96,7 @@ def test_adamw_needs_its_weight_decay_as_keras_adamw_does() -> None:
 def test_an_optimizer_is_named_after_its_spec_as_keras_names_its_own() -> None:
     assert keras.optimizers.AdamW().name.startswith("adam_w")  # Keras's, from the class
     first, second = optimizers.build("adamw").name, optimizers.build("adamw").name
-    assert first.startswith("adamw") and second.startswith("adamw_") and first != second
+    assert first.startswith("adam_w") and second.startswith("adam_w_") and first != second
+    assert optimizers.build("momentum").name.startswith("momentum")  # not Keras's: as is
     assert optimizers.build("projected_gd").name.startswith("projected_gd")
     assert optimizers.build("adamw", name="mine").name == "mine"
