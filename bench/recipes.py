@@ -104,7 +104,7 @@ def results_file(outcomes: Sequence[Outcome], machine: dict[str, str]) -> str:
 
 def with_table(readme: str, new_table: str) -> str:
     """`readme` with the text between its table markers replaced by `new_table`."""
-    pattern = re.compile(f"{re.escape(TABLE_START)}\n.*?\n{re.escape(TABLE_END)}", re.DOTALL)
+    pattern = re.compile(f"{re.escape(TABLE_START)}\n(.*?\n)?{re.escape(TABLE_END)}", re.DOTALL)
     if not pattern.search(readme):
         raise ValueError(f"README.md lacks the markers {TABLE_START!r} … {TABLE_END!r}")
     return pattern.sub(lambda _: f"{TABLE_START}\n{new_table}\n{TABLE_END}", readme)

@@ -13,13 +13,19 @@ and `register` adds one from a file in `plugins/`.
 
 Names are imported on first use: `core.optimizers.catalog` (names, knobs, validation)
 never imports TensorFlow, so the dashboard and `--help` stay light; the optimizer classes,
-`build` and `register` do.
+`build` and `register` do. Once Keras is imported too (before this package or after), every
+optimizer class, the plugins' included, is registered with Keras's serializer, as Keras's
+own are: `keras.models.load_model` then reads a model saved with one inside.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from typing import Any
+
+from core.after_import import when_imported
 
 _HOMES = {
     "COMMON_KNOBS": "core.optimizers.stages",
@@ -58,3 +64,24 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
+
+
+def _register_with_keras() -> None:
+    """Registers every optimizer class with Keras's serializer: the built-in ones (their
+    module's decorators) and the plugins' (loading the plugins folder, unless this process
+    is the probe that tries a plugin file: it would probe again, and again). Nothing when
+    Keras is being imported by one of these modules, which the classes need whole: that
+    import registers the built-in classes as it ends, and the lab loads the plugins where
+    it needs them."""
+    if any(
+        getattr(module.__spec__, "_initializing", False)  # how importlib tells a half-made one
+        for name, module in list(sys.modules.items())
+        if name.startswith(f"{__name__}.") and getattr(module, "__spec__", None) is not None
+    ):
+        return
+    importlib.import_module(f"{__name__}.algorithms")
+    if not os.environ.get(importlib.import_module(f"{__name__}.probe").PROBING_VAR):
+        importlib.import_module(f"{__name__}.plugin_folder").load_plugins()
+
+
+when_imported("keras", _register_with_keras)

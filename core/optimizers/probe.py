@@ -39,6 +39,9 @@ from core.store.paths import PROJECT_ROOT
 PROBE_SECONDS = 20.0
 #: Environment variable naming the folder of the lab's caches (default `~/.cache/optlab`).
 CACHE_VAR = "OPTLAB_CACHE"
+#: Set in the child's environment: a plugin it imports imports `core.optimizers`, which
+#: must not load (and so probe) the plugins folder again from inside the probe.
+PROBING_VAR = "OPTLAB_PLUGIN_PROBE"
 #: How many clean imports are remembered; the oldest are forgotten first.
 CACHE_SIZE = 512
 # The child: imports each file named on its command line, saying `MARK ok I` or
@@ -162,7 +165,7 @@ def _probe_in_one_child(paths: list[Path], timeout: float) -> dict[Path, str | N
     child = subprocess.Popen(
         [sys.executable, "-c", _PROBE, MARK, *map(str, paths)],
         cwd=PROJECT_ROOT,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", PROBING_VAR: "1"},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

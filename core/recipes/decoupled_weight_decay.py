@@ -96,8 +96,8 @@ class DecoupledWeightDecay(Recipe):
             numbers[f"spread (decades), {method}"] = spreads[method]
         coupled, decoupled = spreads["Adam + L2"], spreads["AdamW"]
         sentence = (
-            f"The best λ moves over {decoupled:g} decades across learning rates for AdamW "
-            f"and over {coupled:g} for Adam + L2."
+            f"Across learning rates, AdamW's best λ spans {decoupled:g} "
+            f"decade{'' if decoupled == 1 else 's'}, Adam + L2's {coupled:g}."
         )
         return Judgement(decoupled < coupled, numbers, sentence)
 

@@ -229,3 +229,11 @@ def test_a_verdict_while_runs_train_is_partial(store) -> None:
 def test_the_verdict_text_says_yes_or_no_then_the_numbers() -> None:
     verdict = Verdict(True, {"a": 1.23456, "b": math.nan}, "It held.", 2, 2)
     assert verdict.text() == "reproduced: yes\nIt held.\n  a = 1.235\n  b = nan"
+
+
+def test_the_readme_shows_the_verdict_table_make_recipes_wrote() -> None:
+    from bench.recipes import README, RESULTS, readme_table
+
+    written = [line for line in RESULTS.read_text().splitlines() if line.startswith("|")]
+    assert readme_table(README.read_text()).splitlines() == written
+    assert len(written) == 2 + len(RECIPES)  # the header, and a row per recipe
