@@ -13,6 +13,7 @@ import os
 
 import streamlit as st
 
+from core.engine.api import Runs
 from core.engine.client import EngineClient, use_engine_plugins
 from core.engine.server import launch
 from core.escaping import escape_markdown
@@ -32,9 +33,9 @@ SIDEBAR_REFRESH_SECONDS = 5.0  # "Training now", on every page
 PAGE_LOCK_SECONDS = 5.0
 
 
-def engine() -> EngineClient:
-    """The server's engine client; a store that cannot be used stops the page with the
-    reason."""
+def engine() -> Runs:
+    """The server's engine client, as the `Runs` every page and `ui/` module is typed
+    against; a store that cannot be used stops the page with the reason."""
     try:
         return shared_engine()
     except StoreError as exc:
