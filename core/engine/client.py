@@ -5,6 +5,12 @@ them, but every action is a command in the store (see `core.engine.commands`), c
 out by the process that trains the run: the engine process for runs started here (see
 `core.engine.server`), or a CLI for its own. Nothing here imports TensorFlow, so a page
 that watches a run costs the training process nothing but the store's reads.
+
+Validation, once on this side of the store: a config is validated when it becomes a
+`RunConfig` (in the dashboard's form, or here for a mapping), never again here; a fork's
+changes and live knob changes are validated here, by `fork` and `update`, not by the
+forms that send them. The engine validates all of it once more, on its side, as anyone
+who can write the store can write a command (see `core.engine.api`).
 """
 
 from __future__ import annotations
@@ -205,7 +211,8 @@ class EngineClient(RunReader):
         return fork_id
 
     def _handed_over(self, config: RunConfig | Mapping[str, Any]) -> RunConfig:
-        """`config` checked as the engine checks a run handed to it, then validated."""
+        """`config` checked as the engine checks a run handed to it (what it may read);
+        a mapping is validated here, a `RunConfig` was when it was made."""
         values = config.to_dict() if isinstance(config, RunConfig) else config
         check_handed_over(values, self.store.datasets_folder)
         return config if isinstance(config, RunConfig) else RunConfig.from_dict(config)
@@ -269,7 +276,8 @@ class EngineClient(RunReader):
 
     def update(self, run_id: str, **knobs: float) -> Command:
         """Asks for live knob changes (see `core.engine.live`) from the run's next step
-        on. Raises `InvalidInput` naming each bad knob, and then asks nothing."""
+        on. Raises `InvalidInput` naming each bad knob, and then asks nothing: the one
+        check of a change in the dashboard's process (Live's sliders send it unchecked)."""
         status = self._steerable(run_id)
         values = checked_changes(status.config, status.knobs, knobs)
         return self.store.add_command(run_id, "set", {"knobs": values})

@@ -216,7 +216,9 @@ class Engine(RunReader):
     def update(self, run_id: str, **knobs: float) -> None:
         """Changes live knobs (see `core.engine.live`) from the run's next step on; each
         change becomes an event at the first step that uses it. Raises `InvalidInput`
-        naming each bad knob, and then changes nothing."""
+        naming each bad knob, and then changes nothing: the engine's check of a change,
+        asked here or through the store (a `set` command). The optimizer's `set_knob`,
+        its own public API, guards the value it is handed too."""
         control = self._active(run_id)
         values = checked_changes(control.config.to_dict(), self.status(run_id).knobs, knobs)
         for name, value in values.items():
