@@ -51,3 +51,5 @@ lint: $(DEV)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	# Engine and EngineClient both satisfy core.engine.api.Runs ([tool.mypy] in pyproject.toml).
+	$(BIN)/python -m mypy

@@ -121,7 +121,7 @@ run_settings = [
     "name",
     "data_dir",
     # What a run asks of a Ray cluster, when the engine trains on one.
-    *(("num_cpus", "num_gpus") if state.engine().cluster() is not None else ()),
+    *(("num_cpus", "num_gpus") if state.engine().cluster_info() is not None else ()),
 ]
 columns = st.columns(3)
 for i, name in enumerate(run_settings):
@@ -188,6 +188,7 @@ except UnknownRunError:  # deleted since
 if test is not None:
     with st.container(border=True):
         st.fragment(range_test.panel, run_every=state.refresh_interval(test.active))(
+            state.engine(),
             test.id,
             test.active,
             lambda rate: use_rate(test.config["optimizer"], rate),

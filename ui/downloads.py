@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from core.engine import RunStatus
+from core.engine.api import Runs
 from core.engine.checkpoints import Checkpoint, best_of
-from core.engine.client import EngineClient
 
 
 def checkpoint_choices(saved: list[Checkpoint]) -> dict[str, Checkpoint]:
@@ -21,7 +21,7 @@ def checkpoint_choices(saved: list[Checkpoint]) -> dict[str, Checkpoint]:
     return choices
 
 
-def model_download(engine: EngineClient, run: RunStatus, saved: list[Checkpoint]) -> None:
+def model_download(engine: Runs, run: RunStatus, saved: list[Checkpoint]) -> None:
     """Picks a checkpoint of `run` (`saved`, not empty) and downloads its model. The
     engine process writes the file at the first click (this one never imports
     TensorFlow); later clicks send the same file."""

@@ -30,16 +30,22 @@ def initial(knob: Knob, value: Any) -> Any:
     return value
 
 
+def knob_help(knob: Knob) -> str:
+    """The knob's help, with its valid range, and what empty and live mean for it."""
+    text = escape_markdown(knob.help)  # a plugin's, as the store holds it
+    if knob.range_text():
+        text += f" Valid: {knob.range_text()}."
+    if knob.optional:
+        text += " Empty: off."
+    if knob.live:
+        text += " Can change while the run trains."
+    return text
+
+
 def widget(knob: Knob, key: str, *, label: str | None = None) -> Any:
     """The knob's widget, its current value read from `st.session_state[key]`."""
     label = label or knob.name
-    help_text = escape_markdown(knob.help)  # a plugin's, as the store holds it
-    if knob.range_text():
-        help_text += f" Valid: {knob.range_text()}."
-    if knob.optional:
-        help_text += " Empty: off."
-    if knob.live:
-        help_text += " Can change while the run trains."
+    help_text = knob_help(knob)
     if knob.type == "bool":
         return st.toggle(label, key=key, help=help_text)
     if knob.type == "choice":
@@ -62,6 +68,23 @@ def widget(knob: Knob, key: str, *, label: str | None = None) -> Any:
     return st.text_input(label, key=key, help=help_text, placeholder="off" if knob.optional else "")
 
 
+def stepper(knob: Knob, key: str, *, label: str | None = None) -> int | None:
+    """A whole-number knob as a number field with − and + (empty: off, for an optional
+    one), bounded by the knob's range; its value read from `st.session_state[key]`."""
+    low = None if knob.low is None else int(knob.low)
+    high = None if knob.high is None else int(knob.high)
+    return st.number_input(
+        label or knob.name,
+        min_value=low,
+        max_value=high,
+        value=None if knob.optional else "min",
+        step=1,
+        key=key,
+        help=knob_help(knob),
+        placeholder="off" if knob.optional else None,
+    )
+
+
 def value(knob: Knob, key: str) -> Any:
     """What the widget of `key` holds now, usable in callbacks (before the widget renders).
 
@@ -81,6 +104,8 @@ def value(knob: Knob, key: str) -> Any:
 def parse(knob: Knob, raw: Any) -> Any:
     """What the widget holds, as the value to validate; raises `ValueError` saying why."""
     if knob.type in {"float", "int"}:
+        if raw is None:  # an empty number field
+            return None
         text = str(raw).strip()
         if text == "":
             return None

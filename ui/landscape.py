@@ -6,17 +6,17 @@ from __future__ import annotations
 import streamlit as st
 
 from core.charts import landscape_figures
+from core.engine.api import Runs
 from core.engine.landscape import GRID, POINTS
 from core.escaping import escape_markdown
 from core.knobs import InvalidInput
-from ui import state, views
+from ui import views
 
 ASKED = "landscape_asked"  # (run id, step) → the id of the command that asked for it
 
 
-def panel(run_id: str, steps: list[int]) -> None:
+def panel(engine: Runs, run_id: str, steps: list[int]) -> None:
     """The landscape of one of the checkpoints `steps` of run `run_id`."""
-    engine = state.engine()
     step = st.selectbox(
         "checkpoint",
         steps[::-1],
@@ -47,13 +47,12 @@ def panel(run_id: str, steps: list[int]) -> None:
             st.session_state[ASKED][(run_id, step)] = command.id
             st.rerun()
         return
-    st.fragment(waiting, run_every=1.0)(run_id, step, asked)
+    st.fragment(waiting, run_every=1.0)(engine, run_id, step, asked)
 
 
-def waiting(run_id: str, step: int, command_id: int) -> None:
+def waiting(engine: Runs, run_id: str, step: int, command_id: int) -> None:
     """The landscape's progress; the whole page again once it is there."""
-    engine = state.engine()
-    command = engine.store.get_command(command_id)
+    command = engine.get_command(command_id)
     if command is not None and command.error:
         st.error(f"Not computed: {escape_markdown(command.error)}", icon=":material/error:")
         return

@@ -2,8 +2,8 @@
 //
 // Streamlit's own st.plotly_chart gives a chart whose figure changed a new element id,
 // so every refresh of a live chart unmounted it and drew it anew (Plotly.newPlot, its
-// React wrapper and theme included): about 75 ms of a core per chart per refresh, in
-// each open tab. Plotly.react on the same div redraws only what changed.
+// React wrapper and theme included), in each open tab. Plotly.react on the same div
+// redraws only what changed. What watching costs a run: figure 9 of bench/results.md.
 
 function loadPlotly(url) {
   // One <script> for the whole page, however many charts ask for it.

@@ -9,20 +9,20 @@ from collections.abc import Callable
 import streamlit as st
 
 from core.charts import range_test_figure
+from core.engine.api import Runs
 from core.engine.lr_find import RangeTest
 from core.escaping import escape_markdown
 from core.store import LR_FIND_ENDED_EVENT
-from ui import state, texts
+from ui import texts
 from ui.live_chart import live_chart
 
 USE = "Use this rate"
 
 
-def panel(run_id: str, was_active: bool, use: Callable[[float], None]) -> None:
+def panel(engine: Runs, run_id: str, was_active: bool, use: Callable[[float], None]) -> None:
     """Draws the range test of run `run_id`; "Use this rate" calls `use` with the
     suggested rate. Reruns the page once the test ends (in a fragment that ticks while
     it runs, that redraws everything with the final curve)."""
-    engine = state.engine()
     run = engine.status(run_id)
     curve = RangeTest.of(engine.metrics(run_id))
     name, shown_id = escape_markdown(run.name), escape_markdown(run.id)  # as stored

@@ -13,6 +13,7 @@ import os
 
 import streamlit as st
 
+from core.engine.api import Runs
 from core.engine.client import EngineClient, use_engine_plugins
 from core.engine.server import launch
 from core.escaping import escape_markdown
@@ -24,17 +25,17 @@ WATCH = "watch"  # run ids on the Live page
 COMPARE = "compare"  # run ids on the Compare page
 PREFILL = "prefill"  # a RunConfig dict for the Train form
 REFRESH_SECONDS = 1.0  # status, tables
-# A watched run's status line (Live): each tick costs each open tab's browser about 2.5%
-# of a core, as much as the charts' redraws, on the cores the run trains on.
+# A watched run's status line (Live): each tick costs each open tab's browser a share of
+# a core, on the cores the run trains on (what watching costs: bench figure 9).
 PROGRESS_REFRESH_SECONDS = 2.0
 CHART_REFRESH_SECONDS = 5.0  # charts: a redraw costs each open tab's browser far more
 SIDEBAR_REFRESH_SECONDS = 5.0  # "Training now", on every page
 PAGE_LOCK_SECONDS = 5.0
 
 
-def engine() -> EngineClient:
-    """The server's engine client; a store that cannot be used stops the page with the
-    reason."""
+def engine() -> Runs:
+    """The server's engine client, as the `Runs` every page and `ui/` module is typed
+    against; a store that cannot be used stops the page with the reason."""
     try:
         return shared_engine()
     except StoreError as exc:

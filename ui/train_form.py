@@ -97,7 +97,7 @@ def dataset_options() -> list[str]:
     data_dir = st.session_state.get(run_key("data_dir")) or None
     names = [
         *run_fields()["dataset"].choices,
-        *files.kept(state.engine().store.datasets_folder),
+        *files.kept(state.engine().datasets_folder),
         *tfds_source.prepared_names(tfds_source.data_root(data_dir)),
     ]
     current = st.session_state.get(run_key("dataset"))
@@ -112,7 +112,7 @@ def upload() -> None:
     if uploaded is None:
         return
     errors = {k: v for k, v in st.session_state.get(ERRORS, {}).items() if k != "dataset"}
-    folder = state.engine().store.datasets_folder
+    folder = state.engine().datasets_folder
     try:
         st.session_state[run_key("dataset")] = files.keep(
             folder, uploaded.name, uploaded.getvalue()

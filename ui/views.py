@@ -7,19 +7,21 @@ from collections.abc import Callable, Mapping
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.charts import RunView
+from core.charts import RunView, group_figure
 from core.engine import RunStatus
-from core.engine.client import EngineClient
+from core.engine.api import Runs
+from core.engine.repeats import group_label, groups
 from core.escaping import escape_markdown
 from core.store import Metrics, UnknownRunError, summaries
 from ui import texts
 from ui.live_chart import live_chart
 
 RUNS_PARAM = "runs"  # the URL query parameter that holds a page's selected run ids
+GROUP_KEYS = ("loss", "val_accuracy")  # the metrics a group of repeats is drawn by
 
 
 def run_view(
-    engine: EngineClient, run: RunStatus, start: int | None = None, end: int | None = None
+    engine: Runs, run: RunStatus, start: int | None = None, end: int | None = None
 ) -> RunView:
     """A run's metrics from step `start` to `end` (all by default) and its events, ready
     for `core.charts`; a fork's with its history. The metrics are read at a resolution
@@ -36,7 +38,7 @@ def run_view(
 
 
 def history(
-    engine: EngineClient, run: RunStatus, start: int | None = None, end: int | None = None
+    engine: Runs, run: RunStatus, start: int | None = None, end: int | None = None
 ) -> Metrics | None:
     """What a fork's ancestors logged up to where it branched off (from step `start` to
     `end` of that), oldest first; None for a run that is not a fork (or whose parent was
@@ -51,6 +53,27 @@ def history(
     mine = engine.overview(parent.id, start=start, end=until)
     earlier = history(engine, parent, start, end)
     return mine if earlier is None else earlier.concat(mine)
+
+
+def group_figures(
+    engine: Runs,
+    listed: Mapping[str, RunStatus],
+    shown: list[RunView],
+    start: int | None,
+    end: int | None,
+) -> dict[str, go.Figure]:
+    """Each group of repeats among the runs shown, as its mean and 95% band (of the runs'
+    means over each bucket of steps, for a long run: see `step_range`)."""
+    metrics = {
+        view.run_id: engine.overview(view.run_id, start=start, end=end, means=True)
+        for view in shown
+    }
+    found = groups(listed[view.run_id] for view in shown)
+    series = {
+        f"{group_label(members)} ×{len(members)}": [metrics[run.id] for run in members]
+        for members in found.values()
+    }
+    return {f"groups/{key}": group_figure(series, key) for key in GROUP_KEYS}
 
 
 def step_range(key: str) -> tuple[int | None, int | None]:
@@ -113,7 +136,7 @@ def show_error(run: RunStatus) -> None:
 
 
 def pick_runs(
-    engine: EngineClient,
+    engine: Runs,
     key: str,
     handed_over: str,
     default: Callable[[list[RunStatus]], list[str]],

@@ -5,6 +5,12 @@ them, but every action is a command in the store (see `core.engine.commands`), c
 out by the process that trains the run: the engine process for runs started here (see
 `core.engine.server`), or a CLI for its own. Nothing here imports TensorFlow, so a page
 that watches a run costs the training process nothing but the store's reads.
+
+Validation, once on this side of the store: a config is validated when it becomes a
+`RunConfig` (in the dashboard's form, or here for a mapping), never again here; a fork's
+changes and live knob changes are validated here, by `fork` and `update`, not by the
+forms that send them. The engine validates all of it once more, on its side, as anyone
+who can write the store can write a command (see `core.engine.api`).
 """
 
 from __future__ import annotations
@@ -23,21 +29,20 @@ from core.engine.config import RunConfig
 from core.engine.engine import last_checkpoint
 from core.engine.forks import create_fork
 from core.engine.handover import check_handed_over
-from core.engine.landscape import Landscape, landscape_path, read_progress
 from core.engine.live import checked_changes
 from core.engine.model_file import choose_checkpoint
+from core.engine.reading import MAX_TAGS as MAX_TAGS  # where tests and scripts read it
 from core.engine.reading import RunReader
 from core.engine.status import RunStatus
 from core.knobs import InvalidInput
 from core.optimizers.catalog import OptimizerSpec, Plugins
 from core.plugin_shelf import Published
-from core.store import Command, Service, Store, StoreError, UnknownRunError, owner
+from core.store import Command, Service, Store, StoreError, owner
 from core.store.paths import Location, files_base
 
 ENGINE = "engine"  # the service role of a process that takes new runs
 DASHBOARD = "dashboard"  # the role of a dashboard process, which keeps an engine alive
 POLL_SECONDS = 0.1
-MAX_TAGS = 20  # per run: the runs table shows them all
 #: How long one read of the engine's service row answers for what it published (its
 #: plugins): one script run of a page asks for them many times.
 INFO_SECONDS = 1.0
@@ -141,7 +146,7 @@ class EngineClient(RunReader):
         """The plugin datasets the engine process loaded and read."""
         return list(self._service_info().get("plugin_datasets", [])), {}
 
-    def cluster(self) -> dict[str, Any] | None:
+    def cluster_info(self) -> dict[str, Any] | None:
         """The Ray cluster the engine trains on: `address`, `nodes`, `cpus`, `gpus`,
         `free_cpus`, `free_gpus` (or `error` if it cannot be read); None without one."""
         return self._service_info().get("cluster")
@@ -206,7 +211,8 @@ class EngineClient(RunReader):
         return fork_id
 
     def _handed_over(self, config: RunConfig | Mapping[str, Any]) -> RunConfig:
-        """`config` checked as the engine checks a run handed to it, then validated."""
+        """`config` checked as the engine checks a run handed to it (what it may read);
+        a mapping is validated here, a `RunConfig` was when it was made."""
         values = config.to_dict() if isinstance(config, RunConfig) else config
         check_handed_over(values, self.store.datasets_folder)
         return config if isinstance(config, RunConfig) else RunConfig.from_dict(config)
@@ -270,20 +276,11 @@ class EngineClient(RunReader):
 
     def update(self, run_id: str, **knobs: float) -> Command:
         """Asks for live knob changes (see `core.engine.live`) from the run's next step
-        on. Raises `InvalidInput` naming each bad knob, and then asks nothing."""
+        on. Raises `InvalidInput` naming each bad knob, and then asks nothing: the one
+        check of a change in the dashboard's process (Live's sliders send it unchecked)."""
         status = self._steerable(run_id)
         values = checked_changes(status.config, status.knobs, knobs)
         return self.store.add_command(run_id, "set", {"knobs": values})
-
-    def settle(self, command: Command, timeout: float = 2.0) -> Command:
-        """The command once its run's process has handled it (or as it is after
-        `timeout` seconds): `handled` is then set, and `error` says why it was refused."""
-        deadline = time.monotonic() + timeout
-        while True:
-            current = self.store.get_command(command.id) or command
-            if current.handled is not None or time.monotonic() >= deadline:
-                return current
-            time.sleep(POLL_SECONDS / 2)
 
     def model_file(self, run_id: str, checkpoint: str = "last", timeout: float = 120.0) -> Path:
         """The run's trained model at `checkpoint` (`"last"`, `"best"` or a step as text)
@@ -303,46 +300,12 @@ class EngineClient(RunReader):
             raise EngineUnavailable(f"the engine did not write the model within {timeout:g} s")
         return path
 
-    def landscape(self, run_id: str, step: int) -> Landscape | None:
-        """The loss landscape of the run's checkpoint of `step` if it has been computed
-        (see `core.engine.landscape`), else None."""
-        path = landscape_path(self.store, run_id, step)
-        return Landscape.load(path) if path.exists() else None
-
     def ask_landscape(self, run_id: str, step: int) -> Command:
-        """Asks the engine process to compute the landscape of the checkpoint of `step`
-        (in the background: poll `landscape` and `landscape_progress`). Raises
-        `InvalidInput` naming `checkpoint` when the run has no such checkpoint."""
-        if RunCheckpoints(self.store.checkpoint_folder(run_id)).find(step) is None:
-            raise InvalidInput({"checkpoint": f"run {run_id} has no checkpoint of step {step}"})
+        """`RunReader.ask_landscape`, launching the engine process when none serves the
+        store: it computes every run's landscapes, whoever trained the run."""
+        command = super().ask_landscape(run_id, step)
         self.ensure_engine(wait=False)
-        return self.store.add_command(run_id, "landscape", {"step": step})
-
-    def landscape_progress(self, run_id: str, step: int) -> float | None:
-        """The fraction computed of a landscape under way; None when none is."""
-        return read_progress(self.store, run_id, step)
-
-    def delete(self, run_id: str) -> None:
-        """Deletes an ended run, or one whose process is dead, with its metrics, events
-        and checkpoints."""
-        alive = self.store.liveness()
-        record = self.store.get_run(run_id, alive=alive)
-        if record is None:
-            raise UnknownRunError(run_id)
-        if record.active and alive(record.owner):
-            raise InvalidInput({"run_id": f"run {run_id} is {record.status}: stop it"})
-        self.store.delete_run(run_id)
-
-    def set_tags(self, run_id: str, tags: Iterable[str]) -> None:
-        """Replaces the run's tags: at most `MAX_TAGS`, each 1 to 40 printable characters
-        (blank ones are dropped, repeats kept once). Raises `InvalidInput` naming `tags`."""
-        clean = list(dict.fromkeys(tag.strip() for tag in tags if tag.strip()))
-        for tag in clean:
-            if len(tag) > 40 or not tag.isprintable():
-                raise InvalidInput({"tags": f"a tag is 1 to 40 printable characters (got {tag!r})"})
-        if len(clean) > MAX_TAGS:
-            raise InvalidInput({"tags": f"a run has at most {MAX_TAGS} tags (got {len(clean)})"})
-        self.store.set_tags(run_id, clean)
+        return command
 
     # Reading (see `RunReader`) ------------------------------------------------------
 

@@ -17,7 +17,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -84,18 +84,30 @@ class Engine(RunReader):
         """Queues a run and returns its id. An invalid config, or one whose model cannot
         fit in the memory available (see `core.engine.footprint`), raises `InvalidInput`
         naming every bad field, and nothing is stored."""
-        if not isinstance(config, RunConfig):
-            config = RunConfig.from_dict(config)
-        self._check_fits(config)
+        return self.start_all([config])[0]
+
+    def start_all(self, configs: Iterable[RunConfig | Mapping[str, Any]]) -> list[str]:
+        """Queues runs together (a group of repeats, the demo race) and returns their ids:
+        every config is checked as `start` checks one before any is stored, so that they
+        start whole or not at all. A mapping is validated here, once; a `RunConfig` was
+        when it was made."""
+        checked = [
+            config if isinstance(config, RunConfig) else RunConfig.from_dict(config)
+            for config in configs
+        ]
+        for config in checked:
+            self._check_fits(config)
+        run_ids = []
         with self._lock:
             if self._closed:
                 raise RuntimeError("the engine is closed")
-            run_id = self.store.new_run_id()
-            self.store.create_run(
-                run_id, config.label, config.to_dict(), status="queued", owner=self.owner
-            )
-            self._enqueue(run_id, config)
-        return run_id
+            for config in checked:
+                run_ids.append(self.store.new_run_id())
+                self.store.create_run(
+                    run_ids[-1], config.label, config.to_dict(), status="queued", owner=self.owner
+                )
+                self._enqueue(run_ids[-1], config)
+        return run_ids
 
     def handle(self, command: Command) -> None:
         """Carries out a command written to the store for one of this engine's runs.
@@ -204,13 +216,26 @@ class Engine(RunReader):
     def update(self, run_id: str, **knobs: float) -> None:
         """Changes live knobs (see `core.engine.live`) from the run's next step on; each
         change becomes an event at the first step that uses it. Raises `InvalidInput`
-        naming each bad knob, and then changes nothing."""
+        naming each bad knob, and then changes nothing: the engine's check of a change,
+        asked here or through the store (a `set` command). The optimizer's `set_knob`,
+        its own public API, guards the value it is handed too."""
         control = self._active(run_id)
         values = checked_changes(control.config.to_dict(), self.status(run_id).knobs, knobs)
         for name, value in values.items():
             control.updates.put((name, value))
 
     # Reading --------------------------------------------------------------------------
+
+    def cluster_info(self) -> dict[str, Any] | None:
+        """The Ray cluster the runs train on: `address`, `nodes`, `cpus`, `gpus`,
+        `free_cpus`, `free_gpus` (or `address` and `error` if it cannot be read); None
+        without one."""
+        if self.cluster is None:
+            return None
+        try:
+            return self.cluster.info().to_dict()
+        except Exception as exc:  # a cluster that went away: say so
+            return {"address": self.cluster.address, "error": str(exc)}
 
     def busy(self) -> bool:
         """Whether a run is queued or training."""

@@ -1,12 +1,25 @@
-"""`RunReader`: runs as the store holds them, what an engine and its clients answer alike."""
+"""`RunReader`: runs as the store holds them, what an engine and its clients answer alike.
+
+Besides the reads, what needs no training process is done here too, the same for both:
+tags, deleting an ended run, and waiting for a command's answer.
+"""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
 from core.engine.checkpoints import Checkpoint, RunCheckpoints
+from core.engine.landscape import Landscape, landscape_path, read_progress
 from core.engine.status import Progress, RunStatus
 from core.knobs import InvalidInput
-from core.store import Event, Metrics, RunRecord, Store, UnknownRunError
+from core.store import Command, Event, Metrics, RunRecord, Store, UnknownRunError
 from core.store.owner import Liveness
+from core.store.paths import Location
+
+MAX_TAGS = 20  # per run: the runs table shows them all
+SETTLE_POLL_SECONDS = 0.05  # how often `settle` looks at a command
 
 
 class RunReader:
@@ -14,6 +27,20 @@ class RunReader:
     the runs it trains (`_live`), fresher than the store's."""
 
     store: Store
+
+    @property
+    def location(self) -> Location:
+        """Where the store lives: its SQLite file, or its PostgreSQL URL."""
+        return self.store.location
+
+    @property
+    def datasets_folder(self) -> Path:
+        """Where datasets uploaded from the dashboard are kept (`Store.datasets_folder`)."""
+        return self.store.datasets_folder
+
+    def liveness(self) -> Liveness:
+        """Whether the processes that own runs live (`Store.liveness`)."""
+        return self.store.liveness()
 
     def status(self, run_id: str) -> RunStatus:
         live = self._live()
@@ -62,6 +89,63 @@ class RunReader:
         """What the run's checkpoints take on disk."""
         saved = saved_checkpoints(self.store, run_id)
         return saved.size() if saved is not None else 0
+
+    def landscape(self, run_id: str, step: int) -> Landscape | None:
+        """The loss landscape of the run's checkpoint of `step` if it has been computed
+        (see `core.engine.landscape`), else None."""
+        path = landscape_path(self.store, run_id, step)
+        return Landscape.load(path) if path.exists() else None
+
+    def landscape_progress(self, run_id: str, step: int) -> float | None:
+        """The fraction computed of a landscape under way; None when none is."""
+        return read_progress(self.store, run_id, step)
+
+    def ask_landscape(self, run_id: str, step: int) -> Command:
+        """Asks for the landscape of the run's checkpoint of `step`, as a `landscape`
+        command, which the engine that serves the store (or the run's own) computes in
+        the background: poll `landscape` and `landscape_progress`. Raises `InvalidInput`
+        naming `checkpoint` when the run has no such checkpoint."""
+        if RunCheckpoints(self.store.checkpoint_folder(run_id)).find(step) is None:
+            raise InvalidInput({"checkpoint": f"run {run_id} has no checkpoint of step {step}"})
+        return self.store.add_command(run_id, "landscape", {"step": step})
+
+    def get_command(self, command_id: int) -> Command | None:
+        """A command written to the store (see `core.engine.commands`), as it is now."""
+        return self.store.get_command(command_id)
+
+    def settle(self, command: Command, timeout: float = 2.0) -> Command:
+        """The command once its run's process has handled it (or as it is after
+        `timeout` seconds): `handled` is then set, and `error` says why it was refused."""
+        deadline = time.monotonic() + timeout
+        while True:
+            current = self.store.get_command(command.id) or command
+            if current.handled is not None or time.monotonic() >= deadline:
+                return current
+            time.sleep(SETTLE_POLL_SECONDS)
+
+    # Bookkeeping, which needs no training process -----------------------------------
+
+    def delete(self, run_id: str) -> None:
+        """Deletes an ended run, or one whose process is dead, with its metrics, events
+        and checkpoints."""
+        alive = self.store.liveness()
+        record = self.store.get_run(run_id, alive=alive)
+        if record is None:
+            raise UnknownRunError(run_id)
+        if record.active and alive(record.owner):
+            raise InvalidInput({"run_id": f"run {run_id} is {record.status}: stop it"})
+        self.store.delete_run(run_id)
+
+    def set_tags(self, run_id: str, tags: Iterable[str]) -> None:
+        """Replaces the run's tags: at most `MAX_TAGS`, each 1 to 40 printable characters
+        (blank ones are dropped, repeats kept once). Raises `InvalidInput` naming `tags`."""
+        clean = list(dict.fromkeys(tag.strip() for tag in tags if tag.strip()))
+        for tag in clean:
+            if len(tag) > 40 or not tag.isprintable():
+                raise InvalidInput({"tags": f"a tag is 1 to 40 printable characters (got {tag!r})"})
+        if len(clean) > MAX_TAGS:
+            raise InvalidInput({"tags": f"a run has at most {MAX_TAGS} tags (got {len(clean)})"})
+        self.store.set_tags(run_id, clean)
 
     def _live(self) -> dict[str, Progress]:
         """Progress of runs training in this process, copied at once; read before the

@@ -133,12 +133,7 @@ class EngineService:
 
     def _publish_cluster(self) -> None:
         """The Ray cluster's nodes and free CPUs and GPUs, for the Home page."""
-        assert self.engine.cluster is not None
-        try:
-            cluster = self.engine.cluster.info().to_dict()
-        except Exception as exc:  # a cluster that went away: say so, keep beating
-            cluster = {"address": self.engine.cluster.address, "error": str(exc)}
-        self.info = {**self.info, "cluster": cluster}
+        self.info = {**self.info, "cluster": self.engine.cluster_info()}
 
     def _warm_up(self) -> None:
         """What every first run would otherwise wait for: TensorFlow, the trainer's

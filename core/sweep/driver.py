@@ -37,7 +37,7 @@ from core.sweep.trial_run import (
 if TYPE_CHECKING:
     import optuna
 
-    from core.engine import Engine
+    from core.engine.api import Runs
     from core.sweep.plan import SweepPlan
 
 #: How long stopping waits for in-flight runs to end before it fails their trials anyway.
@@ -49,7 +49,7 @@ class Driver:
 
     def __init__(
         self,
-        engine: Engine,
+        engine: Runs,
         study: optuna.Study,
         plan: SweepPlan,
         *,
@@ -164,7 +164,7 @@ class Driver:
             self.study.enqueue_trial(trial.params, user_attrs={RETRY_OF: trial.number})
 
 
-def settle_abandoned(engine: Engine, study: optuna.Study, *, driven_here: bool) -> int:
+def settle_abandoned(engine: Runs, study: optuna.Study, *, driven_here: bool) -> int:
     """Tells `study` how the runs of its abandoned trials ended; returns how many it told.
 
     A trial is abandoned when it is left RUNNING by a driver that no longer drives: its
@@ -195,14 +195,14 @@ def settle_abandoned(engine: Engine, study: optuna.Study, *, driven_here: bool) 
     return told
 
 
-def abandoned(engine: Engine, frozen: optuna.trial.FrozenTrial, *, driven_here: bool) -> bool:
+def abandoned(engine: Runs, frozen: optuna.trial.FrozenTrial, *, driven_here: bool) -> bool:
     """Whether a trial is abandoned and its run has ended, so that `settle_abandoned`
     would settle it (see there): a cheap check on a trial as read from storage."""
     if frozen.state.name != "RUNNING":
         return False
     run_ids, driver = run_ids_of(frozen), frozen.user_attrs.get(DRIVER)
     here = driver == owner.current()
-    if not run_ids or (driven_here if here else engine.store.liveness()(driver)):
+    if not run_ids or (driven_here if here else engine.liveness()(driver)):
         return False
     try:
         return not any(engine.status(run_id).active for run_id in run_ids)

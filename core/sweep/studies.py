@@ -27,7 +27,7 @@ from core.sweep.trial_run import TrialCounts
 if TYPE_CHECKING:
     import optuna
 
-    from core.engine import Engine
+    from core.engine.api import Runs
 
 #: The study user attribute that holds the sweep's `SweepPlan.to_dict()`.
 PLAN_ATTR: Final = "optlab_plan"
@@ -68,14 +68,14 @@ class SweepSummary:
         return self.n_trials is not None
 
 
-def storage_url(engine: Engine, storage: str | None = None) -> str:
+def storage_url(engine: Runs, storage: str | None = None) -> str:
     """`storage`, or by default the SQLAlchemy URL of `engine`'s store: its SQLite file,
     or its PostgreSQL database through psycopg (Optuna's tables beside the lab's)."""
     if storage is not None:
         if not isinstance(storage, str) or not storage:
             raise InvalidInput({"storage": f"must be a database URL (got {storage!r})"})
         return storage
-    location = engine.store.location
+    location = engine.location
     if is_url(location):
         return "postgresql+psycopg://" + location.split("://", 1)[1]
     return f"sqlite:///{Path(location).resolve()}"
@@ -122,7 +122,7 @@ def _cause(exc: BaseException, url: str) -> BaseException | None:
     return exc if redacted(str(exc), url) == str(exc) else None
 
 
-def list_studies(engine: Engine, storage: str | None = None) -> list[SweepSummary]:
+def list_studies(engine: Runs, storage: str | None = None) -> list[SweepSummary]:
     """Every study in `storage` (default: `engine`'s store), the most recent first.
     Raises `InvalidInput` naming `storage` if it cannot be opened, `StoreError` (see
     `storage_errors`) if it fails."""

@@ -21,7 +21,8 @@ from core.sweep.trial_run import REASON, RUN_ID, RUN_STATUS, SPREAD, TrialCounts
 if TYPE_CHECKING:
     import optuna
 
-    from core.engine import Engine, RunConfig
+    from core.engine import RunConfig
+    from core.engine.api import Runs
     from core.sweep.space import SearchSpace
 
 SweepState = Literal["idle", "running", "stopping", "done", "stopped", "failed"]
@@ -144,7 +145,7 @@ class Sweep:
 
     def __init__(
         self,
-        engine: Engine,
+        engine: Runs,
         base_config: RunConfig,
         space: SearchSpace,
         *,
@@ -196,7 +197,7 @@ class Sweep:
     @classmethod
     def load(
         cls,
-        engine: Engine,
+        engine: Runs,
         study_name: str,
         storage: str | None = None,
         *,
@@ -243,7 +244,7 @@ class Sweep:
 
     def _setup(
         self,
-        engine: Engine,
+        engine: Runs,
         plan: SweepPlan,
         url: str,
         study_name: str,

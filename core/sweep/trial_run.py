@@ -35,7 +35,8 @@ from core.sweep.objective import Objective
 if TYPE_CHECKING:
     import optuna
 
-    from core.engine import Engine, RunStatus
+    from core.engine import RunStatus
+    from core.engine.api import Runs
 
 # Trial user attributes. `run_id` links a trial to its (first) run in the lab's store;
 # `run_ids`, to every run of a trial of repeats.
@@ -149,7 +150,7 @@ class TrialRun:
         """The trial's (first) run."""
         return self.run_ids[0]
 
-    def poll(self, engine: Engine, pruning: bool) -> Outcome | None:
+    def poll(self, engine: Runs, pruning: bool) -> Outcome | None:
         """Reports the runs' new objective values and asks the pruner about them (when
         `pruning`); returns the outcome once every run has ended, else None."""
         try:
@@ -165,7 +166,7 @@ class TrialRun:
             self.stop(engine, PRUNED)
         return None
 
-    def stop(self, engine: Engine, reason: str) -> None:
+    def stop(self, engine: Runs, reason: str) -> None:
         """Asks the runs to stop (they do within one step); a run that has ended stays so."""
         if self.stop_reason is None:
             self.stop_reason = reason
@@ -189,7 +190,7 @@ class TrialRun:
         values = outcome.value if outcome.state == "COMPLETE" else None
         study.tell(self.trial, values, state=TrialState[outcome.state])
 
-    def _report_new(self, engine: Engine) -> bool:
+    def _report_new(self, engine: Runs) -> bool:
         """Reports the mean over the runs at each new step that every run has a finite
         value of the objective's metric at; whether it reported any."""
         metric = self.objective.metric

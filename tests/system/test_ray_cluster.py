@@ -120,7 +120,7 @@ def test_a_sweep_spreads_its_trials_over_the_nodes_and_the_dashboard_stops_one(
             watch.button(key=f"stop:{chosen}").click().run()
             assert lab.wait(chosen, 60).status == "stopped"
 
-            wait_for(lambda: lab.cluster() is not None and lab.cluster()["free_cpus"] == 0, 30)
+            wait_for(lambda: (lab.cluster_info() or {}).get("free_cpus") == 0, 30)
             home = page("app.py").run()
             assert not home.exception
             (field,) = [info.value for info in home.info if "Ray cluster" in info.value]

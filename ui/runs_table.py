@@ -1,0 +1,139 @@
+"""Home's table of every run: its filters, its rows, and what can be done with the runs
+picked in it (watch, compare, clone, resume, tag, delete)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import streamlit as st
+
+from core.engine import RunStatus
+from core.engine.api import Runs
+from core.engine.client import EngineUnavailable
+from core.escaping import escape_markdown
+from core.knobs import InvalidInput
+from core.store import UnknownRunError
+from ui import state, texts
+
+COLUMNS = {
+    "tags": st.column_config.ListColumn("tags"),
+    "progress": st.column_config.ProgressColumn("progress", min_value=0, max_value=1),
+    "best val acc": st.column_config.NumberColumn(format="%.3f"),
+    "best val MAE": st.column_config.NumberColumn(format="%.4g"),
+    "checkpoints MB": st.column_config.NumberColumn(format="%.1f"),
+    "created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss"),
+}
+
+
+def matches(run: RunStatus, text: str, statuses: list[str]) -> bool:
+    """Whether the run passes the filters: `text` found in its name, id, optimizer, model,
+    dataset or a tag (case-insensitive), and its status among `statuses` (if any)."""
+    if statuses and run.status not in statuses:
+        return False
+    fields = (
+        run.name,
+        run.id,
+        *(str(run.config.get(k)) for k in ("optimizer", "model", "dataset")),
+    )
+    return text.lower() in " ".join((*fields, *run.tags)).lower()
+
+
+def rows(engine: Runs, shown: list[RunStatus]) -> list[dict[str, Any]]:
+    """The table's row of each run shown: a node column on a Ray cluster, a best MAE
+    column when a regression is among them."""
+    regressions = any("best_val_mae" in (run.final_metrics or {}) for run in shown)
+    on_cluster = engine.cluster_info() is not None
+    return [
+        {
+            "id": run.id,
+            "name": run.name,
+            "status": run.status,
+            "optimizer": run.config.get("optimizer"),
+            "knobs": texts.knobs(run),
+            "tags": list(run.tags),
+            "progress": run.progress,
+            **({"node": run.node} if on_cluster else {}),
+            "best val acc": (run.final_metrics or {}).get("best_val_accuracy"),
+            **(
+                {"best val MAE": (run.final_metrics or {}).get("best_val_mae")}
+                if regressions
+                else {}
+            ),
+            "checkpoints MB": engine.disk_bytes(run.id) / 1e6,
+            "created": dt.datetime.fromtimestamp(run.created),
+        }
+        for run in shown
+    ]
+
+
+def tag_runs(engine: Runs, chosen: list[RunStatus], text: str) -> None:
+    tags = [tag.strip() for tag in text.split(",")]
+    try:
+        for run in chosen:
+            engine.set_tags(run.id, [*run.tags, *tags])
+    except InvalidInput as exc:
+        st.toast(f"Not tagged: {escape_markdown(str(exc))}", icon=":material/warning:")
+
+
+def resume_runs(engine: Runs, chosen: list[RunStatus]) -> None:
+    """Continues each run from its last checkpoint, oldest first."""
+    for run in sorted(chosen, key=lambda run: run.created):
+        try:
+            engine.resume(run.id)
+        except (InvalidInput, UnknownRunError, EngineUnavailable) as exc:
+            st.toast(f"Not resumed: {escape_markdown(str(exc))}", icon=":material/warning:")
+
+
+def resumable(engine: Runs, runs: list[RunStatus]) -> list[RunStatus]:
+    """The runs that can continue: stopped or interrupted, with a checkpoint."""
+    return [run for run in runs if run.resumable and engine.checkpoints(run.id)]
+
+
+def delete_runs(engine: Runs, chosen: list[RunStatus]) -> None:
+    for run in chosen:
+        try:
+            engine.delete(run.id)
+        except InvalidInput as exc:
+            st.toast(f"Not deleted: {escape_markdown(str(exc))}", icon=":material/warning:")
+    st.session_state.pop("runs_table", None)  # its selection named rows that are gone
+
+
+def actions(engine: Runs, chosen: list[RunStatus]) -> None:
+    """What can be done with the runs picked in the table."""
+    ids = [run.id for run in chosen]
+    watch, compare, clone, carry_on, tag, delete = st.columns(6)
+    if watch.button("Watch live", icon=":material/monitoring:", disabled=not ids, width="stretch"):
+        state.open_page("pages/2_Live.py", **{state.WATCH: ids})
+    if compare.button("Compare", icon=":material/compare:", disabled=not ids, width="stretch"):
+        state.open_page("pages/3_Compare.py", **{state.COMPARE: ids})
+    if clone.button(
+        "Clone into Train",
+        icon=":material/content_copy:",
+        disabled=len(ids) != 1,
+        width="stretch",
+    ):
+        state.open_page("pages/1_Train.py", **{state.PREFILL: chosen[0].config})
+    can_resume = resumable(engine, chosen)
+    carry_on.button(
+        "Resume",
+        icon=":material/play_arrow:",
+        disabled=not can_resume,
+        width="stretch",
+        on_click=resume_runs,
+        args=(engine, can_resume),
+        help="Continue the stopped or interrupted runs picked from their last checkpoints.",
+    )
+    with tag.popover("Tag", icon=":material/sell:", disabled=not ids, width="stretch"):
+        text = st.text_input("Tags to add, separated by commas", key="new_tags")
+        st.button(
+            "Add tags", on_click=tag_runs, args=(engine, chosen, text), disabled=not text.strip()
+        )
+    ended = [run for run in chosen if not run.active or not run.steerable]
+    with delete.popover("Delete", icon=":material/delete:", disabled=not ended, width="stretch"):
+        st.write(
+            f"Delete {len(ended)} ended run(s) with their metrics and events? "
+            "This cannot be undone."
+            + (" Runs still training are left alone." if len(ended) < len(chosen) else "")
+        )
+        st.button("Delete", type="primary", on_click=delete_runs, args=(engine, ended))
