@@ -35,12 +35,16 @@ RACE_PATIENCE = 180.0
 RUN = {"model": "lenet", "dataset": "mnist-5k", "epochs": 10_000, "name": "watched"}
 
 
-def race(page: Any, url: str, client: EngineClient) -> tuple[float, list[RunRecord]]:
-    """Clicks "Start the demo race" on the Home page at `url` (open in `page`) and waits
-    for its three runs to end, watched by the Live tab it switches to; returns the click's
-    time and the three runs."""
+def race(
+    page: Any, url: str, client: EngineClient, length: str = "short"
+) -> tuple[float, list[RunRecord]]:
+    """Picks the race's `length` and clicks "Start the demo race" on the Home page at `url`
+    (open in `page`), then waits for its three runs to end, watched by the Live tab it
+    switches to; returns the click's time and the three runs."""
     page.goto(url)
     page.get_by_role("button", name="Start the demo race").wait_for(timeout=60_000)
+    page.get_by_role("button", name=length, exact=True).click()
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']")
     clicked = time.time()
     page.get_by_role("button", name="Start the demo race").click()
     page.wait_for_url(f"{url}/Live**", timeout=60_000)

@@ -132,10 +132,9 @@ def sweep_view(sweep: Sweep) -> None:
     actions(sweep, status, rows, picked)
 
 
-# One fragment for the studies and the one picked: while any sweep runs, every study's
-# counts tick along with the picked sweep's trials.
-@st.fragment(run_every=state.refresh_interval(anything_active()))
 def sweeps_view(was_active: bool) -> None:
+    """The studies and the one picked (a fragment: while any sweep runs, every study's
+    counts tick along with the picked sweep's trials)."""
     try:
         # Oldest first: a new study adds a row at the end, so a pick (a row number) stays.
         studies = list_studies(engine)[::-1]
@@ -151,4 +150,6 @@ def sweeps_view(was_active: bool) -> None:
 
 
 sweep_form.new_sweep_form(engine)
-sweeps_view(anything_active())
+# The timer is set after the form, which may just have started a sweep: set before it, a
+# sweep started on this page was not seen to run, and its view never ticked.
+st.fragment(sweeps_view, run_every=state.refresh_interval(anything_active()))(anything_active())

@@ -8,21 +8,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.engine import RunConfig
-from core.engine.repeats import repeat_configs
+from core.demo_race import DEFAULT_LENGTH, LENGTHS, RUNNERS, SHOWS, race_configs
 from core.escaping import escape_markdown
 from core.knobs import InvalidInput
 from core.store import ACTIVE_STATUSES, FINAL_STATUSES
 from ui import runs_table, state
 
-DEMO_OPTIMIZERS = ("sgd", "adamw", "projected_gd")
 RACE_REPEATS = "home:race_repeats"
-DEMO_RUN = {"model": "lenet", "dataset": "mnist-5k", "epochs": 3, "seed": 0, "log_every": 1}
-DEMO_KNOBS = {
-    "sgd": {"learning_rate": 0.05},
-    "adamw": {"learning_rate": 0.001},
-    "projected_gd": {"learning_rate": 0.05, "radius": 12.0},
-}
+RACE_LENGTH = "home:race_length"
 
 st.title(":material/science: Optimizer Lab")
 st.markdown(
@@ -31,25 +24,6 @@ st.markdown(
     "Every optimizer here is a plain Keras 3 optimizer, with knobs you can turn mid-run."
 )
 engine = state.engine()
-
-
-def start_demo_race(repeats: int) -> list[str]:
-    """The same model, data, seed and initial weights, trained by three optimizers; with
-    `repeats` above 1, each over that many seeds, as a group."""
-    configs = [
-        RunConfig.from_dict(
-            {
-                **DEMO_RUN,
-                "optimizer": name,
-                "hyperparameters": DEMO_KNOBS[name],
-                "name": f"demo race · {name}",
-            }
-        )
-        for name in DEMO_OPTIMIZERS
-    ]
-    return engine.start_all(copy for config in configs for copy in repeat_configs(config, repeats))
-
-
 race, train, optimizers_page = st.columns(3)
 with race:
     if st.button(
@@ -57,17 +31,27 @@ with race:
         icon=":material/sports_score:",
         type="primary",
         width="stretch",
-        help="LeNet on mnist-5k, same seed and initial weights, trained by "
-        + ", ".join(DEMO_OPTIMIZERS)
-        + " side by side.",
+        help="LeNet on mnist-5k, same seed and initial weights, trained side by side by "
+        + "; ".join(f"{name} ({SHOWS[name]})" for name in RUNNERS)
+        + ".",
     ):
+        length = st.session_state.get(RACE_LENGTH, DEFAULT_LENGTH)
         repeats = int(st.session_state.get(RACE_REPEATS, 1))
         try:
-            race_ids = start_demo_race(repeats)
+            race_ids = engine.start_all(race_configs(length, repeats))
         except InvalidInput as exc:  # the engine's refusal: a model that cannot fit
             st.error(f"Not started: {escape_markdown(str(exc))}", icon=":material/warning:")
         else:
             state.open_page("pages/2_Live.py", **{state.WATCH: race_ids})
+    st.segmented_control(
+        "length",
+        [known.label for known in LENGTHS],
+        default=DEFAULT_LENGTH,
+        key=RACE_LENGTH,
+        help="Set in epochs, the same on every machine: "
+        + ", ".join(f"{known.label}: {known.epochs} epochs" for known in LENGTHS)
+        + " (the times as measured on a 2-core machine, three runs at once).",
+    )
     st.number_input(
         "seeds per optimizer",
         min_value=1,

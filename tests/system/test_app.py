@@ -39,13 +39,16 @@ def test_home_page_lists_runs(lab) -> None:
     assert table["progress"].tolist() == [1.0]
 
 
-def test_demo_race_starts_three_runs_with_the_same_seed(lab) -> None:
+def test_demo_race_starts_three_runs_with_the_same_seed_at_the_length_picked(lab) -> None:
     at = page("app.py").run()
+    assert at.session_state["home:race_length"] == "1 minute"  # the default
+    at.session_state["home:race_length"] = "3 minutes"
     at.button[0].click().run()
     runs = lab.list()
     assert sorted(r.config["optimizer"] for r in runs) == ["adamw", "projected_gd", "sgd"]
     assert {r.config["seed"] for r in runs} == {0}
     assert {(r.config["model"], r.config["dataset"]) for r in runs} == {("lenet", "mnist-5k")}
+    assert {r.config["epochs"] for r in runs} == {27}
     for run in runs:
         lab.stop(run.id)
 

@@ -395,3 +395,36 @@ def test_train_the_vit_plugin_from_the_form(server, browser) -> None:
         metrics = store.read_metrics(run.id)
     assert metrics.last_step == 15 and np.isfinite(metrics["loss"]).all()
     assert page.locator("[data-testid='stException']").count() == 0
+
+
+def test_a_sweep_started_on_the_page_is_watched_to_its_end_without_a_reload(server, browser):
+    url, store_path = server
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{url}/Sweep")
+    settle(page)
+    for name, option in (("model", "mlp"), ("dataset", "digits")):
+        page.locator("[data-testid='stSelectbox']").filter(has_text=name).first.click()
+        page.get_by_role("option", name=option, exact=True).click()
+        settle(page)
+    for label, value in (("epochs", "1"), ("trials (empty for a grid: every point)", "3")):
+        field = page.get_by_label(label, exact=True)
+        field.fill(value)
+        field.press("Enter")
+        settle(page)
+    page.get_by_text("random", exact=True).click()
+    settle(page)
+    page.get_by_role("button", name="Start sweep").click()
+    progress = page.locator("[data-testid='stProgress']")
+    # The page ticks on its own: no reload, no navigation, until the sweep has ended.
+    wait_for(lambda: progress.count() and "3/3 trials done" in progress.first.inner_text(), 300,
+             "the sweep's progress to reach 3/3 on the page")  # fmt: skip
+    wait_for(lambda: progress.first.inner_text().startswith("done"), 60, "the sweep to read done")
+    bar = page.locator("[data-testid='stProgress'] [role='progressbar']").first
+    wait_for(lambda: bar.get_attribute("aria-valuenow") == "100", 30, "a full bar")
+    sidebar = page.locator("[data-testid='stSidebar']")
+    wait_for(lambda: "running" not in sidebar.inner_text(), 30, "the sidebar to list no run")
+    with Store(store_path) as store:
+        trials = [r for r in store.list_runs() if r.name.startswith("sweep ")]
+    assert len(trials) == 3 and {r.status for r in trials} == {"completed"}
+    screenshot(page, "sweep-watched-to-its-end")
+    assert page.locator("[data-testid='stException']").count() == 0

@@ -197,10 +197,13 @@ def probed_rows(probe: Path) -> dict[str, list[tuple[int, float]]]:
 
 
 def start_demo_race(url: str) -> None:
-    """Click the demo race on Home in Chromium, and wait for the Live page."""
+    """Click the demo race on Home in Chromium, its short length picked, and wait for the
+    Live page."""
     with chromium() as browser:
         page = browser.new_page()
         page.goto(url)
+        settle(page)
+        page.get_by_role("button", name="short", exact=True).click()
         settle(page)
         page.get_by_role("button", name="Start the demo race").click()
         page.wait_for_url(f"{url}/Live**", timeout=60_000)
