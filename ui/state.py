@@ -4,7 +4,8 @@ The dashboard never trains: runs train in the engine process (`python -m core se
 which the client launches when none serves the store, and which outlives a restart of
 Streamlit. The client (and the registry of sweeps) is a `st.cache_resource`: every
 session and every browser tab shares it. Session state holds only selections (which runs
-to watch or compare, a config to clone into the form), under the keys below.
+to watch or compare, a config to clone into the form) and each run's colour, under the
+keys below.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 
 import streamlit as st
 
+from core.charts import ColourBook
 from core.engine.api import Runs
 from core.engine.client import EngineClient, use_engine_plugins
 from core.engine.server import launch
@@ -24,6 +26,7 @@ from core.sweep import Sweep
 WATCH = "watch"  # run ids on the Live page
 COMPARE = "compare"  # run ids on the Compare page
 PREFILL = "prefill"  # a RunConfig dict for the Train form
+COLOURS = "colours"  # a run's colour, the same on every page of the session
 REFRESH_SECONDS = 1.0  # status, tables
 # A watched run's status line (Live): each tick costs each open tab's browser a share of
 # a core, on the cores the run trains on (what watching costs: bench figure 9).
@@ -57,6 +60,11 @@ def shared_engine() -> EngineClient:
     use_engine_plugins(client)  # this process never imports TensorFlow
     client.ensure_engine(wait=False)  # TensorFlow warms up there while the page paints
     return client
+
+
+def colours() -> ColourBook:
+    """This session's colour for each run it has drawn (see `core.charts.ColourBook`)."""
+    return st.session_state.setdefault(COLOURS, ColourBook())
 
 
 def open_page(page: str, **selection: object) -> None:

@@ -13,7 +13,7 @@ from core.engine.api import Runs
 from core.engine.repeats import group_label, groups
 from core.escaping import escape_markdown
 from core.store import Metrics, UnknownRunError, summaries
-from ui import texts
+from ui import state, texts
 from ui.live_chart import live_chart
 
 RUNS_PARAM = "runs"  # the URL query parameter that holds a page's selected run ids
@@ -34,6 +34,7 @@ def run_view(
         batch_size=run.config.get("batch_size"),
         history=history(engine, run, start, end),
         checkpoints=[checkpoint.step for checkpoint in engine.checkpoints(run.id)],
+        colour=state.colours().colour(run.id),
     )
 
 

@@ -46,6 +46,7 @@ from core.charts.style import (
     STEP_HOVER_FORMAT,
     TICK_FORMAT,
     TOTAL_COLOUR,
+    ColourBook,
 )
 from core.charts.traces import RunView, Traces
 from core.charts.training import (
@@ -75,6 +76,7 @@ __all__ = [
     "TICK_FORMAT",
     "TOTAL_COLOUR",
     "Chart",
+    "ColourBook",
     "Mark",
     "RunView",
     "Scale",

@@ -415,3 +415,25 @@ def test_live_forks_a_run_and_draws_the_branch(lab) -> None:
     assert '"dash":"dot"' in loss.replace(" ", "") and "train before the fork" in loss
     at.button(key=f"family:{fork.id}").click().run()
     assert at.multiselect(key="live_runs").value == [parent, fork.id]
+
+
+def test_a_run_keeps_its_colour_from_live_to_compare(lab) -> None:
+    first, second = finished_run(lab, name="first"), finished_run(lab, name="second", seed=1)
+
+    def train_colour(specs: list[str], run_id: str) -> str:
+        name = lab.status(run_id).name
+        figures = [json.loads(spec) if isinstance(spec, str) else spec for spec in specs]
+        loss = next(f for f in figures if f["layout"].get("uirevision") == "loss")
+        return next(t["line"]["color"] for t in loss["data"] if t["name"] == f"{name} · train")
+
+    at = page("pages/2_Live.py")
+    at.session_state["watch"] = [second]  # alone on Live: the first colour were it by place
+    at.run()
+    on_live = train_colour(live_specs(at), second)
+    at.switch_page("pages/3_Compare.py")
+    at.session_state["compare"] = [first, second]
+    at.run()
+    assert not at.exception
+    specs = [chart.proto.spec for chart in at.get("plotly_chart")]
+    assert train_colour(specs, second) == on_live
+    assert train_colour(specs, first) != on_live
