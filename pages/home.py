@@ -63,6 +63,13 @@ with race:
     )
 with train:
     st.page_link("pages/1_Train.py", label="Configure a run", icon=":material/rocket_launch:")
+    st.page_link(
+        "pages/6_Recipes.py",
+        label="Reproduce a classic finding",
+        icon=":material/menu_book:",
+        help="Edge of stability, large batches, decoupled weight decay and more: one click "
+        "each, with a verdict from the lab's own measurements.",
+    )
 with optimizers_page:
     st.page_link("pages/5_Optimizers.py", label="Browse the optimizers", icon=":material/function:")
 

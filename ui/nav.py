@@ -18,6 +18,7 @@ PAGES = (
     ("pages/3_Compare.py", "Compare", ":material/compare:"),
     ("pages/4_Sweep.py", "Sweep", ":material/explore:"),
     ("pages/5_Optimizers.py", "Optimizers", ":material/function:"),
+    ("pages/6_Recipes.py", "Recipes", ":material/menu_book:"),
 )
 
 

@@ -15,7 +15,7 @@ its verdict from what they stored, final once they have all ended or partial bef
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -23,21 +23,26 @@ from core.engine.config import RunConfig
 from core.engine.repeats import repeat_configs
 from core.engine.status import RunStatus
 from core.recipes.base import Recipe, RunResult, Verdict
-from core.store import Metrics, Store
+from core.store import Metrics
 
 #: The tag every run of a recipe carries, `recipe:NAME`, so that a page finds them.
 TAG_PREFIX = "recipe:"
 
 
 class RecipeEngine(Protocol):
-    """The engine verbs a recipe uses (an `Engine` or an `EngineClient`)."""
+    """The engine verbs a recipe uses: some of `core.engine.api.Runs`' (an `Engine` or an
+    `EngineClient`)."""
 
-    store: Store
-
-    def start(self, config: RunConfig) -> str: ...
-    def wait(self, run_id: str, timeout: float | None = None) -> RunStatus: ...
+    def start_all(self, configs: Iterable[RunConfig]) -> list[str]: ...
+    def set_tags(self, run_id: str, tags: Iterable[str]) -> None: ...
     def status(self, run_id: str) -> RunStatus: ...
     def metrics(self, run_id: str, since_step: int | None = None) -> Metrics: ...
+
+
+class WaitingEngine(RecipeEngine, Protocol):
+    """An engine `run` can wait on, for each run to end."""
+
+    def wait(self, run_id: str, timeout: float | None = None) -> RunStatus: ...
 
 
 @dataclass(frozen=True)
@@ -74,15 +79,12 @@ def configs(recipe: Recipe, max_steps: int | None = None) -> dict[str, list[RunC
 
 def start(recipe: Recipe, engine: RecipeEngine, *, max_steps: int | None = None) -> Launch:
     """Starts every run of `recipe` on `engine`, tagged `recipe:NAME`, and returns their
-    ids. Every config is validated before the first run starts (`InvalidInput`). An
-    engine that can start runs together (`start_all`: an `EngineClient`) gets them all in
-    one call, so that they start whole or not at all."""
+    ids. They start together, whole or not at all: every config is validated before the
+    first run starts (`InvalidInput`)."""
     planned = configs(recipe, max_steps)
-    flat = [config for arm_configs in planned.values() for config in arm_configs]
-    start_all: Callable[[list[RunConfig]], list[str]] | None = getattr(engine, "start_all", None)
-    ids = start_all(flat) if start_all is not None else [engine.start(c) for c in flat]
+    ids = engine.start_all([config for arm_configs in planned.values() for config in arm_configs])
     for run_id in ids:
-        engine.store.set_tags(run_id, [f"{TAG_PREFIX}{recipe.name}"])
+        engine.set_tags(run_id, [f"{TAG_PREFIX}{recipe.name}"])
     run_ids: dict[str, list[str]] = {}
     taken = iter(ids)
     for key, arm_configs in planned.items():
@@ -109,7 +111,7 @@ def verdict(recipe: Recipe, launch: Launch, engine: RecipeEngine) -> Verdict:
 
 def run(
     recipe: Recipe,
-    engine: RecipeEngine,
+    engine: WaitingEngine,
     *,
     max_steps: int | None = None,
     timeout: float | None = None,

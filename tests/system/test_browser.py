@@ -428,3 +428,40 @@ def test_a_sweep_started_on_the_page_is_watched_to_its_end_without_a_reload(serv
     assert len(trials) == 3 and {r.status for r in trials} == {"completed"}
     screenshot(page, "sweep-watched-to-its-end")
     assert page.locator("[data-testid='stException']").count() == 0
+
+
+def test_run_edge_of_stability_and_see_sharpness_reach_two_over_eta(server, browser):
+    """A new user's path: Home → Recipes → Run it on Edge of stability; within 3 minutes
+    the sharpness chart climbs to its 2/η lines and the verdict fills in."""
+    url, _ = server
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(url)
+    settle(page)
+    page.get_by_role("link", name="Reproduce a classic finding").click()
+    page.wait_for_url(f"{url}/Recipes", timeout=60_000)
+    settle(page)
+    clicked = time.monotonic()
+    page.get_by_role("button", name="Run it").first.click()
+    page.get_by_text("Edge of stability", exact=True).first.wait_for(timeout=60_000)
+    sharpness = (
+        "[...document.querySelectorAll('.js-plotly-plot')]"
+        ".find(p => p.layout && p.layout.uirevision === 'sharpness')"
+    )
+    verdict = page.locator("[data-testid='stAlert']").first
+    wait_for(
+        lambda: any(s in verdict.inner_text() for s in ("Reproduced.", "Not reproduced here.")),
+        180,
+        "the verdict",
+        interval=1.0,
+    )
+    assert time.monotonic() - clicked < 180
+    assert "Reproduced." in verdict.inner_text(), verdict.inner_text()
+    # The chart draws each run's sharpness and its 2/η line, the late sharpness near it.
+    drawn = page.evaluate(
+        f"() => {{ const plot = {sharpness}; if (!plot) return [];"
+        " return plot._fullData.map(t => [t.name, Array.from(t.y || []).slice(-1)[0]]); }"
+    )
+    names = [name for name, _ in drawn]
+    assert sum("2/η" in name for name in names) == 2, names
+    screenshot(page, "recipe-edge-of-stability", height=1400)
+    assert page.locator("[data-testid='stException']").count() == 0

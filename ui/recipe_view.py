@@ -1,0 +1,103 @@
+"""The Recipes page's parts: a card per recipe with **Run it**, and the live view of the
+recipe a session started (its key charts, and the verdict as its runs end)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from core.charts import instrument_figures, live_figures
+from core.engine.api import Runs
+from core.escaping import escape_markdown
+from core.knobs import InvalidInput
+from core.recipes import RECIPES, Launch, Recipe, Verdict, start, verdict
+from core.recipes.base import format_number
+from ui import state, views
+
+LAUNCH = "recipe:launch"  # the recipe this session started last: its `Launch`, as a dict
+# The chart that draws a metric key a recipe names, where the key is not a chart's own.
+CHART_OF = {"val_loss": "loss", "val_accuracy": "accuracy", "clip_active": "grad_norm"}
+
+
+def launched() -> tuple[Recipe, Launch] | None:
+    """The recipe this session started last, and its runs."""
+    saved: dict[str, Any] | None = st.session_state.get(LAUNCH)
+    if saved is None or saved["recipe"] not in RECIPES:
+        return None
+    return RECIPES[saved["recipe"]], Launch.from_dict(saved)
+
+
+def gallery(engine: Runs) -> None:
+    """A card per recipe, two a row."""
+    columns = st.columns(2)
+    for i, recipe in enumerate(RECIPES.values()):
+        with columns[i % 2]:
+            card(engine, recipe)
+
+
+def card(engine: Runs, recipe: Recipe) -> None:
+    """A recipe's paper, claim, measure and runtime, and **Run it**."""
+    with st.container(border=True):
+        st.markdown(
+            f"**{escape_markdown(recipe.title)}** · {escape_markdown(recipe.paper.citation)}"
+        )
+        st.markdown(escape_markdown(recipe.claim))
+        st.caption(
+            f"Measure: {escape_markdown(recipe.measure)} About {recipe.runtime_s:.0f} s on "
+            "2 CPU cores."
+        )
+        if st.button("Run it", key=f"recipe:run:{recipe.name}", icon=":material/play_arrow:"):
+            try:
+                launch = start(recipe, engine)
+            except InvalidInput as exc:  # the engine's refusal: a model that cannot fit
+                st.error(f"Not started: {escape_markdown(str(exc))}", icon=":material/warning:")
+            else:
+                st.session_state[LAUNCH] = launch.to_dict()
+                st.rerun()
+
+
+def live(engine: Runs, recipe: Recipe, launch: Launch) -> None:
+    """The started recipe: its verdict box and key charts, ticking while its runs train."""
+    active = any(engine.status(run_id).active for run_id in launch.all_ids)
+
+    @st.fragment(run_every=state.refresh_interval(active, state.CHART_REFRESH_SECONDS))
+    def ticking() -> None:
+        so_far = verdict(recipe, launch, engine)
+        st.subheader(escape_markdown(recipe.title))
+        verdict_box(recipe, so_far)
+        shown = [views.run_view(engine, engine.status(run_id)) for run_id in launch.all_ids]
+        figures = live_figures(shown) | instrument_figures(shown)
+        keys = dict.fromkeys(CHART_OF.get(key, key) for key in recipe.charts)
+        views.show_in_columns({key: figures[key] for key in keys if key in figures}, live=True)
+        watch, compare = st.columns(2)
+        if watch.button("Watch its runs on Live", icon=":material/monitoring:"):
+            state.open_page("pages/2_Live.py", **{state.WATCH: launch.all_ids})
+        if compare.button("Compare its runs", icon=":material/compare:"):
+            state.open_page("pages/3_Compare.py", **{state.COMPARE: launch.all_ids})
+        if active and so_far.final:
+            st.rerun()  # every run has ended: a full rerun stops the timer
+
+    ticking()
+
+
+def verdict_box(recipe: Recipe, so_far: Verdict) -> None:
+    """The verdict as it stands: reproduced or not, with its numbers; or how many runs
+    have ended."""
+    numbers = " · ".join(f"{name} = {format_number(v)}" for name, v in so_far.numbers.items())
+    body = f"{escape_markdown(so_far.sentence)}\n\n{escape_markdown(numbers)}"
+    if so_far.ended == 0:
+        st.info(
+            f"**Training: none of its {so_far.total} runs has ended yet.** "
+            f"Measure: {escape_markdown(recipe.measure)}",
+            icon=":material/hourglass_top:",
+        )
+    elif so_far.reproduced is None:
+        st.info(
+            f"**So far: {so_far.ended} of {so_far.total} runs ended.** {body}",
+            icon=":material/hourglass_top:",
+        )
+    elif so_far.reproduced:
+        st.success(f"**Reproduced.** {body}", icon=":material/check_circle:")
+    else:
+        st.error(f"**Not reproduced here.** {body}", icon=":material/cancel:")
