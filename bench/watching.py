@@ -43,7 +43,7 @@ def race(
     switches to; returns the click's time and the three runs."""
     page.goto(url)
     page.get_by_role("button", name="Start the demo race").wait_for(timeout=60_000)
-    page.get_by_role("button", name=length, exact=True).click()
+    page.get_by_role("radio", name=length, exact=True).click()  # a segmented control
     page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']")
     clicked = time.time()
     page.get_by_role("button", name="Start the demo race").click()

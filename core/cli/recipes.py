@@ -27,7 +27,7 @@ def add_recipe(commands: Subparsers, common: Common) -> None:
     )
     actions = command.add_subparsers(title="actions", metavar="ACTION", required=True)
     listing = actions.add_parser("list", help="Every recipe: its paper, claim and measure.")
-    listing.set_defaults(command="recipe list", handler=list_recipes)
+    listing.set_defaults(command="recipe", handler=list_recipes)
     running = actions.add_parser(
         "run",
         parents=[common.store, common.cluster],
@@ -44,7 +44,7 @@ def add_recipe(commands: Subparsers, common: Common) -> None:
         metavar="N",
         help="Cut every run at N steps: a quick look, whose verdict may differ.",
     )
-    running.set_defaults(command="recipe run", handler=run_recipe)
+    running.set_defaults(command="recipe", handler=run_recipe)
 
 
 def list_recipes(args: argparse.Namespace) -> int:

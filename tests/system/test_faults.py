@@ -203,7 +203,7 @@ def start_demo_race(url: str) -> None:
         page = browser.new_page()
         page.goto(url)
         settle(page)
-        page.get_by_role("button", name="short", exact=True).click()
+        page.get_by_role("radio", name="short", exact=True).click()  # a segmented control
         settle(page)
         page.get_by_role("button", name="Start the demo race").click()
         page.wait_for_url(f"{url}/Live**", timeout=60_000)
