@@ -7,11 +7,11 @@ from typing import Any
 
 import streamlit as st
 
-from core.charts import instrument_figures, live_figures
+from core.charts import heatmap_figure, instrument_figures, live_figures
 from core.engine.api import Runs
 from core.escaping import escape_markdown
 from core.knobs import InvalidInput
-from core.recipes import RECIPES, Launch, Recipe, Verdict, start, verdict
+from core.recipes import RECIPES, Launch, Recipe, Verdict, results, start
 from core.recipes.base import format_number
 from ui import state, views
 
@@ -63,9 +63,23 @@ def live(engine: Runs, recipe: Recipe, launch: Launch) -> None:
 
     @st.fragment(run_every=state.refresh_interval(active, state.CHART_REFRESH_SECONDS))
     def ticking() -> None:
-        so_far = verdict(recipe, launch, engine)
+        ended = results(launch, engine)
+        so_far = recipe.verdict(ended)
         st.subheader(escape_markdown(recipe.title))
         verdict_box(recipe, so_far)
+        tables = {
+            f"recipe/{i}": heatmap_figure(
+                f"recipe/{i}",
+                title,
+                table.values,
+                table.rows,
+                table.columns,
+                axes=(table.row_name, table.column_name, table.value_name),
+            )
+            for i, (title, table) in enumerate(recipe.tables(ended).items())
+        }
+        if tables:
+            views.show_in_columns(tables, live=True)
         shown = [views.run_view(engine, engine.status(run_id)) for run_id in launch.all_ids]
         figures = live_figures(shown) | instrument_figures(shown)
         keys = dict.fromkeys(CHART_OF.get(key, key) for key in recipe.charts)

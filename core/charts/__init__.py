@@ -25,7 +25,7 @@ instrument declares), `analysis` (range test, landscape, groups) and `hyperparam
 (parallel coordinates).
 """
 
-from core.charts.analysis import group_figure, landscape_figures, range_test_figure
+from core.charts.analysis import group_figure, heatmap_figure, landscape_figures, range_test_figure
 from core.charts.drawing import Chart
 from core.charts.hyperparameters import hyperparameter_figure
 from core.charts.instruments import (
@@ -82,6 +82,7 @@ __all__ = [
     "Scale",
     "Traces",
     "group_figure",
+    "heatmap_figure",
     "hyperparameter_figure",
     "instrument_charts",
     "instrument_figures",

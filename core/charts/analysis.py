@@ -117,6 +117,43 @@ def group_figure(groups: Mapping[str, Sequence[Metrics]], key: str) -> go.Figure
     return figure(f"groups/{key}", title, traces, yaxis=yaxis)
 
 
+def heatmap_figure(
+    key: str,
+    title: str,
+    values: np.ndarray,
+    rows: Sequence[float],
+    columns: Sequence[float],
+    *,
+    axes: tuple[str, str, str],
+) -> go.Figure:
+    """`values[i, j]` at `rows[i]` (y) and `columns[j]` (x), as a heatmap whose cells say
+    their value, lowest darkest; `axes` names y, x and the values. NaN cells (not yet
+    known) are left blank."""
+    row_name, column_name, value_name = axes
+    labels = [f"{v:g}" for v in columns], [f"{v:g}" for v in rows]
+    finite = np.where(np.isfinite(values), values, np.nan)
+    trace = {
+        "type": "heatmap",
+        "x": labels[0],
+        "y": labels[1],
+        "z": finite,
+        "colorscale": "Viridis",
+        "reversescale": True,
+        "texttemplate": "%{z:.3~g}",
+        "colorbar": {"title": {"text": value_name, "side": "right"}},
+        "hovertemplate": f"{row_name} %{{y}}, {column_name} %{{x}}: {value_name} %{{z:"
+        + HOVER_FORMAT
+        + "}<extra></extra>",
+    }
+    return figure(
+        key,
+        title,
+        [trace],
+        xaxis={"title": {"text": column_name}, "type": "category"},
+        yaxis={"title": {"text": row_name}, "type": "category"},
+    )
+
+
 def landscape_figures(landscape: Landscape) -> dict[str, go.Figure]:
     """A checkpoint's loss landscape (`core.engine.landscape`): the two 1-D slices, and
     the surface over the plane of two random directions as a contour, with the run's

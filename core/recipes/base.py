@@ -27,6 +27,19 @@ from core.store import Metrics
 
 
 @dataclass(frozen=True)
+class Table:
+    """A grid of results a recipe shows as a heatmap: `values[i, j]` at `rows[i]` and
+    `columns[j]` (NaN: not ended yet), named for its axes and what it holds."""
+
+    values: np.ndarray
+    rows: Sequence[float]
+    columns: Sequence[float]
+    row_name: str
+    column_name: str
+    value_name: str
+
+
+@dataclass(frozen=True)
 class Paper:
     """Where a finding was published."""
 
@@ -146,6 +159,10 @@ class Recipe:
     def reference_lines(self) -> dict[str, list[tuple[str, float]]]:
         """Horizontal lines to draw on its charts, by metric key: (label, value), e.g.
         sharpness's 2/η (none by default)."""
+        return {}
+
+    def tables(self, results: Results) -> dict[str, Table]:
+        """Grids of its results to show as heatmaps, by title (none by default)."""
         return {}
 
     def judge(self, results: Results) -> Judgement:

@@ -21,7 +21,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from core.recipes.base import Arm, Judgement, Paper, Recipe, Results, digits_mlp
+from core.recipes.base import Arm, Judgement, Paper, Recipe, Results, Table, digits_mlp
 from core.recipes.measures import comparable
 
 RATES = (1e-3, 3e-3, 1e-2)
@@ -76,6 +76,15 @@ class DecoupledWeightDecay(Recipe):
                 if runs:
                     table[i, j] = comparable(runs, "val_loss")[0]
         return table
+
+    def tables(self, results: Results) -> dict[str, Table]:
+        """The two heatmaps: each method's final val_loss over the grid."""
+        return {
+            f"{method}: final val_loss": Table(
+                self.heatmap(results, method), RATES, DECAYS, "learning rate η", "λ", "val_loss"
+            )
+            for method in METHODS
+        }
 
     def judge(self, results: Results) -> Judgement:
         numbers: dict[str, float] = {}

@@ -17,6 +17,7 @@ import pytest
 from core import optimizers
 from core.data import files
 from core.engine import RunConfig
+from core.escaping import escape_markdown
 from core.knobs import InvalidInput
 from core.store.metrics import Block
 from tests.apptest import ROOT, SHORT, fill_sweep_form, finished_run, live_specs, page
@@ -437,3 +438,18 @@ def test_a_run_keeps_its_colour_from_live_to_compare(lab) -> None:
     specs = [chart.proto.spec for chart in at.get("plotly_chart")]
     assert train_colour(specs, second) == on_live
     assert train_colour(specs, first) != on_live
+
+
+def test_the_recipes_page_starts_a_recipe_and_shows_its_verdict_box(lab) -> None:
+    at = page("pages/6_Recipes.py").run()
+    assert not at.exception
+    cards = [b for b in at.button if b.label == "Run it"]
+    assert len(cards) == 7
+    at.button(key="recipe:run:projection").click().run()  # three radii, and one run without
+    assert not at.exception, [e.value for e in at.exception]
+    runs = lab.list()
+    assert len(runs) == 4 and all(r.tags == ("recipe:projection",) for r in runs)
+    assert at.subheader[0].value == escape_markdown("The seeds' projection")
+    assert "runs has ended yet" in at.info[0].value or "So far" in at.info[0].value
+    for run in runs:
+        lab.stop(run.id)

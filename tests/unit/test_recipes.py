@@ -13,6 +13,7 @@ from itertools import count
 import numpy as np
 import pytest
 
+from core.charts import heatmap_figure
 from core.engine.config import RunConfig
 from core.recipes import (
     RECIPES,
@@ -141,6 +142,21 @@ def test_decoupled_weight_decay(store, moving, expected) -> None:
     assert verdict.numbers[f"spread (decades), {moving}"] == pytest.approx(2.0)
     table = recipe.heatmap({}, "AdamW")
     assert table.shape == (len(rates), len(decays)) and np.isnan(table).all()
+    # The page's two heatmaps: each method's grid, drawn cell for cell.
+    results = {
+        arm.key: [stored(store, rows(arm.key, k)) for k in range(arm.repeats)]
+        for arm in recipe.arms()
+    }
+    tables = recipe.tables(results)
+    assert list(tables) == ["Adam + L2: final val_loss", "AdamW: final val_loss"]
+    grid = tables[f"{moving}: final val_loss"]
+    assert grid.values[0, 0] == pytest.approx(0.3) and grid.values[2, 0] == pytest.approx(0.5)
+    heat = heatmap_figure("h", "t", grid.values, grid.rows, grid.columns, axes=("η", "λ", "v"))
+    (trace,) = heat.data
+    assert list(trace.y) == [f"{r:g}" for r in rates] and list(trace.x) == [
+        f"{d:g}" for d in decays
+    ]
+    np.testing.assert_allclose(np.asarray(trace.z, float), grid.values)
 
 
 def range_test_rows(suggested: float) -> Rows:
