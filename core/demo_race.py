@@ -8,9 +8,11 @@ three optimizers side by side, each set so that a headline chart has something t
     projected_gd   on a ball of radius 12 (LeNet starts at a norm of about 17.6): the
                    parameter-norm chart shows each step projected back onto the radius
 
-A race's length is set in epochs, the same on every machine; `LENGTHS` says how long each
-took on the lab's 2-core machine with the three runs training at once (bench/results.md,
-the demo race's figure), so a teacher picks a length for the time a class has.
+A race's length is set in epochs, the same on every machine, and named for how long it
+trains on the lab's 2-core machine, three runs at once, watched in Chromium: there a race
+of 9 epochs ended in 16-17 s, of 33 in 32-35 s and of 65 in 67-71 s (`bench.watching.race`
+on 2026-12-04), about 1 s an epoch after a start of a few seconds. A teacher picks the
+length for the time a class has.
 """
 
 from __future__ import annotations
@@ -37,9 +39,9 @@ class RaceLength:
 
 
 LENGTHS = (
-    RaceLength("short", 3, 0.3),
-    RaceLength("1 minute", 9, 1.0),
-    RaceLength("3 minutes", 27, 3.0),
+    RaceLength("short", 3, 0.1),
+    RaceLength("1 minute", 57, 1.0),
+    RaceLength("3 minutes", 175, 3.0),
 )
 DEFAULT_LENGTH = "1 minute"
 

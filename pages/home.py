@@ -35,7 +35,7 @@ with race:
         + "; ".join(f"{name} ({SHOWS[name]})" for name in RUNNERS)
         + ".",
     ):
-        length = st.session_state.get(RACE_LENGTH, DEFAULT_LENGTH)
+        length = st.session_state.get(RACE_LENGTH) or DEFAULT_LENGTH  # a click unpicks
         repeats = int(st.session_state.get(RACE_REPEATS, 1))
         try:
             race_ids = engine.start_all(race_configs(length, repeats))
