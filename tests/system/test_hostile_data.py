@@ -64,7 +64,11 @@ def wide_npz(path: Path, features: int) -> Path:
 def run_measured(argv: list[str], *, guard: float, timeout: float = 300.0) -> tuple[int, int, str]:
     """Runs `python -m core ARGV`; returns its exit status, its peak resident memory in
     bytes, and its stderr. A guard kills it once its memory passes `guard` bytes, or
-    `timeout` seconds pass (its status is then -9): before this fix it grew past 20 GB."""
+    `timeout` seconds pass (its status is then -9): before this fix it grew past 20 GB.
+
+    The peak is the kernel's high-water mark of the child's own memory (`VmHWM`), read
+    every 20 ms: the rusage `wait4` gives counts a forked child's copy of this process
+    (a test worker of a gigabyte or more) before it executes Python anew."""
     with tempfile.TemporaryFile() as stderr:
         child = subprocess.Popen(
             [sys.executable, "-m", "core", *argv],
@@ -74,23 +78,30 @@ def run_measured(argv: list[str], *, guard: float, timeout: float = 300.0) -> tu
             stderr=stderr,
             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
         )
-        done = threading.Event()
-        threading.Thread(target=_guard, args=(child, guard, timeout, done), daemon=True).start()
-        _, status, usage = os.wait4(child.pid, 0)  # its own peak, not this process's children's
-        child.returncode = os.waitstatus_to_exitcode(status)
+        done, peaks = threading.Event(), [0]
+        threading.Thread(
+            target=_guard, args=(child, guard, timeout, done, peaks), daemon=True
+        ).start()
+        child.wait()
         done.set()
         stderr.seek(0)
-        return child.returncode, usage.ru_maxrss * 1024, stderr.read().decode()
+        return child.returncode, max(peaks), stderr.read().decode()
 
 
-def _guard(child: subprocess.Popen, limit: float, timeout: float, done: threading.Event) -> None:
+def _guard(
+    child: subprocess.Popen, limit: float, timeout: float, done: threading.Event, peaks: list[int]
+) -> None:
+    """Samples the child's high-water mark into `peaks`; kills it past `limit` bytes or
+    `timeout` seconds."""
     deadline = time.monotonic() + timeout
+    status = Path(f"/proc/{child.pid}/status")
     while not done.wait(0.02):
         try:
-            rss = psutil.Process(child.pid).memory_info().rss
-        except psutil.Error:
+            high = int(re.search(r"^VmHWM:\s+(\d+) kB", status.read_text(), re.M)[1]) * 1024
+        except (OSError, TypeError):  # ended (or a zombie, which has no memory left)
             return
-        if rss > limit or time.monotonic() > deadline:
+        peaks.append(high)
+        if high > limit or time.monotonic() > deadline:
             child.kill()
             return
 
