@@ -13,6 +13,7 @@ from core.escaping import escape_markdown
 from core.knobs import InvalidInput
 from core.recipes import RECIPES, Launch, Recipe, Verdict, results, start
 from core.recipes.base import format_number
+from core.store import UnknownRunError
 from ui import state, views
 
 LAUNCH = "recipe:launch"  # the recipe this session started last: its `Launch`, as a dict
@@ -58,8 +59,13 @@ def card(engine: Runs, recipe: Recipe) -> None:
 
 
 def live(engine: Runs, recipe: Recipe, launch: Launch) -> None:
-    """The started recipe: its verdict box and key charts, ticking while its runs train."""
-    active = any(engine.status(run_id).active for run_id in launch.all_ids)
+    """The started recipe: its verdict box and key charts, ticking while its runs train;
+    nothing once one of its runs has been deleted (the session forgets it)."""
+    try:
+        active = any(engine.status(run_id).active for run_id in launch.all_ids)
+    except UnknownRunError:
+        del st.session_state[LAUNCH]
+        return
 
     @st.fragment(run_every=state.refresh_interval(active, state.CHART_REFRESH_SECONDS))
     def ticking() -> None:

@@ -453,3 +453,8 @@ def test_the_recipes_page_starts_a_recipe_and_shows_its_verdict_box(lab) -> None
     assert "runs has ended yet" in at.info[0].value or "So far" in at.info[0].value
     for run in runs:
         lab.stop(run.id)
+    for run in runs:
+        lab.wait(run.id, 60)
+        lab.delete(run.id)
+    at.run()  # its runs deleted: the gallery alone, no error
+    assert not at.exception and not at.subheader
