@@ -19,7 +19,7 @@ from core.engine.checkpoints import RunCheckpoints
 from core.engine.client import EngineClient
 from core.engine.reading import saved_checkpoints
 from core.export import write_csv, write_tensorboard
-from core.store import RunRecord
+from core.store import RunRecord, Store
 from core.store.paths import run_folder
 
 T = TypeVar("T")
@@ -181,9 +181,7 @@ def export(args: argparse.Namespace) -> int:
     if args.csv is None and args.tensorboard is None and args.model is None:
         raise UsageError("export: give --csv PATH, --tensorboard DIR or --model PATH.keras")
     with open_store(args.store, must_exist=True) as store:
-        record = store.get_run(args.run_id)
-        if record is None:
-            raise UsageError(f"run_id: no run {args.run_id!r} in {store.name}")
+        record = stored_run(store, args.run_id)
         metrics = store.read_metrics(record.id)
         events = store.events(record.id)
     tensorboard = None
@@ -237,9 +235,7 @@ def landscape(args: argparse.Namespace) -> int:
     from core.engine.landscape import kept_landscape, landscape_path  # imports TensorFlow
 
     with open_store(args.store, must_exist=True) as store:
-        record = store.get_run(args.run_id)
-        if record is None:
-            raise UsageError(f"run_id: no run {args.run_id!r} in {store.name}")
+        record = stored_run(store, args.run_id)
         step = args.step
         if step is None:
             last = RunCheckpoints(store.checkpoint_folder(record.id)).last()
@@ -257,6 +253,14 @@ def landscape(args: argparse.Namespace) -> int:
         print(f"{what}: from {losses.min():.6g} to {losses.max():.6g}")
     print(f"kept at {path}")
     return EXIT_OK
+
+
+def stored_run(store: Store, run_id: str) -> RunRecord:
+    """The run `run_id` of `store`; `UsageError` naming `run_id` when it has none."""
+    record = store.get_run(run_id)
+    if record is None:
+        raise UsageError(f"run_id: no run {run_id!r} in {store.name}")
+    return record
 
 
 def _writing(field: str, write: Callable[[], T]) -> T:
