@@ -23,7 +23,7 @@ $(DEV): $(RUNTIME) requirements-dev.txt
 	touch $@
 
 run: $(RUNTIME)
-	$(BIN)/streamlit run app.py --server.address 127.0.0.1
+	$(BIN)/python -m ui.serve run app.py --server.address 127.0.0.1
 
 # Two passes: most tests two at a time (pytest-xdist, each file on one worker, handed out
 # in the order tests/conftest.py sorts them: the longest first), then the tests that time

@@ -11,14 +11,19 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import nav, state
+from ui import nav, presentation, state
 
 # A file, sent inline: a Material icon as the page icon is fetched from fonts.gstatic.com,
 # which a lab without internet cannot reach (the sidebar's icons come with Streamlit).
 FAVICON = Path(__file__).parent / "ui" / "favicon.svg"
 
 page, title = nav.open_page()  # the sidebar draws the links itself
-st.set_page_config(page_title=title, page_icon=FAVICON, layout="wide")
+st.set_page_config(
+    page_title=title,
+    page_icon=FAVICON,
+    layout="wide",
+    initial_sidebar_state=presentation.sidebar_state(),
+)
 nav.sidebar()
 state.engine()
 page.run()

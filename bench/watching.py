@@ -32,6 +32,7 @@ WINDOW_SECONDS = 8.0
 SETTLE_SECONDS = 8.0
 #: How long a demo race may take before it counts as stuck.
 RACE_PATIENCE = 180.0
+ENGINE_LOG = "engine.log"  # beside the store
 RUN = {"model": "lenet", "dataset": "mnist-5k", "epochs": 10_000, "name": "watched"}
 
 
@@ -53,7 +54,14 @@ def race(
         if time.monotonic() > deadline:
             raise TimeoutError(f"the race did not end within {RACE_PATIENCE:.0f} s")
         time.sleep(0.2)
-    return clicked, client.list()[:3]
+    runs = client.list()[:3]
+    if any(run.status != "completed" for run in runs):
+        # Say why: a run's error, or the engine's log if the engine itself went away.
+        log = Path(str(client.store.location)).with_name(ENGINE_LOG)
+        tail = log.read_text(errors="replace")[-4000:] if log.exists() else "(no log)"
+        ended = [(run.status, run.step, run.error) for run in runs]
+        raise RuntimeError(f"the race's runs ended {ended}; the engine's log ends:\n{tail}")
+    return clicked, runs
 
 
 @contextlib.contextmanager
@@ -68,7 +76,7 @@ def lab_with_a_browser() -> Iterator[tuple[EngineClient, str, Any, dict[str, set
         raise NotMeasured("no Chromium at /usr/bin/chromium (apt-get install chromium)")
     with tempfile.TemporaryDirectory() as folder:
         store = Path(folder) / "lab.sqlite"
-        engine = app_server.start_engine(store, Path(folder) / "engine.log")
+        engine = app_server.start_engine(store, Path(folder) / ENGINE_LOG)
         app, port = app_server.start(store, Path(folder) / "streamlit.log")
         client = EngineClient(Store(store))
         try:

@@ -10,20 +10,24 @@ from core.charts import INSTRUMENT_HELP, instrument_figures, layer_figures, trai
 from core.engine import RunStatus
 from core.engine.api import Runs
 from core.engine.repeats import groups
-from ui import live_panel, state, views
+from ui import live_panel, presentation, state, views
 
-st.title(":material/monitoring: Live")
-
+presenting, per_row = presentation.toggle()
+if not presenting:  # a projector's first screen is for the charts
+    st.title(":material/monitoring: Live")
 SELECTION = "live_runs"
 FIRST_POINT_WAIT = 30.0  # seconds a new run's charts are looked at every second
 engine = state.engine()
 
-runs, selected = views.pick_runs(
-    engine,
-    SELECTION,
-    state.WATCH,
-    default=lambda runs: [r.id for r in runs if r.active][:4] or [r.id for r in runs[:1]],
-)
+# In the presentation view the run picker goes under the charts (drawn first, shown last).
+above, below = st.container(), st.container()
+with below if presenting else above:
+    runs, selected = views.pick_runs(
+        engine,
+        SELECTION,
+        state.WATCH,
+        default=lambda runs: [r.id for r in runs if r.active][:4] or [r.id for r in runs[:1]],
+    )
 if not selected:
     st.info(
         "Nothing to watch yet: start a run on **Train**, or the demo race on **Home**.",
@@ -59,15 +63,25 @@ waiting = {i for i in selected if runs[i].active and runs[i].step == 0 and recen
     )
 )
 def charts(
-    engine: Runs, listed: dict[str, RunStatus], run_ids: list[str], waiting: set[str]
+    engine: Runs,
+    listed: dict[str, RunStatus],
+    run_ids: list[str],
+    waiting: set[str],
+    per_row: int | None,
 ) -> None:
     """One group of charts, redrawn less often than the panels: each redraw costs every
-    open tab's browser more than the page server, on the cores the runs train on."""
+    open tab's browser more than the page server, on the cores the runs train on.
+    `per_row` charts a row in projector type (the presentation view), or None."""
     watched = groups(listed[run_id] for run_id in run_ids).values()
     names = [*VIEWS, GROUPS] if any(len(members) > 1 for members in watched) else list(VIEWS)
-    view = st.segmented_control("Charts", names, default="Training", key="live_charts")
+    if per_row:  # one row: the projector's first screen is for the charts
+        pick, zoom = st.columns([4, 1], vertical_alignment="bottom")
+    else:
+        pick, zoom = st.container(), st.container()
+    view = pick.segmented_control("Charts", names, default="Training", key="live_charts")
     view = view or "Training"  # a click on the chosen one deselects it
-    start, end = views.step_range("live")
+    with zoom:
+        start, end = views.step_range("live")
     shown = [views.run_view(engine, engine.status(run_id), start, end) for run_id in run_ids]
     if view == "Instruments":
         st.caption(
@@ -80,13 +94,20 @@ def charts(
         if view == GROUPS
         else VIEWS[view](shown)
     )
-    views.show_in_columns(figures, captions=INSTRUMENT_HELP, live=True)
+    if per_row:
+        figures = {key: presentation.for_projector(f, per_row) for key, f in figures.items()}
+    views.show_in_columns(figures, captions=INSTRUMENT_HELP, live=True, per_row=per_row or 2)
     if waiting and all(
         len(run.metrics) or not recent(listed[run.run_id]) for run in shown if run.run_id in waiting
     ):
         st.rerun()  # their first points are drawn (or late): back to the slower redraws
 
 
-for run_id in selected:
-    live_panel.run_panel(engine, runs[run_id], runs)
-charts(engine, runs, selected, waiting)
+if presenting:
+    with above:
+        charts(engine, runs, selected, waiting, per_row)
+        presentation.cards(engine, runs, selected)
+else:
+    for run_id in selected:
+        live_panel.run_panel(engine, runs[run_id], runs)
+    charts(engine, runs, selected, waiting, None)

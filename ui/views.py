@@ -112,13 +112,18 @@ def family(runs: Mapping[str, RunStatus], run_id: str) -> list[str]:
 
 
 def show_in_columns(
-    figures: dict[str, go.Figure], captions: dict[str, str] | None = None, *, live: bool = False
+    figures: dict[str, go.Figure],
+    captions: dict[str, str] | None = None,
+    *,
+    live: bool = False,
+    per_row: int = 2,
 ) -> None:
-    """Charts two by two, each keyed (so zoom survives refreshes), with its caption;
+    """Charts `per_row` a row, each keyed (so zoom survives refreshes), with its caption;
     `live` ones redraw in place (see `ui.live_chart`)."""
-    left, right = st.columns(2)
     for i, (key, figure) in enumerate(figures.items()):
-        with left if i % 2 == 0 else right:
+        if i % per_row == 0:  # a row of its own: charts side by side stay level
+            columns = st.columns(per_row)
+        with columns[i % per_row]:
             if live:
                 live_chart(figure, key=f"chart:{key}")
             else:

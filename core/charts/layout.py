@@ -13,14 +13,18 @@ from core.charts.marks import Mark, mark_layers
 from core.charts.style import STEP_HOVER_FORMAT
 from core.charts.traces import Trace
 
-# A horizontal legend under the plot: a chart keeps its whole width for the lines.
+# A horizontal legend under the plot: a chart keeps its whole width for the lines. It sits
+# at the figure's foot (placed in the container), and the plot shrinks to make room for
+# it: placed below the plot instead, by a fraction of the plot's height, it overlapped
+# the axis title "step" whenever the plot was short or the legend's type large.
 LEGEND = {
     "orientation": "h",
     "x": 0,
     "xanchor": "left",
-    "y": -0.3,  # below the axis title "step"
-    "yanchor": "top",
-    "font": {"size": 10},
+    "y": 0,
+    "yref": "container",
+    "yanchor": "bottom",
+    "font": {"size": 11},
 }
 
 NO_DATA = {

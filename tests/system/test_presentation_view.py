@@ -1,0 +1,161 @@
+"""Live's presentation view in Chromium at a projector's 1024×768 (issue 39, item 4), on a
+server of its own whose first visitor opens the view's address straight away (a bookmark):
+the charts in the first screen, two a row, in large type, no legend over an axis title
+and no title over the plot,
+the run cards a line each; then three a row, and the switch that writes the address.
+Screenshots go to `test-artifacts/presentation-*.png`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from core.engine.client import EngineClient
+from core.store import Store
+from tests import app_server
+from tests.browser import ARTIFACTS, NEEDS_CHROMIUM, repainted, settle, wait_for_drawn_charts
+
+pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
+
+PROJECTOR = {"width": 1024, "height": 768}
+RUNS = (
+    {"optimizer": "adamw", "name": "adamw on digits"},
+    {"optimizer": "sgd", "name": "sgd with a clip", "hyperparameters": {"clip_norm": 0.5}},
+)
+# Each chart's boxes (left, top, right, bottom, in px), and the computed size of its ticks.
+BOXES = """() => [...document.querySelectorAll('.js-plotly-plot')].map(p => {
+    const box = selector => {
+        const found = p.querySelector(selector);
+        if (!found) return null;
+        const r = found.getBoundingClientRect();
+        return [r.left, r.top, r.right, r.bottom];
+    };
+    const tick = p.querySelector('.xtick text');
+    return {
+        key: p.layout.uirevision, chart: box('.main-svg'), plot: box('.nsewdrag'),
+        legend: box('.legend'),
+        xtitle: box('.xtitle'), ytitle: box('.ytitle'), title: box('.gtitle'),
+        tick: tick ? parseFloat(getComputedStyle(tick).fontSize) : null,
+    };
+})"""
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory) -> Iterator[tuple[str, list[str]]]:
+    """A fresh server no page has been asked of yet, its engine, and two short runs."""
+    folder = tmp_path_factory.mktemp("presentation")
+    store = folder / "lab.sqlite"
+    engine = app_server.start_engine(store, folder / "engine.log")
+    app, port = app_server.start(store, folder / "streamlit.log")
+    client = EngineClient(Store(store))
+    try:
+        base = {"model": "mlp", "dataset": "digits", "epochs": 2}
+        ids = [client.start({**base, **run}) for run in RUNS]
+        for run_id in ids:
+            assert client.wait(run_id, 120).status == "completed"
+        yield f"http://127.0.0.1:{port}", ids
+    finally:
+        client.close()
+        app_server.stop(app)
+        app_server.end(engine)
+
+
+def measured(page: Any) -> list[dict[str, Any]]:
+    """The charts' boxes, once every chart on the page is laid out (a redraw replaces
+    them one by one)."""
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.js-plotly-plot .main-svg')]"
+        ".every(svg => svg.getBoundingClientRect().width > 0)",
+        timeout=60_000,
+    )
+    return page.evaluate(BOXES)
+
+
+def overlap(a: list[float] | None, b: list[float] | None) -> bool:
+    """Whether two boxes share any area (touching edges do not)."""
+    if a is None or b is None:
+        return False
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def shot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    repainted(page)
+    page.screenshot(path=str(ARTIFACTS / f"presentation-{name}.png"))
+
+
+def assert_legible(charts: list[dict[str, Any]], per_row: int) -> None:
+    """The charts fill rows of `per_row` across the page, with projector type and no
+    legend over an axis title or the title."""
+    top = min(chart["chart"][1] for chart in charts)
+    assert len([chart for chart in charts if abs(chart["chart"][1] - top) < 2]) == per_row
+    for chart in charts:
+        left, _, right, _ = chart["chart"]
+        assert right - left >= (880 / per_row) * 0.85, chart  # the page's width, shared
+        assert chart["tick"] is None or chart["tick"] >= 14, chart
+        for part in ("xtitle", "ytitle", "title"):
+            assert not overlap(chart["legend"], chart[part]), (chart["key"], part, chart)
+        # A long title wraps, whole, between the chart's top and the plot.
+        assert chart["chart"][1] <= chart["title"][1] < chart["title"][3] <= chart["plot"][1], chart
+
+
+def test_the_presentation_view_fits_a_projector(lab, browser) -> None:
+    url, ids = lab
+    page = browser.new_page(viewport=PROJECTOR)
+    # The first address this server is asked for: the view's, as a bookmark opens it.
+    page.goto(f"{url}/Live?runs={','.join(ids)}&view=presentation")
+    wait_for_drawn_charts(page, 5, what="the presentation view")
+    settle(page)
+    assert page.title() == "Live · Optimizer Lab"  # framed by app.py from the first visit
+    sidebar = page.evaluate(
+        "() => document.querySelector(\"[data-testid='stSidebar']\").getBoundingClientRect()"
+    )
+    assert sidebar["right"] <= 1, sidebar  # folded away, off the page
+    charts = measured(page)
+    first = min(charts, key=lambda chart: chart["chart"][1])
+    assert first["chart"][3] <= PROJECTOR["height"], first  # the first screen shows it whole
+    assert_legible(charts, per_row=2)
+    # The run cards, a line each, come after the charts; no knob panel, no buttons.
+    card = page.get_by_text("sgd with a clip", exact=True).first
+    assert card.bounding_box()["y"] > first["chart"][3]
+    assert page.get_by_text("Change knobs while it trains").count() == 0
+    assert page.get_by_role("button", name="Fork").count() == 0
+    shot(page, "two-a-row")
+
+    page.get_by_role("radio", name="3", exact=True).click()
+    page.wait_for_function(
+        "() => { const c = [...document.querySelectorAll('.js-plotly-plot')];"
+        " return c.length === 5 && c[2].getBoundingClientRect().top"
+        " === c[0].getBoundingClientRect().top; }",
+        timeout=60_000,
+    )
+    settle(page)
+    assert_legible(measured(page), per_row=3)
+    shot(page, "three-a-row")
+
+    page.get_by_text("Per layer", exact=True).click()
+    wait_for_drawn_charts(page, 6, what="per layer, presented")  # 3 a run
+    assert_legible(measured(page), per_row=3)
+    shot(page, "per-layer")
+    page.close()
+
+
+def test_the_switch_keeps_the_view_in_the_address(lab, browser) -> None:
+    url, ids = lab
+    page = browser.new_page(viewport=PROJECTOR)
+    page.goto(f"{url}/Live?runs={ids[0]}")
+    wait_for_drawn_charts(page, 5, what="Live")
+    assert page.get_by_role("button", name="Fork").count() == 1  # the full card
+    page.get_by_text("Presentation view", exact=True).click()
+    page.wait_for_url("**view=presentation**", timeout=60_000)
+    page.wait_for_function("() => !document.body.innerText.includes('Fork')", timeout=60_000)
+    page.reload()
+    wait_for_drawn_charts(page, 5, what="the presentation view, reloaded")
+    assert page.get_by_role("switch", name="Presentation view").is_checked()
+    page.get_by_text("Presentation view", exact=True).click()
+    page.wait_for_function("() => !location.search.includes('view=')", timeout=60_000)
+    page.get_by_role("button", name="Fork").wait_for(timeout=60_000)
+    page.close()

@@ -1,0 +1,119 @@
+"""Live's presentation view, for a projector: the charts first, in type that the back of
+a room reads at 1024×768, two or three a row, with the run cards shrunk to a line each.
+
+The view is kept in the address (`?view=presentation`), so a presenter opens it (or
+reloads it) straight into the view, with the sidebar folded away.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping
+from typing import Final
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from core.engine import RunStatus
+from core.engine.api import Runs
+from core.escaping import escape_markdown
+from ui import state, texts
+
+PARAM: Final = "view"
+PRESENTATION: Final = "presentation"
+PER_ROW: Final = "presentation_per_row"  # charts a row, for the session
+# Sizes in px that a projected 1024×768 page shows legibly from ten metres (the page's
+# own are 12-14 px: a chart title, ticks and legend then read as smudges).
+TITLE_SIZE: Final = 18
+TITLE_LINE: Final = 24  # px a line of title takes
+TITLE_TOP: Final = 10  # px above a chart's title
+# Characters of title a line holds, by charts a row, on a 1024 px page without sidebar.
+TITLE_CHARACTERS: Final = {2: 48, 3: 32}
+TICK_SIZE: Final = 15
+AXIS_TITLE_SIZE: Final = 17
+LEGEND_SIZE: Final = 15
+HEIGHT: Final = 360
+
+
+def on() -> bool:
+    """Whether the page is in the presentation view (as its address says)."""
+    return st.query_params.get(PARAM) == PRESENTATION
+
+
+def sidebar_state() -> str:
+    """The sidebar as a page opens: folded in the presentation view, where the charts
+    want the whole width of a projector's 1024 px."""
+    return "collapsed" if on() else "auto"
+
+
+def _follow_toggle() -> None:
+    if st.session_state[PARAM]:
+        st.query_params[PARAM] = PRESENTATION
+    else:
+        del st.query_params[PARAM]
+
+
+def toggle() -> tuple[bool, int]:
+    """The view's switch (written to the address) and, in the view, how many charts a
+    row; returns both."""
+    left, right = st.columns([3, 2], vertical_alignment="center")
+    presenting = left.toggle(
+        "Presentation view",
+        value=on(),
+        key=PARAM,
+        on_change=_follow_toggle,
+        help="For a projector: the charts first and large, each run's card a line. "
+        "The address keeps it: share or bookmark it.",
+    )
+    if not presenting:
+        return False, 2
+    per_row = right.segmented_control(
+        "Charts a row", [2, 3], default=st.session_state.get(PER_ROW, 2), key="per_row_pick"
+    )
+    st.session_state[PER_ROW] = per_row or st.session_state.get(PER_ROW, 2)
+    return True, st.session_state[PER_ROW]
+
+
+def for_projector(figure: go.Figure, per_row: int) -> go.Figure:
+    """`figure` in projector type, for a row of `per_row`: larger fonts and chart, every
+    axis included, the title wrapped to the chart's width (Plotly clips a long one)."""
+    lines = textwrap.wrap(figure.layout.title.text or "", TITLE_CHARACTERS[per_row])
+    height = max(figure.layout.height or 0, HEIGHT) + TITLE_LINE * (len(lines) - 1)
+    # From the top down, in a margin as tall as its lines. Plotly centres a title in the
+    # margin (a third line reached over the plot), and anchored at its top it still
+    # raises a title of n lines by half of the n - 1 below the first.
+    raised = TITLE_LINE * (len(lines) - 1) / 2
+    figure.update_layout(
+        height=height,
+        title={
+            "text": "<br>".join(lines),
+            "yref": "container",
+            "y": 1 - (TITLE_TOP + raised) / height,
+            "yanchor": "top",
+        },
+        margin_t=TITLE_LINE * len(lines) + 2 * TITLE_TOP,
+        title_font_size=TITLE_SIZE,
+        legend_font_size=LEGEND_SIZE,
+        hoverlabel_font_size=TICK_SIZE,
+    )
+    figure.update_xaxes(tickfont_size=TICK_SIZE, title_font_size=AXIS_TITLE_SIZE)
+    figure.update_yaxes(tickfont_size=TICK_SIZE, title_font_size=AXIS_TITLE_SIZE)
+    figure.update_annotations(font_size=TICK_SIZE)
+    return figure
+
+
+def cards(engine: Runs, listed: Mapping[str, RunStatus], run_ids: list[str]) -> None:
+    """A line a run, side by side: its name, status and progress, refreshed while any
+    trains."""
+    active = any(listed[run_id].active for run_id in run_ids)
+
+    @st.fragment(run_every=state.refresh_interval(active, state.PROGRESS_REFRESH_SECONDS))
+    def lines() -> None:
+        for column, run_id in zip(st.columns(len(run_ids)), run_ids, strict=True):
+            run = engine.status(run_id)
+            column.markdown(f"**{escape_markdown(run.name)}** · {texts.badge(run.status)}")
+            column.progress(
+                min(run.progress, 1.0), text=f"step {run.step}/{run.total_steps or '?'}"
+            )
+
+    lines()
