@@ -202,6 +202,39 @@ def describe(comparison: Comparison, a: str, b: str, what: str, *, percent: bool
     return f"{a}'s {what} is {size:.3g}{margin}{unit} {direction} than {b}'s {runs} ({tests})."
 
 
+def smallest_p(
+    n_a: int, n_b: int, *, by_rank: bool = False, permutations: int = PERMUTATIONS
+) -> float:
+    """The smallest p-value the permutation test can give groups of `n_a` and `n_b` runs:
+    the observed split of the pooled runs is one of C(n_a + n_b, n_a), so only more seeds
+    lower it. Two splits are as extreme when the statistic is symmetric (equal groups, or
+    ranks); 1 in `permutations` when the splits are drawn rather than counted."""
+    splits = math.comb(n_a + n_b, n_a)
+    if splits > permutations:
+        return 1 / permutations
+    return (2 if by_rank or n_a == n_b else 1) / splits
+
+
+def p_values_note(comparison: Comparison) -> str:
+    """One line on what the two p-values say, and the floor the seeds put under the
+    permutation test's, e.g. "… so with 3 and 3 seeds it can give no p below 0.1"."""
+    n_a, n_b = len(comparison.a), len(comparison.b)
+    floor = smallest_p(n_a, n_b, by_rank=not math.isfinite(comparison.difference))
+    splits = math.comb(n_a + n_b, n_a)
+    ways = f"ways to split the {n_a + n_b} runs into groups of {n_a} and {n_b}"
+    if splits <= PERMUTATIONS:
+        limit = f"counts the {splits:,} {ways}, so with {n_a} and {n_b} seeds it"
+    else:
+        limit = f"draws {PERMUTATIONS:,} of the {splits:,} {ways}, so it"
+    test = f"permutation test assumes nothing, but it {limit} can give no p below {floor:.2g}."
+    if comparison.p_welch is None:
+        return f"p: how often chance alone would part the groups this far. The {test}"
+    return (
+        "p: how often chance alone would part the groups this far. Welch's t assumes "
+        f"roughly normal values; the {test}"
+    )
+
+
 def value_at(metrics: Metrics, key: str, step: int | None = None) -> float:
     """`key`'s last value logged at or before `step` (None: over the whole run); NaN
     when there is none."""

@@ -94,10 +94,10 @@ rules = next(k for k in spec.knobs if k.type == "rules")
 with st.expander("Per-layer rules (step multiplier and weight decay by regex)"):
     st.caption(
         "Variable paths look like `conv1/kernel` or `logits/bias`; the first match "
-        "wins. The article's example: heavier decay on the classifier, `logits`."
+        "wins. For example, heavier decay on the classifier alone: `logits`."
     )
     st.button(
-        "The seeds' transformer rules",
+        "Rules for a transformer",
         on_click=use_rules,
         args=(spec.name, TRANSFORMER_RULES),
         key="train:transformer-rules",

@@ -62,10 +62,12 @@ st.markdown(
     "A run's `precision` field trains in 16 bits: `mixed_bfloat16`, or `mixed_float16` "
     "with Keras's `LossScaleOptimizer` around the optimizer (the loss scaled by a power "
     "of two, overflowing steps skipped). Either way Keras keeps the weights and the "
-    "optimizer's moments in float32, so the seeds' reason for ε inside the root, a "
-    "second moment v that underflows in float16, does not arise: measured, ε inside "
-    "√(v + ε) moves Adam's loss curve as much in float16 as in float32 (LeNet on digits, "
-    "5 epochs: the curves part by at most 0.54 and 0.53; `python -m bench.epsilon_precision`)."
+    "optimizer's moments in float32. ε keeps Adam's step m / (√v + ε) from dividing by "
+    "zero where the second moment v is about 0; putting it inside the square root, "
+    "√(v + ε), is often argued for in float16, where a tiny v underflows to 0. That "
+    "reason does not arise here, and measured, ε inside √(v + ε) moves Adam's loss curve "
+    "as much in float16 as in float32 (LeNet on digits, 5 epochs: the curves part by at "
+    "most 0.54 and 0.53; `python -m bench.epsilon_precision`)."
 )
 
 st.subheader("Add your own")

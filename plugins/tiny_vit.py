@@ -2,7 +2,7 @@
 
 Drop a file like this one into `plugins/` (or the folder named by `OPTLAB_PLUGINS`) and the
 model appears in Train, the CLI (`--model tiny_vit`) and sweeps. Its layers are named so
-that the seeds' per-layer decay example can be tried from the form's `layer_rules`:
+that the usual per-layer decay of a transformer can be tried from the form's `layer_rules`:
 decay off for norms and biases (`norm|bias`: weight_decay 0) and a lower rate for the
 embeddings (`embedding`: lr_scale 0.1).
 """

@@ -6,9 +6,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from streamlit.testing.v1 import AppTest
 
 from core.engine import RunConfig
+from core.store import Store
+from core.store.metrics import Block
 
 ROOT = Path(__file__).resolve().parents[1]
 # A run of about a second: 12 MLP steps on the 8×8 digits.
@@ -49,3 +52,40 @@ def fill_sweep_form(at: AppTest, n_trials: int) -> None:
     at.number_input(key="sweep:epochs").set_value(1).run()
     at.number_input(key="sweep:n_trials").set_value(n_trials).run()
     at.radio(key="sweep:sampler").set_value("random").run()
+
+
+def written_run(
+    store: Store,
+    run_id: str,
+    name: str,
+    *,
+    val_loss: float = 0.5,
+    final: dict[str, float] | None = None,
+    **changes: Any,
+) -> str:
+    """A completed run written straight into `store`, without training (in a moment): a
+    `SHORT` run's config with `changes`, its validation loss falling to `val_loss` over
+    three evaluations; its final metrics `final`, else those of a classifier."""
+    config = RunConfig.from_dict({**SHORT, "name": name, **changes}).to_dict()
+    store.create_run(run_id, name, config, status="running")
+    curve = val_loss * np.array([3.0, 2.0, 1.0])
+    columns = np.stack([curve, curve, 1 - curve / 4])
+    keys = ("loss", "val_loss", "val_accuracy")
+    store.append_metrics(run_id, Block(keys, np.array([10, 20, 30]), columns))
+    accuracy = 1 - val_loss / 4
+    ended = {"best_val_accuracy": accuracy, "val_accuracy": accuracy, "val_loss": val_loss}
+    store.finish(run_id, "completed", ended if final is None else final)
+    return run_id
+
+
+def written_group(
+    store: Store, name: str, val_losses: tuple[float, ...], **changes: Any
+) -> list[str]:
+    """A group of repeats `g-NAME` of `written_run`s, one a validation loss, named as
+    repeats are (`NAME · seed K`)."""
+    return [
+        written_run(
+            store, f"{name}-{k}", f"{name} · seed {k}", val_loss=v, group=f"g-{name}", **changes
+        )
+        for k, v in enumerate(val_losses)
+    ]

@@ -12,6 +12,8 @@ from core.charts.layout import figure
 from core.charts.style import number
 from core.escaping import escape_html
 
+CHARACTER = 7  # px: a wide character of the tick labels' font, so no label is cut
+
 
 def hyperparameter_figure(rows: Sequence[Mapping[str, float | str]], target: str) -> go.Figure:
     """Parallel coordinates of hyperparameters against `target` (e.g. final validation
@@ -33,6 +35,7 @@ def hyperparameter_figure(rows: Sequence[Mapping[str, float | str]], target: str
         *(_numeric_dimension(key, values[key]) for key in columns if key not in categorical),
         _numeric_dimension(target, [row.get(target) for row in rows], target=True),
     ]
+    dimensions = [d for d in dimensions if d is not None]
     traces = []
     if rows:
         colour = np.nan_to_num(np.array([row.get(target, np.nan) for row in rows], dtype=float))
@@ -41,7 +44,7 @@ def hyperparameter_figure(rows: Sequence[Mapping[str, float | str]], target: str
                 "type": "parcoords",
                 # Room above the axes for their labels, and right of them for the colour bar.
                 "domain": {"x": [0, 0.85], "y": [0, 0.8]},
-                "dimensions": [d for d in dimensions if d is not None],
+                "dimensions": dimensions,
                 "line": {
                     "color": colour,
                     "colorscale": "Viridis",
@@ -50,7 +53,17 @@ def hyperparameter_figure(rows: Sequence[Mapping[str, float | str]], target: str
                 },
             }
         )
-    return figure(f"hyperparameters/{target}", f"Hyperparameters and {target}", traces)
+    chart = figure(f"hyperparameters/{target}", f"Hyperparameters and {target}", traces)
+    if traces:  # the first axis's tick labels stand left of it: room for the longest
+        chart.update_layout(margin={"l": max(chart.layout.margin.l or 0, _left(dimensions[0]))})
+    return chart
+
+
+def _left(first: Mapping[str, Any]) -> int:
+    """The left margin, in pixels, that the first axis's tick labels (e.g. `projected_gd`)
+    and half its centred title need, at about `CHARACTER` pixels a character."""
+    longest = max((len(text) for text in first.get("ticktext", ())), default=0)
+    return round(CHARACTER * max(longest + 1, len(first["label"]) / 2)) + 10
 
 
 def _categorical_dimension(key: str, values: Sequence[object]) -> dict[str, Any]:

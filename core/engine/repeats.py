@@ -4,7 +4,7 @@ conclusion about it carries its uncertainty (see `core.group_comparison`)."""
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from core.engine.config import RunConfig
 from core.engine.status import RunStatus
@@ -52,6 +52,18 @@ def groups(runs: Iterable[RunStatus]) -> dict[str, list[RunStatus]]:
         if group := run.config.get("group"):
             found.setdefault(group, []).append(run)
     return found
+
+
+def whole_groups(
+    run_ids: Iterable[str], found: Mapping[str, Sequence[RunStatus]]
+) -> tuple[list[str], list[str]]:
+    """The groups of `found` whose every run is among `run_ids` (in `found`'s order), and
+    the runs of `run_ids` left over: a group's runs handed over one by one are that group
+    again, compared as one."""
+    given = list(dict.fromkeys(run_ids))
+    whole = [group for group, runs in found.items() if {run.id for run in runs} <= set(given)]
+    grouped = {run.id for group in whole for run in found[group]}
+    return whole, [run_id for run_id in given if run_id not in grouped]
 
 
 def group_label(runs: Sequence[RunStatus]) -> str:

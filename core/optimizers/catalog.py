@@ -247,8 +247,8 @@ BUILTIN: tuple[OptimizerSpec, ...] = (
     OptimizerSpec(
         "projected_gd",
         "core.optimizers.algorithms:SGD",
-        "Gradient descent, then projection of all parameters onto an L2 ball (the article's "
-        "TestGD).",
+        "Gradient descent that keeps all parameters, as one vector θ, inside the L2 ball "
+        "‖θ‖ ≤ r: after each step θ is scaled back onto the ball if it left it.",
         "θ ← θ − η·g;  θ ← θ·min(1, r/‖θ‖)",
         SGD_KNOBS,
         defaults={"radius": 1.0},

@@ -1,6 +1,6 @@
 """`GlobalVectorOptimizer`: write an algorithm once, on the flattened parameter vector.
 
-The recipe of the first seed article, rebuilt on Keras 3: concatenate every parameter into
+Global-vector gradient descent, on Keras 3: concatenate every parameter into
 one vector x and every gradient into g, compute x_new = update(x, g), split x_new back into
 the variables. A subclass writes only `update`:
 

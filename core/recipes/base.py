@@ -44,7 +44,7 @@ class Paper:
     """Where a finding was published."""
 
     authors: str  # "Cohen, Kaur, Li, Kolter & Talwalkar"
-    year: int | None  # None: not a dated publication (the lab's seed articles)
+    year: int | None  # None: not a dated publication (the lab's own projected_gd)
     venue: str  # "ICLR"
     title: str
 

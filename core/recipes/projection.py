@@ -1,5 +1,5 @@
-"""The seeds' projection: projected gradient descent (the seed article's TestGD) keeps
-the parameter vector inside the ball ‖θ‖ ≤ r at every step; what that does to the gap
+"""Projection onto a ball: projected gradient descent (`projected_gd`) keeps the
+parameter vector inside the ball ‖θ‖ ≤ r at every step; what that does to the gap
 between training and validation is measured, not assumed.
 
 Full-batch gradient descent (η = 0.5, 300 steps) on digits with the MLP, unconstrained
@@ -31,11 +31,11 @@ def key(radius: float | None) -> str:
 
 class Projection(Recipe):
     name = "projection"
-    title = "The seeds' projection"
+    title = "Projection keeps the weights in a ball"
     paper = Paper(
-        "The lab's seed articles",
+        "Optimizer Lab",
         None,
-        "TestGD",
+        "projected_gd",
         "Projected gradient descent onto an L2 ball (see bench/article.py)",
     )
     claim = "Projected gradient descent keeps ‖θ‖ ≤ r at every step."

@@ -449,7 +449,7 @@ def test_the_recipes_page_starts_a_recipe_and_shows_its_verdict_box(lab) -> None
     assert not at.exception, [e.value for e in at.exception]
     runs = lab.list()
     assert len(runs) == 4 and all(r.tags == ("recipe:projection",) for r in runs)
-    assert at.subheader[0].value == escape_markdown("The seeds' projection")
+    assert at.subheader[0].value == escape_markdown("Projection keeps the weights in a ball")
     assert "runs has ended yet" in at.info[0].value or "So far" in at.info[0].value
     for run in runs:
         lab.stop(run.id)

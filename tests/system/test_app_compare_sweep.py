@@ -20,7 +20,15 @@ from streamlit.testing.v1 import AppTest
 from core.engine import RunConfig
 from core.engine.client import EngineClient
 from core.sweep import Dimension, SearchSpace, Sweep
-from tests.apptest import ROOT, SHORT, fill_sweep_form, finished_run, page
+from tests.apptest import (
+    ROOT,
+    SHORT,
+    fill_sweep_form,
+    finished_run,
+    page,
+    written_group,
+    written_run,
+)
 from tests.lean import NO_INSTRUMENTS
 from tests.waiting import wait_for
 
@@ -88,6 +96,24 @@ def ticking_tables(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return keys
 
 
+def in_order(node: Any) -> Iterator[Any]:
+    """The page's elements as drawn, top to bottom (depth first through its columns)."""
+    yield node
+    children = getattr(node, "children", {})
+    for index in sorted(children):
+        yield from in_order(children[index])
+
+
+def as_shown(text: str) -> str:
+    """Markdown as the page shows it: without the escapes that keep names literal."""
+    return text.replace("\\", "")
+
+
+def place(at: AppTest, element: Any) -> int:
+    """Where `element` is drawn on the page, counted in elements from the top."""
+    return next(i for i, node in enumerate(in_order(at.main)) if node is element)
+
+
 def column_formats(table: Any) -> dict[str, str | None]:
     """Each configured column of an AppTest dataframe, with its number format."""
     config = json.loads(table.proto.columns)
@@ -128,6 +154,76 @@ def test_compare_shows_the_optimizer_and_every_knob_that_differs(lab: EngineClie
     assert {"optimizer", "learning_rate", "nesterov", "val_accuracy"} <= set(axes)
     assert set(axes["optimizer"]["ticktext"]) == {"sgd", "momentum"}  # a categorical axis
     assert "radius" not in axes
+
+
+def test_compare_picks_the_newest_two_groups_and_says_which_is_better_first(
+    lab: EngineClient,
+) -> None:
+    written_run(lab.store, "solo", "solo")
+    written_group(lab.store, "old", (0.4, 0.5))
+    written_group(lab.store, "fast", (0.30, 0.31, 0.29))
+    written_group(lab.store, "slow", (0.60, 0.62, 0.58))
+    at = page("pages/3_Compare.py").run()
+    assert not at.exception
+    # The newest groups, not the newest runs of any group: nothing else is mixed in.
+    assert at.multiselect(key="compare_groups").value == ["g-slow", "g-fast"]
+    assert at.multiselect(key="compare_runs").value == []
+    assert at.query_params["groups"] == "g-slow,g-fast" and "runs" not in at.query_params
+    table = at.dataframe[0].value
+    assert sorted(table["id"]) == [f"{g}-{s}" for g in ("fast", "slow") for s in range(3)]
+
+    # The verdict comes before the table and the charts, its p-values explained.
+    at.selectbox(key="compare:metric").select("val_loss").run()
+    (sentence,) = [m for m in at.markdown if "over 3 and 3 seeds" in m.value]
+    assert as_shown(sentence.value).startswith("slow's final val_loss is ")
+    assert at.subheader[0].value == "Is A better than B?"
+    assert place(at, sentence) < place(at, at.dataframe[0])
+    assert "p = 0.1 by a permutation test" in as_shown(sentence.value)  # as low as 3 and 3 go
+    (note,) = [as_shown(c.value) for c in at.caption if "permutation test assumes" in c.value]
+    assert "counts the 20 ways to split the 6 runs" in note
+    assert note.endswith("with 3 and 3 seeds it can give no p below 0.1.")
+    # Classifiers only: no column of MAEs that none of them has.
+    assert "best_val_mae" not in table.columns and "best_val_accuracy" in table.columns
+
+    # Three groups: A and B are any two of them.
+    at.multiselect(key="compare_groups").select("g-old").run()
+    assert at.selectbox(key="compare:a").options[-1].startswith("old ×2")
+    at.selectbox(key="compare:b").select("g-old").run()
+    (note,) = [as_shown(c.value) for c in at.caption if "permutation test assumes" in c.value]
+    assert note.endswith("with 3 and 2 seeds it can give no p below 0.1.")  # 1 of 10
+    at.multiselect(key="compare_groups").unselect("g-slow").run()  # A's group
+    assert not at.exception
+    assert {at.selectbox(key="compare:a").value, at.selectbox(key="compare:b").value} == {
+        "g-fast",
+        "g-old",
+    }
+
+
+def test_compare_shows_runs_handed_over_as_their_groups_and_single_runs(
+    lab: EngineClient,
+) -> None:
+    fast = written_group(lab.store, "fast", (0.30, 0.31, 0.29))
+    slow = written_group(lab.store, "slow", (0.60, 0.62, 0.58))
+    mae = written_run(lab.store, "regression", "regression", final={"best_val_mae": 0.2})
+    at = page("pages/3_Compare.py")
+    at.session_state["compare"] = [*fast, slow[0], mae]  # as Home's Compare button hands them
+    at.run()
+    assert not at.exception
+    assert at.multiselect(key="compare_groups").value == ["g-fast"]
+    assert at.multiselect(key="compare_runs").value == [slow[0], mae]
+    assert {"best_val_mae", "best_val_accuracy"} <= set(at.dataframe[0].value.columns)
+    # One group: no verdict first, but word at the end of how to have one.
+    assert at.subheader[-1].value == "Is A better than B?"
+    assert not [box for box in at.selectbox if box.key == "compare:a"]
+    assert "Pick two groups of repeats above" in at.caption[-1].value
+
+    # A link of runs only (as shared before groups) shows those runs and no group.
+    shared = page("pages/3_Compare.py")
+    shared.query_params["runs"] = f"{fast[0]},{mae}"
+    shared.run()
+    assert not shared.exception
+    assert shared.multiselect(key="compare_groups").value == []
+    assert shared.multiselect(key="compare_runs").value == [fast[0], mae]
 
 
 # Sweep --------------------------------------------------------------------------------

@@ -433,6 +433,15 @@ def test_hyperparameter_figure_draws_strings_as_categories() -> None:
     assert hyperparameter_figure([], "val_accuracy").data == ()
 
 
+def test_the_first_axis_leaves_room_left_for_its_longest_tick_label() -> None:
+    # Parallel coordinates write tick labels left of each axis: the first axis's were cut
+    # at the figure's edge ("projected_gd" as "ojected_gd"; in Chromium, test_browser_compare).
+    rows = [{"optimizer": name, "val_accuracy": 0.9} for name in ("sgd", "projected_gd")]
+    long = hyperparameter_figure(rows, "val_accuracy").layout.margin.l
+    short = hyperparameter_figure(rows[:1], "val_accuracy").layout.margin.l
+    assert long >= 7 * len("projected_gd") and short < long
+
+
 def test_a_run_name_is_shown_as_typed_in_legends_titles_and_hover() -> None:
     """Plotly reads a subset of HTML in names (`<a href>` makes a link) and `%{...}` in
     hover templates; a run's name is neither (issue 11, finding 6)."""

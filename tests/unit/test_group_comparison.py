@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from core.group_comparison import compare, describe, time_to_target
+from core.group_comparison import compare, describe, p_values_note, smallest_p, time_to_target
 from tests.imports import heavy_modules_after
 
 
@@ -82,6 +82,36 @@ def test_the_sentence_says_how_much_which_way_and_how_sure() -> None:
     assert text.startswith("adamw's val_accuracy at step 600 is 2 ± ")
     assert " points higher than sgd's over 5 and 5 seeds (95% Welch interval; p = " in text
     assert "by Welch's t" in text and "by a permutation test" in text
+
+
+@pytest.mark.parametrize(("n_a", "n_b"), [(3, 3), (2, 4), (4, 3), (1, 3), (5, 5)])
+def test_the_smallest_p_is_what_the_permutation_test_gives_groups_set_wholly_apart(
+    n_a: int, n_b: int
+) -> None:
+    # Unevenly spaced, so that with unequal groups no other split is as far apart.
+    a, b = 2.0 ** np.arange(n_a), 1000 + 3.0 ** np.arange(n_b)
+    assert compare(a, b).p_permutation == pytest.approx(smallest_p(n_a, n_b))
+    never = np.append(b[1:], math.inf)  # by rank, where both ends are as extreme
+    by_rank = compare(a, never).p_permutation
+    assert by_rank == pytest.approx(smallest_p(n_a, n_b, by_rank=True))
+    assert smallest_p(3, 3) == pytest.approx(0.1)  # the issue's: 2 of the 20 splits
+    assert smallest_p(10, 10) == 1 / 10_000  # more splits than it tries: 1 in the draws
+
+
+def test_the_note_on_the_p_values_gives_the_floor_of_these_group_sizes() -> None:
+    note = p_values_note(compare([0.9, 0.91, 0.92], [0.8, 0.81, 0.82]))
+    assert "Welch's t assumes roughly normal values" in note
+    assert note.endswith(
+        "counts the 20 ways to split the 6 runs into groups of 3 and 3, "
+        "so with 3 and 3 seeds it can give no p below 0.1."
+    )
+    uneven = p_values_note(compare([0.9, 0.91, 0.92, 0.93], [0.8, 0.81]))
+    assert uneven.endswith("with 4 and 2 seeds it can give no p below 0.067.")  # 1 of 15
+    drawn = p_values_note(compare(np.arange(10.0), np.arange(10.0) + 5))
+    assert "draws 10,000 of the 184,756 ways" in drawn and drawn.endswith("below 0.0001.")
+    ranked = p_values_note(compare([1.0, 2.0], [3.0, math.inf]))
+    assert ranked.startswith("p: how often chance alone would part the groups this far. The ")
+    assert "Welch" not in ranked  # no Welch p without finite values
 
 
 def test_scipy_is_imported_at_the_first_comparison_not_with_the_pages_or_the_cli() -> None:

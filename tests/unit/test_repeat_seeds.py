@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from core.engine import RunConfig
-from core.engine.repeats import group_label, groups, repeat_configs
+from core.engine.repeats import group_label, groups, repeat_configs, whole_groups
 from core.group_comparison import mean_band, mean_interval, value_at
 from core.knobs import InvalidInput
 from core.store import Metrics
@@ -50,7 +50,7 @@ def test_bad_repeats_are_refused_by_name(repeats, vary, field) -> None:
 
 class Run:  # what `groups` reads of a RunStatus
     def __init__(self, name: str, group: str | None) -> None:
-        self.name, self.config = name, {"group": group}
+        self.id, self.name, self.config = name, name, {"group": group}
 
 
 def test_groups_gather_their_runs_and_are_named_without_the_seed() -> None:
@@ -94,3 +94,12 @@ def test_the_group_labels_runs_and_is_not_a_setting_compare_sets_apart() -> None
     assert first.group != second.group
     rows = [settings(first.to_dict()), settings(second.to_dict())]
     assert "group" not in rows[0] and varying(rows) == []
+
+
+def test_runs_handed_over_are_the_groups_they_hold_whole_and_the_runs_left() -> None:
+    found = groups(
+        [Run("a0", "g-a"), Run("b0", "g-b"), Run("a1", "g-a"), Run("b1", "g-b"), Run("c", None)]
+    )
+    assert whole_groups(["c", "b1", "a0", "b0", "a1", "c"], found) == (["g-a", "g-b"], ["c"])
+    assert whole_groups(["a0", "b0", "b1"], found) == (["g-b"], ["a0"])  # half a group: runs
+    assert whole_groups([], found) == ([], [])
