@@ -21,6 +21,7 @@ import os
 import secrets
 import socket
 import urllib.parse
+from collections.abc import Mapping
 
 import segno
 
@@ -54,6 +55,12 @@ def key_from_environment() -> str | None:
     if len(key) < SHORTEST_KEY:
         raise ValueError(f"{KEY_VARIABLE}: at least {SHORTEST_KEY} characters (got {len(key)})")
     return key
+
+
+def without_key(environment: Mapping[str, str]) -> dict[str, str]:
+    """`environment` less the key: what the dashboard hands the processes it starts (the
+    engine), which steer nothing and so have no need of it."""
+    return {name: value for name, value in environment.items() if name != KEY_VARIABLE}
 
 
 def role_of(given: str | None, key: str | None) -> Role:

@@ -8,7 +8,8 @@
 The package: `parser` (assembles the commands' parsers), a module per group of commands,
 each command's parser beside its handler (`training`: train, lr-find, resume, fork;
 `sweeping`: sweep and its table of trials; `stored`: delete, runs, export; `listing`:
-catalog; `steering`: stop, pause, set; `serving`: serve), `flags` (the run flags, made
+catalog; `steering`: stop, pause, set; `serving`: serve; `presenting`: present, the
+dashboard served to a room), `flags` (the run flags, made
 from the run fields and the knobs, and the `RunConfig` they give), `opening` (the store
 and engine a command opens), `progress` (the bar and the summary), `workers` (a
 multi-worker run's place of this process), `exits` (exit statuses), `quiet` (TensorFlow

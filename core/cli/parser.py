@@ -9,7 +9,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core import data, models, optimizers
-from core.cli import listing, recipes, serving, steering, stored, sweeping, training
+from core.cli import (
+    listing,
+    presenting,
+    recipes,
+    serving,
+    steering,
+    stored,
+    sweeping,
+    training,
+)
 from core.cli.exits import EPILOG
 from core.cli.flags import Common
 from core.data import files
@@ -32,6 +41,7 @@ COMMANDS = (
     training.add_fork,
     steering.add_steering,
     serving.add_serve,
+    presenting.add_present,
 )
 
 

@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # types only: importing this module imports nothing of the en
     from core.engine.config import RunConfig
     from core.engine.engine import Engine
     from core.engine.landscape import Landscape
+    from core.engine.read_only import ReadOnlyRuns
     from core.engine.status import RunStatus
     from core.store import Command, Event, Metrics
     from core.store.owner import Liveness
@@ -163,9 +164,11 @@ class Runs(Protocol):
         ...
 
 
-def _conforms(engine: Engine, client: EngineClient) -> None:
-    """Never called: mypy checks here that both classes satisfy `Runs`, and names each
-    verb one of them lacks or answers with another signature."""
+def _conforms(engine: Engine, client: EngineClient, viewer: ReadOnlyRuns) -> None:
+    """Never called: mypy checks here that the classes satisfy `Runs` (a viewer's
+    read-only wrapper too), and names each verb one of them lacks or answers with another
+    signature."""
     local: Runs = engine
     handing_over: Runs = client
-    del local, handing_over
+    watching: Runs = viewer
+    del local, handing_over, watching

@@ -33,6 +33,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any
 
+from core import presenting
 from core.engine import stack
 from core.engine.client import DASHBOARD, ENGINE, live_service, log_path
 from core.engine.engine import Engine
@@ -256,7 +257,7 @@ def launch(location: Location, *, max_concurrent: int) -> subprocess.Popen[bytes
             stdout=log,
             stderr=log,
             start_new_session=True,
-            env={**os.environ, ENV_VAR: location},
+            env={**presenting.without_key(os.environ), ENV_VAR: location},
         )
 
 
