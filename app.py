@@ -11,7 +11,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import nav, presentation, state
+from ui import nav, presentation, roles, state
 
 # A file, sent inline: a Material icon as the page icon is fetched from fonts.gstatic.com,
 # which a lab without internet cannot reach (the sidebar's icons come with Streamlit).
@@ -24,6 +24,7 @@ st.set_page_config(
     layout="wide",
     initial_sidebar_state=presentation.sidebar_state(),
 )
+roles.admit()  # before the sidebar, which shows a viewer less
 nav.sidebar()
 state.engine()
 page.run()

@@ -85,6 +85,17 @@ def room_address() -> str:
             return "127.0.0.1"
 
 
+#: The addresses a server listens on to serve every interface.
+EVERY_INTERFACE = ("0.0.0.0", "::")
+
+
+def room_host(address: str) -> str:
+    """The host the room reaches a server listening on `address` at, as a URL writes it:
+    this machine's network address for every interface, else `address` itself."""
+    host = room_address() if address in EVERY_INTERFACE else address
+    return f"[{host}]" if ":" in host else host
+
+
 def audience_url(host: str, port: int) -> str:
     """The URL the room opens."""
     return f"http://{host}:{port}/"

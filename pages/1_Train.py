@@ -12,7 +12,7 @@ from core.engine.repeats import VARY as VARY_CHOICES
 from core.escaping import escape_markdown
 from core.knobs import Knob
 from core.store import UnknownRunError
-from ui import forms, range_test, state, texts
+from ui import forms, range_test, roles, state, texts
 from ui.train_form import (
     ERRORS,
     RANGE_TEST,
@@ -35,6 +35,7 @@ from ui.train_form import (
 )
 
 st.title(":material/rocket_launch: Train")
+roles.presenter_page("Train")
 FIELDS = run_fields()  # read at each run: a plugin loaded since shows
 
 

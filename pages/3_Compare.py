@@ -13,7 +13,7 @@ from core.charts import INSTRUMENT_HELP, hyperparameter_figure, instrument_figur
 from core.engine import RunStatus
 from core.escaping import escape_markdown
 from core.sweep import numeric, parallel_rows, settings, varying
-from ui import compare_view, downloads, state, texts, views
+from ui import compare_view, downloads, roles, state, texts, views
 
 st.title(":material/compare: Compare")
 
@@ -87,7 +87,9 @@ st.dataframe(
 )
 if same := alike(chosen[0], differ):
     st.caption(f"Alike in every run: {escape_markdown(same)}")
-if kept := {run.id: saved for run in chosen if (saved := engine.checkpoints(run.id))}:
+# A download writes the model on the server's disk first: the presenter's (`ui.roles`).
+kept = {run.id: saved for run in chosen if (saved := engine.checkpoints(run.id))}
+if kept and roles.presents():
     with st.popover("Download a model", icon=":material/download:"):
         model_of = st.selectbox(
             "run", list(kept), key="compare:model", format_func=lambda i: texts.label(runs[i])

@@ -6,6 +6,7 @@ import contextlib
 from typing import Any
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from core.charts import hyperparameter_figure
 from core.escaping import escape_markdown
@@ -13,7 +14,7 @@ from core.knobs import InvalidInput
 from core.redaction import redacted
 from core.store import StoreError, UnknownRunError
 from core.sweep import Sweep, SweepStatus, TrialRow, list_studies, parallel_rows
-from ui import state, sweep_form, sweep_tables
+from ui import roles, state, sweep_form, sweep_tables
 from ui.live_chart import live_chart
 
 st.title(":material/explore: Sweep")
@@ -36,6 +37,7 @@ def open_sweep(name: str) -> Sweep | None:
     return state.sweeps()[name]
 
 
+@roles.presenter_only("resume a sweep")
 def resume(name: str) -> None:
     """Drives the study again: a stopped `Sweep` cannot start twice, so a fresh one."""
     try:
@@ -45,6 +47,11 @@ def resume(name: str) -> None:
         st.toast(f"Not resumed: {escape_markdown(redacted(str(exc)))}", icon=":material/warning:")
     else:
         state.sweeps()[name] = sweep
+
+
+@roles.presenter_only("stop a sweep")
+def stop(sweep: Sweep) -> None:
+    sweep.stop()
 
 
 def anything_active() -> bool:
@@ -60,12 +67,17 @@ def trial_config(sweep: Sweep, trial: TrialRow) -> dict[str, Any]:
     return sweep.plan.config_for(trial.params).to_dict()
 
 
-def actions(
-    sweep: Sweep, status: SweepStatus, rows: list[TrialRow], picked: TrialRow | None
+def steering(
+    sweep: Sweep,
+    status: SweepStatus,
+    picked: TrialRow | None,
+    steer: DeltaGenerator,
+    clone: DeltaGenerator,
+    best: DeltaGenerator,
 ) -> None:
-    stop, clone, best, watch = st.columns(4)
+    """Resume or stop the sweep, and open a trial's config in Train: the presenter's."""
     if status.resumable:
-        stop.button(
+        steer.button(
             "Resume the sweep",
             icon=":material/play_circle:",
             key="sweep:resume",
@@ -76,11 +88,12 @@ def actions(
             "run their values again.",
         )
     else:
-        stop.button(
+        steer.button(
             "Stop the sweep",
             icon=":material/stop_circle:",
             key="sweep:stop",
-            on_click=sweep.stop,
+            on_click=stop,
+            args=(sweep,),
             disabled=not status.active,
             width="stretch",
         )
@@ -104,6 +117,14 @@ def actions(
         width="stretch",
     ):
         state.open_page("pages/1_Train.py", **{state.PREFILL: sweep.best_config().to_dict()})
+
+
+def actions(
+    sweep: Sweep, status: SweepStatus, rows: list[TrialRow], picked: TrialRow | None
+) -> None:
+    steer, clone, best, watch = st.columns(4)
+    if roles.presents():  # a viewer watches: the rest steer the sweep, or open Train
+        steering(sweep, status, picked, steer, clone, best)
     running = [r.run_id for r in rows if r.run_id and r.state == "RUNNING"]
     shown = running or ([status.best_run_id] if status.best_run_id else [])
     if watch.button(
@@ -149,7 +170,8 @@ def sweeps_view(was_active: bool) -> None:
         st.rerun()  # every sweep ended, or one resumed: a full rerun sets the timer
 
 
-sweep_form.new_sweep_form(engine)
+if roles.presents():  # a viewer browses the sweeps' results
+    sweep_form.new_sweep_form(engine)
 # The timer is set after the form, which may just have started a sweep: set before it, a
 # sweep started on this page was not seen to run, and its view never ticked.
 st.fragment(sweeps_view, run_every=state.refresh_interval(anything_active()))(anything_active())

@@ -12,7 +12,7 @@ from core.demo_race import DEFAULT_LENGTH, LENGTHS, RUNNERS, SHOWS, race_configs
 from core.escaping import escape_markdown
 from core.knobs import InvalidInput
 from core.store import ACTIVE_STATUSES, FINAL_STATUSES
-from ui import runs_table, state
+from ui import roles, runs_table, state
 
 RACE_REPEATS = "home:race_repeats"
 RACE_LENGTH = "home:race_length"
@@ -24,8 +24,12 @@ st.markdown(
     "Every optimizer here is a plain Keras 3 optimizer, with knobs you can turn mid-run."
 )
 engine = state.engine()
+roles.share_panel()
 race, train, optimizers_page = st.columns(3)
-with race:
+
+
+def race_controls() -> None:
+    """The demo race's button, length and seeds: the presenter's."""
     if st.button(
         "Start the demo race",
         icon=":material/sports_score:",
@@ -61,8 +65,14 @@ with race:
         help="Race each optimizer over this many seeds (repeats), to see how much of the "
         "gap between them is luck: Live's Groups view draws each as its mean and 95% band.",
     )
+
+
+with race:
+    if roles.presents():
+        race_controls()
 with train:
-    st.page_link("pages/1_Train.py", label="Configure a run", icon=":material/rocket_launch:")
+    if roles.presents():
+        st.page_link("pages/1_Train.py", label="Configure a run", icon=":material/rocket_launch:")
     st.page_link(
         "pages/6_Recipes.py",
         label="Reproduce a classic finding",
@@ -123,7 +133,7 @@ def every_run(was_active: bool) -> None:
     )
     shown = [run for run in runs if runs_table.matches(run, text, picked)]
     interrupted = runs_table.resumable(engine, [run for run in runs if run.status == "interrupted"])
-    if interrupted:
+    if interrupted and roles.presents():
         st.button(
             f"Resume all interrupted ({len(interrupted)})",
             icon=":material/restart_alt:",

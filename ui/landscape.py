@@ -10,7 +10,7 @@ from core.engine.api import Runs
 from core.engine.landscape import GRID, POINTS
 from core.escaping import escape_markdown
 from core.knobs import InvalidInput
-from ui import views
+from ui import roles, views
 
 ASKED = "landscape_asked"  # (run id, step) → the id of the command that asked for it
 
@@ -36,7 +36,9 @@ def panel(engine: Runs, run_id: str, steps: list[int]) -> None:
         return
     asked = st.session_state.setdefault(ASKED, {}).get((run_id, step))
     if asked is None:
-        if st.button(
+        if not roles.presents():
+            st.caption("Not computed for this checkpoint yet.")
+        elif st.button(
             "Compute the landscape", key=f"landscape:ask:{run_id}", icon=":material/landscape:"
         ):
             try:

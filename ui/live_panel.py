@@ -22,7 +22,7 @@ from core.engine.lr_find import training_config
 from core.escaping import escape_markdown
 from core.knobs import InvalidInput, Knob
 from core.store import Command, UnknownRunError
-from ui import downloads, landscape, range_test, state, texts, views
+from ui import downloads, landscape, range_test, roles, state, texts, views
 
 LIVE_PAGE = "pages/2_Live.py"
 TRAIN_PAGE = "pages/1_Train.py"
@@ -268,7 +268,8 @@ def run_panel(engine: Runs, run: RunStatus, listed: Mapping[str, RunStatus]) -> 
         )(engine, run.id, run.active)
         # A row of their own: beside the title, four buttons in two fifths of a page
         # column were cut to "R…" and "F…" on a laptop screen.
-        controls(engine, run, listed)
+        if roles.presents():  # a viewer of a live demo watches
+            controls(engine, run, listed)
         if run.status == "diverged" and run.final_metrics:
             st.error(
                 f"Diverged: the loss was not finite at step "
@@ -282,8 +283,9 @@ def run_panel(engine: Runs, run: RunStatus, listed: Mapping[str, RunStatus]) -> 
                 engine, run.id, run.active, lambda rate: train_with(run, rate)
             )
         if run.active and run.steerable:
-            with st.expander("Change knobs while it trains", icon=":material/tune:"):
-                knob_form(engine, run)
+            if roles.presents():
+                with st.expander("Change knobs while it trains", icon=":material/tune:"):
+                    knob_form(engine, run)
         elif run.active:
             st.caption("The process that trains this run has ended; it cannot be steered.")
         elif saved := engine.checkpoints(run.id):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.escaping import escape_markdown
-from ui import state, texts
+from ui import roles, state, texts
 
 HOME_TITLE = "Home"
 # The lab's pages, in the sidebar's order: (file, title, icon). The first is the home page,
@@ -20,6 +20,8 @@ PAGES = (
     ("pages/5_Optimizers.py", "Optimizers", ":material/function:"),
     ("pages/6_Recipes.py", "Recipes", ":material/menu_book:"),
 )
+#: The pages only the presenter of a live demo sees (`ui.roles`): they start runs.
+PRESENTERS_ONLY = frozenset({"pages/1_Train.py"})
 
 
 def open_page() -> tuple[st.Page, str]:
@@ -41,7 +43,8 @@ def sidebar() -> None:
     with st.sidebar:
         st.markdown("### :material/science: Optimizer Lab")
         for path, label, icon in PAGES:
-            st.page_link(path, label=label, icon=icon)
+            if path not in PRESENTERS_ONLY or roles.presents():
+                st.page_link(path, label=label, icon=icon)
         training_now()
 
 

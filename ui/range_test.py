@@ -13,7 +13,7 @@ from core.engine.api import Runs
 from core.engine.lr_find import RangeTest
 from core.escaping import escape_markdown
 from core.store import LR_FIND_ENDED_EVENT
-from ui import texts
+from ui import roles, texts
 from ui.live_chart import live_chart
 
 USE = "Use this rate"
@@ -52,7 +52,7 @@ def panel(engine: Runs, run_id: str, was_active: bool, use: Callable[[float], No
         "falls fastest (by the largest fraction per step)."
         + (" So far: the test still runs." if run.active else "")
     )
-    if st.button(
+    if roles.presents() and st.button(
         USE,
         icon=":material/check:",
         key=f"lr_find:use:{run_id}",

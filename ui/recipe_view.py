@@ -14,7 +14,7 @@ from core.knobs import InvalidInput
 from core.recipes import RECIPES, Launch, Recipe, Verdict, results, start
 from core.recipes.base import format_number
 from core.store import UnknownRunError
-from ui import state, views
+from ui import roles, state, views
 
 LAUNCH = "recipe:launch"  # the recipe this session started last: its `Launch`, as a dict
 # The chart that draws a metric key a recipe names, where the key is not a chart's own.
@@ -48,7 +48,9 @@ def card(engine: Runs, recipe: Recipe) -> None:
             f"Measure: {escape_markdown(recipe.measure)} About {recipe.runtime_s:.0f} s on "
             "2 CPU cores."
         )
-        if st.button("Run it", key=f"recipe:run:{recipe.name}", icon=":material/play_arrow:"):
+        if roles.presents() and st.button(
+            "Run it", key=f"recipe:run:{recipe.name}", icon=":material/play_arrow:"
+        ):
             try:
                 launch = start(recipe, engine)
             except InvalidInput as exc:  # the engine's refusal: a model that cannot fit

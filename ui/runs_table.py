@@ -14,7 +14,7 @@ from core.engine.client import EngineUnavailable
 from core.escaping import escape_markdown
 from core.knobs import InvalidInput
 from core.store import UnknownRunError
-from ui import state, texts
+from ui import roles, state, texts
 
 COLUMNS = {
     "tags": st.column_config.ListColumn("tags"),
@@ -100,13 +100,16 @@ def delete_runs(engine: Runs, chosen: list[RunStatus]) -> None:
 
 
 def actions(engine: Runs, chosen: list[RunStatus]) -> None:
-    """What can be done with the runs picked in the table."""
+    """What can be done with the runs picked in the table: watch and compare them, and
+    for the presenter (`ui.roles`) clone, resume, tag and delete them."""
     ids = [run.id for run in chosen]
     watch, compare, clone, carry_on, tag, delete = st.columns(6)
     if watch.button("Watch live", icon=":material/monitoring:", disabled=not ids, width="stretch"):
         state.open_page("pages/2_Live.py", **{state.WATCH: ids})
     if compare.button("Compare", icon=":material/compare:", disabled=not ids, width="stretch"):
         state.open_page("pages/3_Compare.py", **{state.COMPARE: ids})
+    if not roles.presents():
+        return
     if clone.button(
         "Clone into Train",
         icon=":material/content_copy:",

@@ -22,6 +22,7 @@ from core.escaping import escape_markdown
 from core.redaction import redacted
 from core.store import Store, StoreError, default_location
 from core.sweep import Sweep
+from ui import roles
 
 WATCH = "watch"  # run ids on the Live page
 COMPARE = "compare"  # run ids on the Compare page
@@ -38,9 +39,10 @@ PAGE_LOCK_SECONDS = 5.0
 
 def engine() -> Runs:
     """The server's engine client, as the `Runs` every page and `ui/` module is typed
-    against; a store that cannot be used stops the page with the reason."""
+    against (read-only for a viewer of a live demo: `ui.roles`); a store that cannot be
+    used stops the page with the reason."""
     try:
-        return shared_engine()
+        return roles.runs(shared_engine())
     except StoreError as exc:
         why = escape_markdown(redacted(str(exc)))
         st.error(f"The lab's store cannot be used: {why}", icon=":material/error:")

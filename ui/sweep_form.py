@@ -21,7 +21,7 @@ from core.knobs import InvalidInput, Knob
 from core.redaction import redacted
 from core.store import StoreError
 from core.sweep import MAX_SEED, SAMPLERS, SearchSpace, Sweep, sweepable_knobs
-from ui import forms, state, texts
+from ui import forms, roles, state, texts
 
 ERRORS = "sweep_errors"
 STARTED = "sweep:started"  # the study this session started last, shown until a pick
@@ -154,6 +154,7 @@ def search_settings() -> dict[str, Any]:
     }
 
 
+@roles.presenter_only("start a sweep")  # its study is written before a run starts
 def start(
     engine: Runs, fields: dict[str, Knob], frame: pd.DataFrame, settings: dict[str, Any]
 ) -> None:

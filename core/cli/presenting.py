@@ -29,7 +29,6 @@ DEFAULT_ADDRESS = "0.0.0.0"  # every interface: the room reaches the presenter's
 DEFAULT_PORT = 8501
 START_SECONDS = 90.0  # how long the dashboard may take to answer its health check
 STOP_SECONDS = 15.0  # how long it may take to exit once told to, before it is killed
-EVERY_INTERFACE = ("0.0.0.0", "::")
 
 
 def add_present(commands: Subparsers, common: Common) -> None:
@@ -90,8 +89,7 @@ def checked_port(address: str, port: int) -> int:
 def banner(address: str, port: int, key: str) -> str:
     """What the terminal shows once the dashboard answers: the audience URL, the presenter
     URL (the only place the key is ever printed) and the audience URL's QR code."""
-    host = presenting.room_address() if address in EVERY_INTERFACE else address
-    host = f"[{host}]" if ":" in host else host
+    host = presenting.room_host(address)
     audience = presenting.audience_url(host, port)
     return (
         f"Optimizer Lab is live for the room.\n\n"
