@@ -14,7 +14,7 @@ from core.knobs import InvalidInput
 from core.redaction import redacted
 from core.store import StoreError, UnknownRunError
 from core.sweep import Sweep, SweepStatus, TrialRow, list_studies, parallel_rows
-from ui import roles, state, sweep_form, sweep_tables
+from ui import roles, state, sweep_actions, sweep_form, sweep_tables
 from ui.live_chart import live_chart
 
 st.title(":material/explore: Sweep")
@@ -35,23 +35,6 @@ def open_sweep(name: str) -> Sweep | None:
             st.warning(escape_markdown(redacted(str(exc))), icon=":material/warning:")
             return None
     return state.sweeps()[name]
-
-
-@roles.presenter_only("resume a sweep")
-def resume(name: str) -> None:
-    """Drives the study again: a stopped `Sweep` cannot start twice, so a fresh one."""
-    try:
-        sweep = Sweep.load(engine, name)
-        sweep.start()
-    except (InvalidInput, StoreError) as exc:
-        st.toast(f"Not resumed: {escape_markdown(redacted(str(exc)))}", icon=":material/warning:")
-    else:
-        state.sweeps()[name] = sweep
-
-
-@roles.presenter_only("stop a sweep")
-def stop(sweep: Sweep) -> None:
-    sweep.stop()
 
 
 def anything_active() -> bool:
@@ -81,8 +64,8 @@ def steering(
             "Resume the sweep",
             icon=":material/play_circle:",
             key="sweep:resume",
-            on_click=resume,
-            args=(sweep.study_name,),
+            on_click=sweep_actions.resume,
+            args=(engine, sweep.study_name),
             width="stretch",
             help=f"Run its {status.to_run} trials left; those a stop or a crash cut short "
             "run their values again.",
@@ -92,7 +75,7 @@ def steering(
             "Stop the sweep",
             icon=":material/stop_circle:",
             key="sweep:stop",
-            on_click=stop,
+            on_click=sweep_actions.stop,
             args=(sweep,),
             disabled=not status.active,
             width="stretch",
