@@ -1,0 +1,165 @@
+"""`optlab present` end to end, on 127.0.0.1 only: the real command serves the dashboard,
+Debian's Chromium opens the audience URL (no control on any page, no key in any page) and
+the presenter URL (every control; the address bar drops the key), and the key appears in
+no log, no command line and no output but the banner's one presenter URL."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from core.engine.client import log_path
+from core.presenting import KEY_VARIABLE
+from core.store import Store
+from tests import app_server
+from tests.apptest import written_run
+from tests.browser import NEEDS_CHROMIUM, chromium, screenshot, settle
+from tests.waiting import wait_for
+
+pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
+
+RUN_ID = "ended"
+# Each page a viewer may open, by its address under the site's root.
+PAGES = ("", f"Live?runs={RUN_ID}", f"Compare?runs={RUN_ID}", "Sweep", "Optimizers", "Recipes")
+# Buttons that act: none may show for a viewer; the presenter sees those of Home and Live.
+CONTROLS = {
+    "Start the demo race",
+    "Clone into Train",
+    "Resume",
+    "Pause",
+    "Stop",
+    "Tag",
+    "Add tags",
+    "Delete",
+    "Clone",
+    "Fork",
+    "Model",
+    "Download a model",
+    "Start training",
+    "Find a learning rate",
+    "Start sweep",
+    "Run it",
+    "Apply",
+    "Compute the landscape",
+}
+INPUTS = "[data-testid=stFileUploader], [data-testid=stSlider], [data-testid=stNumberInput]"
+
+
+@dataclass
+class Room:
+    process: subprocess.Popen
+    output: Path
+    store: Path
+    audience: str
+    presenter: str
+    key: str
+
+
+@pytest.fixture(scope="module")
+def room(tmp_path_factory) -> Iterator[Room]:
+    folder = tmp_path_factory.mktemp("room")
+    store = folder / "lab.sqlite"
+    written_run(Store(store), RUN_ID, "an ended run")
+    output = folder / "present.out"
+    port = app_server.free_port()
+    env = {name: value for name, value in os.environ.items() if name != KEY_VARIABLE}
+    flags = ["--address", "127.0.0.1", "--port", str(port), "--store", str(store)]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "core", "present", *flags],
+        cwd=app_server.ROOT,
+        env=env,
+        stdout=output.open("w"),
+        stderr=subprocess.STDOUT,
+    )
+    wait_for(lambda: "Presenter URL" in output.read_text(), 120, "the banner")
+    text = output.read_text()
+    audience = re.search(r"Audience URL.*?(http://\S+)", text)[1]
+    presenter = re.search(r"Presenter URL.*?(http://\S+)", text)[1]
+    key = urllib.parse.parse_qs(urllib.parse.urlsplit(presenter).query)["key"][0]
+    yield Room(process, output, store, audience, presenter, key)
+    app_server.end(process)
+    app_server.stop_engine(store)
+
+
+def buttons(page) -> set[str]:
+    """The buttons' labels; each line of a button's text (its icon's name is one)."""
+    texts = page.locator("button").all_inner_texts()
+    return {line.strip() for text in texts for line in text.splitlines() if line.strip()}
+
+
+def test_the_banner_gives_both_urls_on_the_address_asked(room: Room) -> None:
+    assert room.audience.startswith("http://127.0.0.1:") and room.audience.endswith("/")
+    assert room.presenter == f"{room.audience}?key={room.key}" and len(room.key) >= 40
+    assert "▀" in room.output.read_text() or "▄" in room.output.read_text()  # the QR code
+
+
+def test_the_audience_url_shows_no_control_and_no_key(room: Room) -> None:
+    with chromium() as browser:
+        page = browser.new_page()
+        for path in PAGES:
+            page.goto(room.audience + path)
+            settle(page)
+            shown = buttons(page) & CONTROLS
+            assert not shown, (path, shown)
+            assert not page.locator(INPUTS).count(), path
+            assert room.key not in page.content(), path
+            assert "Train" not in page.locator("[data-testid=stSidebar]").inner_text(), path
+        screenshot(page, "present-viewer-recipes")
+        page.goto(room.audience + "Train")
+        settle(page)
+        assert "Train is the presenter's" in page.content()
+        assert not buttons(page) & CONTROLS and room.key not in page.content()
+
+
+def test_the_presenter_url_shows_the_controls_and_drops_the_key(room: Room) -> None:
+    with chromium() as browser:
+        page = browser.new_page()
+        page.goto(room.presenter)
+        settle(page)
+        page.wait_for_function("() => !window.location.search.includes('key=')")
+        assert {"Start the demo race", "Tag", "Delete"} <= buttons(page)
+        assert "Share with the room" in page.content()
+        assert room.key not in page.url
+        screenshot(page, "present-presenter-home")
+        page.locator("[data-testid=stSidebar] a", has_text="Live").click()
+        page.wait_for_url("**/Live**")
+        settle(page)
+        page.get_by_role("button", name="Clone").wait_for()  # the same session: still in control
+        page.locator("[data-testid=stSidebar] a", has_text="Train").click()
+        settle(page)
+        page.get_by_role("button", name="Start training").wait_for()
+
+
+def test_the_key_is_in_no_log_command_line_or_later_output(room: Room) -> None:
+    with chromium() as browser:  # a visit of each, so that the logs have had their say
+        for url in (room.presenter, room.audience + "?key=not-the-key"):
+            page = browser.new_page()
+            page.goto(url)
+            settle(page)
+    output = room.output.read_text()
+    assert output.count(room.key) == 1  # the banner's presenter URL, and nothing after
+    engine_log = log_path(str(room.store))
+    wait_for(engine_log.exists, 60, "the engine's log")
+    assert room.key not in engine_log.read_text()
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            assert room.key.encode() not in cmdline.read_bytes()
+        except OSError:
+            continue  # a process that has gone
+
+
+def test_sigterm_stops_the_dashboard(room: Room) -> None:
+    port = urllib.parse.urlsplit(room.audience).port
+    room.process.terminate()
+    room.process.wait(30)
+    with pytest.raises(OSError):
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2)
