@@ -83,7 +83,19 @@ def test_every_optlab_command_shown_parses(argv: list[str]) -> None:
 
 def test_the_readme_shows_the_commands() -> None:
     shown = {argv[0] for argv in optlab_commands()}
-    assert {"train", "runs", "sweep", "resume", "fork", "export", "stop", "set", "lr-find"} <= shown
+    expected = {
+        "train",
+        "runs",
+        "sweep",
+        "resume",
+        "fork",
+        "export",
+        "stop",
+        "set",
+        "lr-find",
+        "present",
+    }
+    assert expected <= shown
 
 
 def run(code: str, **env: str) -> str:

@@ -3,6 +3,7 @@ banner holds both URLs and a QR code of the audience URL."""
 
 from __future__ import annotations
 
+import os
 import socket
 
 import pytest
@@ -49,3 +50,13 @@ def test_the_banner_holds_both_urls_and_the_audience_qr_code() -> None:
     assert f"http://127.0.0.1:8642/?key={key}" in text and text.count(key) == 1
     qr = "\n".join(line for line in text.splitlines() if line and set(line) <= set("█▀▄ "))
     assert decoded(qr) == ["http://127.0.0.1:8642/"]
+
+
+def test_the_engine_the_dashboard_launches_has_no_key(monkeypatch, tmp_path) -> None:
+    from core.engine import server
+
+    started = {}
+    monkeypatch.setenv(KEY_VARIABLE, "k" * 43)
+    monkeypatch.setattr(server.subprocess, "Popen", lambda *a, **kw: started.update(kw))
+    server.launch(str(tmp_path / "lab.sqlite"), max_concurrent=1)
+    assert KEY_VARIABLE not in started["env"] and started["env"]["PATH"] == os.environ["PATH"]
