@@ -239,6 +239,9 @@ ALLOWED = {
     ("core/engine/server.py", "subprocess"),
     # A plugin file is tried in a child process first (the same file the loader imports).
     ("core/optimizers/probe.py", "subprocess"),
+    # `optlab present` starts the dashboard: a fixed argument list, no shell, the key in
+    # its environment.
+    ("core/cli/presenting.py", "subprocess"),
 }
 # Rendering user-typed text (run names) as HTML would let it run as script.
 HTML_CALLS = {"html"}  # st.html, components.html
