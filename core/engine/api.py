@@ -134,6 +134,10 @@ class Runs(Protocol):
         """The run's metrics from step `start` to `end`, at a resolution for a chart."""
         ...
 
+    def last_logged_step(self, run_id: str) -> int | None:
+        """The largest step of the run's stored metrics, None before its first."""
+        ...
+
     def events(self, run_id: str) -> builtins.list[Event]:
         """Knob changes, pauses, divergence and fingerprints, by step."""
         ...

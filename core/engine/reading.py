@@ -76,6 +76,11 @@ class RunReader:
         that keeps the read bounded however long the run (see `Store.read_overview`)."""
         return self.store.read_overview(run_id, start=start, end=end, means=means)
 
+    def last_logged_step(self, run_id: str) -> int | None:
+        """The largest step of the run's stored metrics, None before its first: what a
+        chart of it drew last, for figures shared across sessions to be keyed by."""
+        return self.store.last_step(run_id)
+
     def events(self, run_id: str) -> list[Event]:
         """Knob changes, pauses, divergence and the run's initial fingerprints, by step."""
         return self.store.events(run_id)
