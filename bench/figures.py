@@ -243,6 +243,15 @@ FIGURES: tuple[Figure, ...] = (
         Target("<=", 1.5),
         "bench.optimizer_step:embedding_sgd",
     ),
+    Figure(
+        17,
+        "17",
+        "Steps/s of a LeNet run watched on Live by the presenter's Chromium tab and 20 "
+        "viewer sessions (A) vs the presenter's tab alone (B); engine, page server and "
+        "Chromium on the same cores",
+        Target(">=", 0.90),
+        "bench.viewers:presenter_and_room",
+    ),
 )
 
 

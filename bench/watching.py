@@ -74,24 +74,22 @@ def lab_with_a_browser() -> Iterator[tuple[EngineClient, str, Any, dict[str, set
 
     if not app_server.CHROMIUM.exists():
         raise NotMeasured("no Chromium at /usr/bin/chromium (apt-get install chromium)")
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as folder, contextlib.ExitStack() as stack:
         store = Path(folder) / "lab.sqlite"
         engine = app_server.start_engine(store, Path(folder) / ENGINE_LOG)
+        stack.callback(app_server.end, engine)
         app, port = app_server.start(store, Path(folder) / "streamlit.log")
+        stack.callback(app_server.stop, app)
         client = EngineClient(Store(store))
-        try:
-            deadline = time.monotonic() + 60
-            while not (client.engine() or {}).info.get("ready"):  # type: ignore[union-attr]
-                if time.monotonic() > deadline:
-                    raise NotMeasured("the engine did not warm up within 60 s")
-                time.sleep(0.2)
-            with chromium() as browser:
-                pids = {"engine": {engine.pid}, "page server": {app.pid}}
-                yield client, f"http://127.0.0.1:{port}", browser, pids
-        finally:
-            client.close()
-            app_server.stop(app)
-            app_server.end(engine)
+        stack.callback(client.close)
+        deadline = time.monotonic() + 60
+        while not (client.engine() or {}).info.get("ready"):  # type: ignore[union-attr]
+            if time.monotonic() > deadline:
+                raise NotMeasured("the engine did not warm up within 60 s")
+            time.sleep(0.2)
+        browser = stack.enter_context(chromium())
+        pids = {"engine": {engine.pid}, "page server": {app.pid}}
+        yield client, f"http://127.0.0.1:{port}", browser, pids
 
 
 def demo_race(settings: Settings) -> Measured:

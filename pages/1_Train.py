@@ -59,6 +59,7 @@ with data_col:
         key=run_key("dataset"),
         format_func=files.label,
         help=FIELDS["dataset"].help,
+        persist_state=state.KEPT,
     )
     with st.popover("Your own data", icon=":material/upload_file:", key="train:own-data"):
         st.file_uploader(
@@ -135,6 +136,7 @@ repeat_cols[0].number_input(
     max_value=MAX_REPEATS,
     value=1,
     key=REPEATS,
+    persist_state=state.KEPT,
     help="Train this config this many times, with seeds seed, seed+1, …, as one group: "
     "Compare then says how sure a difference between groups is.",
 )
@@ -143,6 +145,7 @@ if st.session_state[REPEATS] > 1:
         "the seeds vary",
         VARY_CHOICES,
         key=VARY,
+        persist_state=state.KEPT,
         help="both: the initial weights and the batch order; init or data: only one.",
     )
 toggle_cols = st.columns(3)
@@ -153,7 +156,7 @@ with toggle_cols[1]:
 if st.session_state[run_key("multitask")]:
     with toggle_cols[2]:
         for task in TASKS:
-            st.text_input(f"loss weight: {task}", key=weight_key(task))
+            st.text_input(f"loss weight: {task}", key=weight_key(task), persist_state=state.KEPT)
         forms.show_error(errors, "task_weights")
 
 other = {

@@ -10,7 +10,8 @@ from core.charts import INSTRUMENT_HELP, instrument_figures, layer_figures, trai
 from core.engine import RunStatus
 from core.engine.api import Runs
 from core.engine.repeats import groups
-from ui import live_panel, presentation, state, views
+from ui import live_panel, presentation, shared_figures, state, views
+from ui.live_chart import drawn
 
 presenting, per_row = presentation.toggle()
 if not presenting:  # a projector's first screen is for the charts
@@ -82,23 +83,33 @@ def charts(
     view = view or "Training"  # a click on the chosen one deselects it
     with zoom:
         start, end = views.step_range("live")
-    shown = [views.run_view(engine, engine.status(run_id), start, end) for run_id in run_ids]
+    watching = [engine.status(run_id) for run_id in run_ids]
+    logged = {run.id: engine.last_logged_step(run.id) for run in watching}
     if view == "Instruments":
         st.caption(
             "Measured each at its own interval (the run's `*_every` fields; about 20 times "
             "a run when left empty), so that together they cost a bounded share of the "
             "step time. Heat strips show the first selected run."
         )
-    figures = (
-        views.group_figures(engine, listed, shown, start, end)
-        if view == GROUPS
-        else VIEWS[view](shown)
-    )
-    if per_row:
-        figures = {key: presentation.for_projector(f, per_row) for key, f in figures.items()}
-    views.show_in_columns(figures, captions=INSTRUMENT_HELP, live=True, per_row=per_row or 2)
+
+    def draw() -> dict[str, str]:
+        shown = [views.run_view(engine, run, start, end) for run in watching]
+        figures = (
+            views.group_figures(engine, listed, shown, start, end)
+            if view == GROUPS
+            else VIEWS[view](shown)
+        )
+        if per_row:
+            figures = {key: presentation.for_projector(f, per_row) for key, f in figures.items()}
+        return {key: drawn(figure) for key, figure in figures.items()}
+
+    # Every session that shows these runs as they are now, the same way, shares one drawing.
+    colours = state.colours()
+    shows = [(r.id, r.name, r.status, logged[r.id], colours.colour(r.id)) for r in watching]
+    drawing = shared_figures.shared((view, start, end, per_row, tuple(shows)), draw)
+    views.show_in_columns(drawing, captions=INSTRUMENT_HELP, live=True, per_row=per_row or 2)
     if waiting and all(
-        len(run.metrics) or not recent(listed[run.run_id]) for run in shown if run.run_id in waiting
+        logged[run_id] is not None or not recent(listed[run_id]) for run_id in waiting
     ):
         st.rerun()  # their first points are drawn (or late): back to the slower redraws
 

@@ -82,6 +82,7 @@ PATHS: dict[str, Path] = {
     "Live: Fork": lambda e, r: e.fork(r, 10, learning_rate=0.5),
     "Live: Compute the landscape": lambda e, r: e.ask_landscape(r, 10),
     "Live/Compare: Download .keras": lambda e, r: e.model_file(r, "10"),
+    "Live: publish the view the room follows": lambda e, r: e.publish_view(None),
     "Recipes: Run it": lambda e, r: start_recipe(next(iter(RECIPES.values())), e),
     "Sweep: Start sweep": start_sweep,
     "Sweep: Resume the sweep": lambda e, r: sweep_actions.resume(e, "a-sweep"),

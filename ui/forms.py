@@ -2,12 +2,14 @@
 
 Numbers are typed as text, so that any value (1e-3, an empty field for "off", a typo) can
 be entered and then refused by the same validation the engine uses, with the reason shown
-under the field, rather than silently clamped by a widget.
+under the field, rather than silently clamped by a widget. Every widget keeps its value
+for the session (`state.KEPT`), and every table its rows (`table`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -15,8 +17,11 @@ import streamlit as st
 
 from core.escaping import escape_markdown
 from core.knobs import Knob, read_number
+from ui import state
 
 RULE_COLUMNS = ("pattern", "lr_mult", "weight_decay")
+#: Completes a row an edit touched: (the row edited, the cells the edit set) → the row.
+Fill = Callable[[dict[str, Any], Mapping[str, Any]], dict[str, Any]]
 
 
 def initial(knob: Knob, value: Any) -> Any:
@@ -47,25 +52,88 @@ def widget(knob: Knob, key: str, *, label: str | None = None) -> Any:
     label = label or knob.name
     help_text = knob_help(knob)
     if knob.type == "bool":
-        return st.toggle(label, key=key, help=help_text)
+        return st.toggle(label, key=key, help=help_text, persist_state=state.KEPT)
     if knob.type == "choice":
-        return st.selectbox(label, knob.choices, key=key, help=help_text)
+        return st.selectbox(label, knob.choices, key=key, help=help_text, persist_state=state.KEPT)
     if knob.type == "rules":
-        rows = st.session_state.get(f"{key}:data", [])
-        frame = pd.DataFrame(rows, columns=list(RULE_COLUMNS))
-        return st.data_editor(
-            frame,
-            key=key,
-            num_rows="dynamic",
-            hide_index=True,
-            width="stretch",
-            column_config={
+        return table(
+            key,
+            RULE_COLUMNS,
+            {
                 "pattern": st.column_config.TextColumn("pattern (regex on variable path)"),
                 "lr_mult": st.column_config.NumberColumn("step multiplier", default=1.0),
                 "weight_decay": st.column_config.NumberColumn("weight decay (empty: global)"),
             },
         )
-    return st.text_input(label, key=key, help=help_text, placeholder="off" if knob.optional else "")
+    return st.text_input(
+        label,
+        key=key,
+        help=help_text,
+        placeholder="off" if knob.optional else "",
+        persist_state=state.KEPT,
+    )
+
+
+def table(
+    key: str, columns: Sequence[str], config: Mapping[str, Any], fill: Fill | None = None
+) -> pd.DataFrame:
+    """An editable table of the rows kept in `st.session_state[f"{key}:data"]`; returns
+    them as edited.
+
+    Each edit is folded into those rows at once (`fill` completing each row it touched),
+    and the editor starts again from them: a data editor's own state is its edits, which
+    Streamlit drops with the widget when a page does not draw it, while a key of no
+    widget's is kept for the session.
+    """
+    frame = pd.DataFrame(st.session_state.get(f"{key}:data", []), columns=list(columns))
+    return st.data_editor(
+        frame,
+        key=key,
+        num_rows="dynamic",
+        hide_index=True,
+        width="stretch",
+        column_config=dict(config),
+        on_change=fold,
+        args=(key, fill),
+    )
+
+
+def fold(key: str, fill: Fill | None = None) -> None:
+    """A table's callback: its edits folded into its rows; without its edits, the editor
+    (whose identity is its data, rows changed) starts again from the new rows."""
+    st.session_state[f"{key}:data"] = value_of_table(key, fill)
+    st.session_state.pop(key, None)
+
+
+def value_of_table(key: str, fill: Fill | None = None) -> list[dict[str, Any]]:
+    """The rows of `table(key)` as edited, usable before it is drawn: its rows, with any
+    edits not folded in yet (a test's, set in session state) applied."""
+    return edited_rows(st.session_state.get(f"{key}:data", []), st.session_state.get(key), fill)
+
+
+def edited_rows(
+    rows: Sequence[Mapping[str, Any]],
+    edits: Mapping[str, Any] | None,
+    fill: Fill | None = None,
+) -> list[dict[str, Any]]:
+    """`rows` with a data editor's `edits` (its session state: edited, added and deleted
+    rows, by position in `rows`) applied; `fill(row, cells set)` completes each row an
+    edit set cells of."""
+    edits = edits or {}
+    result = [dict(row) for row in rows]
+    touched: list[tuple[int, Mapping[str, Any]]] = []
+    for index, changes in edits.get("edited_rows", {}).items():
+        if int(index) < len(result):  # edits of rows since replaced are dropped
+            result[int(index)].update(changes)
+            touched.append((int(index), changes))
+    for added in edits.get("added_rows", []):
+        result.append(dict(added))
+        touched.append((len(result) - 1, added))
+    if fill is not None:
+        for index, changes in touched:
+            result[index] = fill(result[index], changes)
+    deleted = {int(i) for i in edits.get("deleted_rows", [])}
+    return [row for i, row in enumerate(result) if i not in deleted]
 
 
 def stepper(knob: Knob, key: str, *, label: str | None = None) -> int | None:
@@ -82,6 +150,7 @@ def stepper(knob: Knob, key: str, *, label: str | None = None) -> int | None:
         key=key,
         help=knob_help(knob),
         placeholder="off" if knob.optional else None,
+        persist_state=state.KEPT,
     )
 
 
@@ -90,15 +159,7 @@ def value(knob: Knob, key: str) -> Any:
 
     A data editor keeps only its edits in session state; they are applied to its rows.
     """
-    if knob.type != "rules":
-        return st.session_state[key]
-    rows = [dict(row) for row in st.session_state.get(f"{key}:data", [])]
-    edits = st.session_state.get(key) or {}
-    for index, changes in edits.get("edited_rows", {}).items():
-        rows[int(index)].update(changes)
-    rows += [dict(row) for row in edits.get("added_rows", [])]
-    deleted = {int(i) for i in edits.get("deleted_rows", [])}
-    return [row for i, row in enumerate(rows) if i not in deleted]
+    return value_of_table(key) if knob.type == "rules" else st.session_state[key]
 
 
 def parse(knob: Knob, raw: Any) -> Any:

@@ -82,13 +82,19 @@ _mount = st.components.v2.component(
 )
 
 
-def live_chart(figure: go.Figure, *, key: str) -> None:
-    """Draws `figure` in Streamlit's dark theme (set as its template); the chart under
-    `key` keeps its zoom across redraws when the figure sets `layout.uirevision`."""
+def drawn(figure: go.Figure) -> str:
+    """`figure` as the chart takes it: in Streamlit's dark theme (set as its template), as
+    JSON (what `ui.shared_figures` keeps for every session)."""
     figure.update_layout(template=TEMPLATE)
+    # Unvalidated, as st.plotly_chart does: the figure was validated as it was built.
+    return plotly.io.to_json(figure, validate=False)
+
+
+def live_chart(figure: go.Figure | str, *, key: str) -> None:
+    """Draws `figure` (or a figure already `drawn`); the chart under `key` keeps its zoom
+    across redraws when the figure sets `layout.uirevision`."""
     data: dict[str, Any] = {
-        # Unvalidated, as st.plotly_chart does: the figure was validated as it was built.
-        "figure": plotly.io.to_json(figure, validate=False),
+        "figure": figure if isinstance(figure, str) else drawn(figure),
         "config": CONFIG,
         "plotly": _served_plotly(),
     }

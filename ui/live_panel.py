@@ -3,12 +3,14 @@ model, clone, family), the sliders of its live knobs, and its range test or land
 
 Every function takes the runs it acts on (`Runs`) and the runs listed (`listed`, by id)
 as arguments. A knob change is validated once in this process, by `Runs.update` when
-Apply sends it: the sliders offer only values within the knob's declared range, and a
-refusal is shown as a toast naming the knob.
+Apply sends it: each knob's slider (coarse steps) and number field (any value) hold one
+value, kept within the knob's declared range, and a refusal is shown as a toast naming
+the knob.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 
 import streamlit as st
@@ -148,41 +150,91 @@ def fork_form(engine: Runs, run: RunStatus, saved: list[int]) -> None:
     state.open_page(LIVE_PAGE, **{state.WATCH: [run.id, fork_id]})
 
 
+def knob_keys(run: RunStatus, knob: Knob) -> tuple[str, str]:
+    """The session-state keys of a knob's slider and number field. A new current value
+    (from here, another tab or the CLI) makes new ones, so a stale value is never sent."""
+    now = float(run.knobs[knob.name])
+    return f"knob:{run.id}:{knob.name}:{now!r}", f"knob-field:{run.id}:{knob.name}:{now!r}"
+
+
+def slid(slider: str, field: str) -> None:
+    """The slider's callback: the number field shows the value slid to."""
+    st.session_state[field] = st.session_state[slider]
+
+
+def typed(knob: Knob, slider: str, field: str) -> None:
+    """The number field's callback: the slider moves to the value typed; one outside the
+    knob's range is refused, and the field shows the slider's value again."""
+    value = st.session_state[field]
+    if value is not None and in_range(knob, float(value)):
+        st.session_state[slider] = float(value)
+        return
+    st.session_state[field] = st.session_state[slider]
+    st.toast(
+        f"{escape_markdown(knob.name)}: must be in {knob.range_text()}",
+        icon=":material/warning:",
+    )
+
+
+def knob_input(run: RunStatus, knob: Knob) -> float:
+    """A live knob's slider, in 1-2-5 steps about its value now, and under it a number
+    field for any value between them, both bound to one value; returns it."""
+    slider, field = knob_keys(run, knob)
+    now = float(run.knobs[knob.name])
+    # Seeded through session state, not `value=`: the callbacks then own both widgets.
+    st.session_state.setdefault(slider, now)
+    st.session_state.setdefault(field, now)
+    chosen = st.session_state[slider]
+    st.select_slider(
+        knob.name,
+        sorted({*slider_values(knob, now), chosen}),
+        key=slider,
+        format_func=texts.number,
+        help=escape_markdown(knob.help),
+        on_change=slid,
+        args=(slider, field),
+    )
+    st.number_input(
+        knob.name,
+        key=field,
+        format="%g",
+        step=field_step(now),
+        label_visibility="collapsed",
+        on_change=typed,
+        args=(knob, slider, field),
+    )
+    return float(st.session_state[slider])
+
+
+def field_step(value: float) -> float:
+    """What − and + add to a knob's number field: a tenth of its value's decade."""
+    return 10.0 ** (math.floor(math.log10(abs(value))) - 1) if value else 1e-3
+
+
 def knob_form(engine: Runs, run: RunStatus) -> None:
-    """A slider per live knob that is on, set at its current value; nothing changes until
-    Apply, and then only the knobs moved away from the value they showed."""
+    """A slider and a number field per live knob that is on, set at its current value;
+    nothing changes until Apply, and then only the knobs moved away from the value they
+    showed. Moving or typing only reruns the page: no command is sent."""
     live = on_knobs(run)
     if not live:
         st.caption("Its optimizer has no live knob the lab can change.")
         return
-    with st.form(key=f"knobs:{run.id}", border=False):
-        shown: dict[str, tuple[float, float]] = {}
-        for column, knob in zip(st.columns(len(live)), live, strict=True):
-            now = float(run.knobs[knob.name])
-            with column:
-                chosen = st.select_slider(
-                    knob.name,
-                    slider_values(knob, now),
-                    value=now,
-                    # A new current value (from here, another tab or the CLI) is a new
-                    # slider, so a stale position can never be sent.
-                    key=f"knob:{run.id}:{knob.name}:{now!r}",
-                    format_func=texts.number,
-                    help=escape_markdown(knob.help),
-                )
-            shown[knob.name] = (now, chosen)
-        if st.form_submit_button("Apply", icon=":material/tune:", key=f"apply:{run.id}"):
-            changes = {name: value for name, (now, value) in shown.items() if value != now}
-            if not changes:
-                st.toast("Nothing moved: no knob changed.", icon=":material/info:")
-                return
-            described = ", ".join(f"{n} → {texts.number(v)}" for n, v in changes.items())
-            send(
-                engine,
-                lambda run_id: engine.update(run_id, **changes),
-                run.id,
-                f"{described} from the next step",
-            )
+    shown: dict[str, tuple[float, float]] = {}
+    for column, knob in zip(st.columns(len(live)), live, strict=True):
+        with column:
+            shown[knob.name] = (float(run.knobs[knob.name]), knob_input(run, knob))
+    if st.button("Apply", icon=":material/tune:", key=f"apply:{run.id}"):
+        changes = {name: value for name, (now, value) in shown.items() if value != now}
+        if not changes:
+            st.toast("Nothing moved: no knob changed.", icon=":material/info:")
+            return
+        described = ", ".join(f"{n} → {texts.number(v)}" for n, v in changes.items())
+        send(
+            engine,
+            lambda run_id: engine.update(run_id, **changes),
+            run.id,
+            f"{described} from the next step",
+        )
 
 
 # The panel ------------------------------------------------------------------------
@@ -293,17 +345,25 @@ def run_panel(engine: Runs, run: RunStatus, listed: Mapping[str, RunStatus]) -> 
                 landscape.panel(engine, run.id, [checkpoint.step for checkpoint in saved])
 
 
+def progress_text(run: RunStatus) -> str:
+    """The step, and while the run trains its speed and ETA: a paused, queued or ended
+    run has neither (a paused run's last speed would promise an end it is not nearing)."""
+    step = f"step {run.step}/{run.total_steps or '?'}"
+    if run.status != "running":
+        return step
+    speed = f"{run.steps_per_second:.1f} steps/s" if run.steps_per_second else ""
+    eta = f"ETA {texts.duration(run.eta_seconds)}" if run.eta_seconds else ""
+    return " · ".join(p for p in (step, speed, eta) if p)
+
+
 def progress(engine: Runs, run_id: str, was_active: bool) -> None:
-    """The run's name, status, knobs now, step, speed and ETA."""
+    """The run's name, status, knobs now, step, and while it trains its speed and ETA."""
     run = engine.status(run_id)
     st.markdown(
         f"**{escape_markdown(run.name)}** :gray[{escape_markdown(run.id)}] · "
         f"{texts.badge(run.status)}  \n"
         f"{escape_markdown(texts.knobs(run))}"
     )
-    speed = f"{run.steps_per_second:.1f} steps/s" if run.steps_per_second else ""
-    eta = f"ETA {texts.duration(run.eta_seconds)}" if run.eta_seconds else ""
-    text = " · ".join(p for p in (f"step {run.step}/{run.total_steps or '?'}", speed, eta) if p)
-    st.progress(min(run.progress, 1.0), text=text)
+    st.progress(min(run.progress, 1.0), text=progress_text(run))
     if was_active and not run.active:
         st.rerun()  # it ended: the whole page again, with its last charts, controls gone

@@ -3,14 +3,15 @@
 The dashboard never trains: runs train in the engine process (`python -m core serve`),
 which the client launches when none serves the store, and which outlives a restart of
 Streamlit. The client (and the registry of sweeps) is a `st.cache_resource`: every
-session and every browser tab shares it. Session state holds only selections (which runs
-to watch or compare, a config to clone into the form) and each run's colour, under the
-keys below.
+session and every browser tab shares it. Session state holds selections (which runs to
+watch or compare, a config to clone into the form), each run's colour, under the keys
+below, and what the Train and Sweep forms hold, which `KEPT` keeps for the session.
 """
 
 from __future__ import annotations
 
 import os
+from typing import Literal
 
 import streamlit as st
 
@@ -35,6 +36,11 @@ PROGRESS_REFRESH_SECONDS = 2.0
 CHART_REFRESH_SECONDS = 5.0  # charts: a redraw costs each open tab's browser far more
 SIDEBAR_REFRESH_SECONDS = 5.0  # "Training now", on every page
 PAGE_LOCK_SECONDS = 5.0
+# The forms' widgets (`persist_state`) keep what was typed for the session: by default
+# Streamlit drops a widget's value once a run does not draw it, so leaving Train or Sweep
+# for another page and coming back reset the form. A form's tables keep their rows in a
+# key of their own (`ui.forms.table`), which no page switch drops.
+KEPT: Literal["session"] = "session"
 
 
 def engine() -> Runs:

@@ -8,6 +8,8 @@ validates them. Every refusal is kept, by field, and shown under the form.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -20,7 +22,14 @@ from core.escaping import escape_markdown
 from core.knobs import InvalidInput, Knob
 from core.redaction import redacted
 from core.store import StoreError
-from core.sweep import MAX_SEED, SAMPLERS, SearchSpace, Sweep, sweepable_knobs
+from core.sweep import (
+    MAX_SEED,
+    SAMPLERS,
+    SearchSpace,
+    Sweep,
+    starting_dimension,
+    sweepable_knobs,
+)
 from ui import forms, roles, state, texts
 
 ERRORS = "sweep_errors"
@@ -32,6 +41,8 @@ STEPPED = ("epochs", "val_every")  # whole numbers, with − and +
 DEFAULTS = {"optimizer": "sgd", "epochs": 3}
 LABELS = {"val_every": "validate every (steps, empty: each epoch)"}
 LOG_EVERY = 10  # trials log every 10 steps: many runs, compared by their best value
+SPACE_COLUMNS = ("name", "low", "high", "log", "points", "choices")
+RANGE_COLUMNS = ("low", "high", "log", "choices")  # what picking a knob fills in
 
 
 def key(name: str) -> str:
@@ -39,20 +50,30 @@ def key(name: str) -> str:
     return f"sweep:{name}"
 
 
+def space_key(optimizer: str) -> str:
+    """The search space table's key: one table for each optimizer, whose knobs it offers."""
+    return f"sweep:dimensions:{optimizer}"
+
+
 def dimension_rows(optimizer: str) -> list[dict[str, Any]]:
     """The search space the form starts from: the learning rate, a decade either side of
-    the optimizer's default, on a log scale."""
-    knob = sweepable_knobs(optimizer)["learning_rate"]
-    return [
-        {
-            "name": "learning_rate",
-            "low": knob.default / 10,
-            "high": knob.default * 10,
-            "log": True,
-            "points": 3,
-            "choices": "",
-        }
-    ]
+    the optimizer's default, on a log scale, at 3 grid points."""
+    start = starting_dimension(sweepable_knobs(optimizer)["learning_rate"])
+    return [{**start.to_row(), "points": 3}]
+
+
+def with_range(optimizer: str, row: dict[str, Any], cells: Mapping[str, Any]) -> dict[str, Any]:
+    """`row` once a knob is picked in it: the knob's starting range (or every choice), and
+    its grid points unless given; what the edit set itself wins."""
+    name = cells.get("name")
+    knob = sweepable_knobs(optimizer).get(name) if isinstance(name, str) else None
+    if knob is None:
+        return row
+    start = starting_dimension(knob).to_row()
+    filled = {column: start[column] for column in RANGE_COLUMNS}
+    if pd.isna(row.get("points")):
+        filled["points"] = start["points"]
+    return {**row, **filled, **cells}
 
 
 def run_field(knob: Knob) -> None:
@@ -88,20 +109,23 @@ def new_sweep_form(engine: Runs) -> None:
         with search_col:
             st.markdown("**What to search**")
             optimizer = st.session_state[key("optimizer")]
-            frame = st.data_editor(
-                pd.DataFrame(dimension_rows(optimizer)),
-                num_rows="dynamic",
-                hide_index=True,
-                key=f"sweep:dimensions:{optimizer}",
-                width="stretch",
-                column_config={
+            table = space_key(optimizer)
+            st.session_state.setdefault(f"{table}:data", dimension_rows(optimizer))
+            frame = forms.table(
+                table,
+                SPACE_COLUMNS,
+                {
                     "name": st.column_config.SelectboxColumn(
-                        "knob", options=list(sweepable_knobs(optimizer))
+                        "knob",
+                        options=list(sweepable_knobs(optimizer)),
+                        help="A run field or a knob of the optimizer; picking one fills in "
+                        "a range it takes, or its choices.",
                     ),
                     "log": st.column_config.CheckboxColumn("log scale"),
                     "points": st.column_config.NumberColumn("grid points", min_value=1),
                     "choices": st.column_config.TextColumn("or choices (a, b, …)"),
                 },
+                fill=functools.partial(with_range, optimizer),
             )
             settings = search_settings()
         if st.button("Start sweep", type="primary", key="sweep:start"):
@@ -114,7 +138,12 @@ def search_settings() -> dict[str, Any]:
     """How to search: the sampler, the budget, the trials at once, the seeds per trial,
     the sampler's seed and pruning, as `Sweep` takes them."""
     sampler = st.radio(
-        "search", SAMPLERS, index=SAMPLERS.index("tpe"), horizontal=True, key="sweep:sampler"
+        "search",
+        SAMPLERS,
+        index=SAMPLERS.index("tpe"),
+        horizontal=True,
+        key="sweep:sampler",
+        persist_state=state.KEPT,
     )
     n_trials = st.number_input(
         "trials (empty for a grid: every point)",
@@ -123,14 +152,18 @@ def search_settings() -> dict[str, Any]:
         8,
         key="sweep:n_trials",
         placeholder="every grid point",
+        persist_state=state.KEPT,
     )
-    parallel = st.number_input("trials at once", 1, 16, 2, key="sweep:parallel")
+    parallel = st.number_input(
+        "trials at once", 1, 16, 2, key="sweep:parallel", persist_state=state.KEPT
+    )
     repeats = st.number_input(
         "seeds per trial",
         1,
         MAX_REPEATS,
         1,
         key="sweep:repeats",
+        persist_state=state.KEPT,
         help="Each trial trains its values this many times, over seeds; its value "
         "is their mean (± its 95% t-interval in the table), so the search does not "
         "chase a lucky seed, and pruning compares means.",
@@ -142,8 +175,11 @@ def search_settings() -> dict[str, Any]:
         None,
         key="sweep:seed",
         placeholder="random",
+        persist_state=state.KEPT,
     )
-    pruning = st.toggle("prune trials that trail", True, key="sweep:pruning")
+    pruning = st.toggle(
+        "prune trials that trail", True, key="sweep:pruning", persist_state=state.KEPT
+    )
     return {
         "n_trials": None if n_trials is None else int(n_trials),
         "sampler": sampler,

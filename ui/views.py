@@ -112,14 +112,14 @@ def family(runs: Mapping[str, RunStatus], run_id: str) -> list[str]:
 
 
 def show_in_columns(
-    figures: dict[str, go.Figure],
+    figures: Mapping[str, go.Figure | str],
     captions: dict[str, str] | None = None,
     *,
     live: bool = False,
     per_row: int = 2,
 ) -> None:
     """Charts `per_row` a row, each keyed (so zoom survives refreshes), with its caption;
-    `live` ones redraw in place (see `ui.live_chart`)."""
+    `live` ones redraw in place (see `ui.live_chart`), and may come `drawn` already."""
     for i, (key, figure) in enumerate(figures.items()):
         if i % per_row == 0:  # a row of its own: charts side by side stay level
             columns = st.columns(per_row)

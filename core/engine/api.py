@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # types only: importing this module imports nothing of the en
     from core.engine.client import EngineClient
     from core.engine.config import RunConfig
     from core.engine.engine import Engine
+    from core.engine.following import PresenterView
     from core.engine.landscape import Landscape
     from core.engine.read_only import ReadOnlyRuns
     from core.engine.status import RunStatus
@@ -133,6 +134,18 @@ class Runs(Protocol):
         means: bool = False,
     ) -> Metrics:
         """The run's metrics from step `start` to `end`, at a resolution for a chart."""
+        ...
+
+    def last_logged_step(self, run_id: str) -> int | None:
+        """The largest step of the run's stored metrics, None before its first."""
+        ...
+
+    def publish_view(self, view: PresenterView) -> None:
+        """Writes what the presenter shows, for a room's viewers to follow."""
+        ...
+
+    def presenter_view(self) -> PresenterView | None:
+        """What the presenter shows now; None when no presenter's view beats."""
         ...
 
     def events(self, run_id: str) -> builtins.list[Event]:

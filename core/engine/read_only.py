@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from core.engine.api import Runs
     from core.engine.checkpoints import Checkpoint
     from core.engine.config import RunConfig
+    from core.engine.following import PresenterView
     from core.engine.landscape import Landscape
     from core.engine.status import RunStatus
     from core.store import Command, Event, Metrics
@@ -42,6 +43,8 @@ READS: Final = frozenset(
         "disk_bytes",
         "landscape",
         "landscape_progress",
+        "last_logged_step",
+        "presenter_view",
     }
 )
 #: The verbs a viewer may not call, with what each would have done. `datasets_folder` is
@@ -59,6 +62,7 @@ ACTIONS: Final = {
     "set_tags": "tag a run",
     "model_file": "export a model to the server's disk",
     "ask_landscape": "compute a loss landscape",
+    "publish_view": "publish the view the room follows",
 }
 
 
@@ -131,6 +135,12 @@ class ReadOnlyRuns:
     def landscape_progress(self, run_id: str, step: int) -> float | None:
         return self._runs.landscape_progress(run_id, step)
 
+    def last_logged_step(self, run_id: str) -> int | None:
+        return self._runs.last_logged_step(run_id)
+
+    def presenter_view(self) -> PresenterView | None:
+        return self._runs.presenter_view()
+
     # Actions: refused ----------------------------------------------------------------
 
     @property
@@ -169,3 +179,6 @@ class ReadOnlyRuns:
 
     def ask_landscape(self, run_id: str, step: int) -> Command:
         self._refuse("ask_landscape")
+
+    def publish_view(self, view: PresenterView) -> None:
+        self._refuse("publish_view")

@@ -10,7 +10,9 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from core.engine import following
 from core.engine.checkpoints import Checkpoint, RunCheckpoints
+from core.engine.following import PresenterView
 from core.engine.landscape import Landscape, landscape_path, read_progress
 from core.engine.status import Progress, RunStatus
 from core.knobs import InvalidInput
@@ -75,6 +77,19 @@ class RunReader:
         """The run's metrics from step `start` to `end` for a chart, read at a resolution
         that keeps the read bounded however long the run (see `Store.read_overview`)."""
         return self.store.read_overview(run_id, start=start, end=end, means=means)
+
+    def publish_view(self, view: PresenterView) -> None:
+        """Writes what the presenter shows, for viewers to follow (`core.engine.following`)."""
+        following.publish(self.store, view)
+
+    def presenter_view(self) -> PresenterView | None:
+        """What the presenter shows now, None when no presenter's view beats."""
+        return following.latest(self.store)
+
+    def last_logged_step(self, run_id: str) -> int | None:
+        """The largest step of the run's stored metrics, None before its first: what a
+        chart of it drew last, for figures shared across sessions to be keyed by."""
+        return self.store.last_step(run_id)
 
     def events(self, run_id: str) -> list[Event]:
         """Knob changes, pauses, divergence and the run's initial fingerprints, by step."""

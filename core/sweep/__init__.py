@@ -23,7 +23,7 @@ neither TensorFlow nor Optuna.
 
 from core.sweep.coordinates import numeric, parallel_rows, settings, varying
 from core.sweep.plan import MAX_SEED, SAMPLERS, SweepPlan
-from core.sweep.space import Axis, Dimension, SearchSpace, sweepable_knobs
+from core.sweep.space import Axis, Dimension, SearchSpace, starting_dimension, sweepable_knobs
 from core.sweep.studies import SweepSummary, list_studies, storage_url
 from core.sweep.sweep import Sweep, SweepState, SweepStatus, TrialRow
 
@@ -43,6 +43,7 @@ __all__ = [
     "numeric",
     "parallel_rows",
     "settings",
+    "starting_dimension",
     "storage_url",
     "sweepable_knobs",
     "varying",

@@ -20,7 +20,7 @@ from core.engine import RunConfig
 from core.engine.repeats import MAX_REPEATS
 from core.knobs import InvalidInput
 from core.sweep.objective import OBJECTIVES, Objective
-from core.sweep.space import Axis, SearchSpace
+from core.sweep.space import SPACE, Axis, SearchSpace
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -82,7 +82,7 @@ class SweepPlan:
         larger `n_trials` than the grid has points is lowered to it.
 
         Raises `InvalidInput` naming every bad argument (`n_trials`, `sampler`,
-        `parallel`, `seed`, `pruning`, `repeats`, `dimensions[i].low`, ...) at once.
+        `parallel`, `seed`, `pruning`, `repeats`, `learning_rate, low`, ...) at once.
         """
         errors: dict[str, str] = {}
         axes: tuple[Axis, ...] = ()
@@ -115,7 +115,7 @@ class SweepPlan:
         if sampler == "grid" and axes:
             size = math.prod(len(axis.grid()) for axis in axes)
             if size > MAX_TRIALS:
-                errors["dimensions"] = f"the grid has {size} points; at most {MAX_TRIALS}"
+                errors[SPACE] = f"the grid has {size} points; at most {MAX_TRIALS}"
             elif "n_trials" not in errors:
                 n_trials = size if n_trials is None else min(n_trials, size)
         if errors:

@@ -3,14 +3,16 @@
 A `Dimension` names a setting and gives either a range (`low`, `high`, `log`) or a list of
 `choices`; whether a range holds integers or floats comes from the setting's `Knob`, and so
 do the bounds it must stay within. A `SearchSpace` resolves its dimensions against a base
-`RunConfig` into `Axis`es, refusing every bad one at once with errors named like
-`dimensions[1].low`, the way `RunConfig` names its fields.
+`RunConfig` into `Axis`es, refusing every bad one at once with errors named by the setting
+and the part of it, like `learning_rate, low`: what the user wrote (a table row, a
+`--param`), not where it sits in a list.
 
 Importing this module imports neither TensorFlow nor Optuna.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
@@ -31,6 +33,7 @@ SWEEPABLE_TYPES = frozenset({"float", "int", "bool", "choice"})
 #: label or locate a run rather than change how it trains.
 FIXED_FIELDS = frozenset({"name", "optimizer", "data_dir"})
 MAX_POINTS = 100
+SPACE = "search space"  # what errors about the space as a whole are named
 RUN_FIELDS: Mapping[str, Knob] = {knob.name: knob for knob in FIELDS}
 
 
@@ -69,6 +72,18 @@ class Dimension:
         """Plain JSON-ready values; `from_dict(to_dict())` gives an equal dimension."""
         return {f.name: getattr(self, f.name) for f in fields(self)} | {
             "choices": list(self.choices)
+        }
+
+    def to_row(self) -> dict[str, Any]:
+        """The table row `SearchSpace.from_rows` reads back as this dimension: its choices
+        as comma-separated text, a range's bounds empty when it has choices."""
+        return {
+            "name": self.name,
+            "low": None if self.categorical else self.low,
+            "high": None if self.categorical else self.high,
+            "log": self.log,
+            "points": self.points,
+            "choices": ", ".join(str(choice) for choice in self.choices),
         }
 
     @classmethod
@@ -146,32 +161,34 @@ class SearchSpace:
     def axes(self, config: RunConfig) -> tuple[Axis, ...]:
         """The dimensions resolved against `config`'s run fields and optimizer knobs.
 
-        Raises `InvalidInput` naming every bad part, e.g. `dimensions[0].low`:
-        an unknown or unsweepable name, a repeated name, bounds outside the knob's range
-        or in the wrong order, `log` with `low <= 0`, a bad choice or grid size.
+        Raises `InvalidInput` naming every bad part by its setting, e.g.
+        `learning_rate, low`: an unknown or unsweepable name, a repeated name, bounds
+        outside the knob's range or in the wrong order, `log` with `low <= 0`, a bad
+        choice or grid size.
         """
         knobs = sweepable_knobs(config.optimizer)
         errors: dict[str, str] = {}
         if not self.dimensions:
-            errors["dimensions"] = "give at least one setting to vary"
+            errors[SPACE] = "give at least one setting to vary"
         axes, seen = [], set()
         for i, dimension in enumerate(self.dimensions):
-            where = f"dimensions[{i}]"
             if not isinstance(dimension, Dimension):
-                errors[where] = f"must be a Dimension (got {dimension!r})"
+                errors[f"{SPACE}, setting {i + 1}"] = f"must be a Dimension (got {dimension!r})"
                 continue
-            knob = knobs.get(dimension.name) if isinstance(dimension.name, str) else None
+            named = isinstance(dimension.name, str) and dimension.name.strip()
+            where = dimension.name if named else f"{SPACE}, setting {i + 1}"
+            knob = knobs.get(dimension.name) if named else None
             if knob is None:
-                errors[f"{where}.name"] = _unknown_name(dimension.name, config.optimizer)
+                errors[where] = _unknown_name(dimension.name, config.optimizer)
                 continue
             if dimension.name in seen:
-                errors[f"{where}.name"] = f"{dimension.name} is already varied by another dimension"
+                errors[f"{where} (twice)"] = "is already varied by another row: keep one"
                 continue
             seen.add(dimension.name)
             try:
                 normalized = _check(dimension, knob)
             except InvalidInput as exc:
-                errors |= {f"{where}.{part}": why for part, why in exc.errors.items()}
+                errors |= {f"{where}, {part}": why for part, why in exc.errors.items()}
                 continue
             axes.append(Axis(normalized, knob, dimension.name in RUN_FIELDS))
         if errors:
@@ -237,6 +254,39 @@ def sweepable_knobs(optimizer: str) -> dict[str, Knob]:
     return {name: knob for name, knob in _settings(optimizer).items() if _sweepable(knob)}
 
 
+def starting_dimension(knob: Knob) -> Dimension:
+    """A range to start a sweep of `knob` from, valid for it: every value of a bool or
+    choice knob; else a decade either side of its default on a log scale (of 1 without
+    one), or half to twice its default; or its whole declared range. Kept inside the
+    knob's range (an open end is approached halfway), and whole for an integer knob."""
+    if knob.type in ("bool", "choice"):
+        return Dimension(knob.name, choices=knob.choices or (False, True))
+    default = knob.default
+    centre: float | None = None
+    if isinstance(default, int | float) and not isinstance(default, bool) and default > 0:
+        centre = float(default)
+    elif knob.log_scale or knob.low is None or knob.high is None:
+        centre = 1.0
+    spread = 10.0 if knob.log_scale else 2.0
+    low = centre / spread if centre is not None else knob.low
+    high = centre * spread if centre is not None else knob.high
+    assert low is not None and high is not None  # a centre unless both ends are known
+    if knob.low is not None and low <= knob.low:
+        inside = high if centre is None else centre
+        low = (knob.low + inside) / 2 if knob.low_open else knob.low
+    if knob.high is not None and high >= knob.high:
+        inside = low if centre is None else centre
+        high = (knob.high + inside) / 2 if knob.high_open else knob.high
+    if knob.log_scale and low <= 0:
+        low = high / 100
+    if knob.type == "int":
+        low, high = math.ceil(low), math.floor(high)
+        low = max(low, 1) if knob.log_scale else low
+        return Dimension(knob.name, low, max(low, high), knob.log_scale)
+    # 12 significant digits drop float noise: 0.001, not 0.0010000000000000002.
+    return Dimension(knob.name, float(f"{low:.12g}"), float(f"{high:.12g}"), knob.log_scale)
+
+
 def _settings(optimizer: str) -> dict[str, Knob]:
     """Every run field, then every knob of `optimizer` (a knob named as a run field, as a
     plugin's may be, is left to the run field)."""
@@ -251,11 +301,12 @@ def _sweepable(knob: Knob) -> bool:
 
 
 def _unknown_name(name: Any, optimizer: str) -> str:
+    """Why `name` names no sweepable setting, for an error already keyed by it."""
     settings = _settings(optimizer)
     if isinstance(name, str) and name in settings:
-        return f"{name} cannot be swept"
+        return "cannot be swept"
     known = ", ".join(name for name, knob in settings.items() if _sweepable(knob))
-    return f"unknown run field or {optimizer} knob {name!r} (sweepable: {known})"
+    return f"is not a run field or a {optimizer} knob (got {name!r}; sweepable: {known})"
 
 
 def _check(dimension: Dimension, knob: Knob) -> Dimension:
@@ -268,7 +319,7 @@ def _check(dimension: Dimension, knob: Knob) -> Dimension:
         value = getattr(dimension, part)
         try:
             if value is None:
-                raise ValueError(f"is required for a range of {knob.name} (or give choices)")
+                raise ValueError("is required for a range (or give choices)")
             bounds[part] = knob.validate(value)
         except ValueError as exc:
             errors[part] = str(exc)
@@ -304,10 +355,10 @@ def _check_choices(dimension: Dimension, knob: Knob) -> Dimension:
         try:
             value = knob.validate(choice)
         except ValueError as exc:
-            errors[f"choices[{j}]"] = str(exc)
+            errors[f"choice {j + 1}"] = str(exc)
             continue
         if value in values:
-            errors[f"choices[{j}]"] = f"repeats {choice!r}"
+            errors[f"choice {j + 1}"] = f"repeats {choice!r}"
             continue
         values.append(value)
     if errors:

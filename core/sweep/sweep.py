@@ -140,7 +140,7 @@ class Sweep:
         poll_interval: Seconds between two looks at the runs: how late a report (and so a
             pruning decision) may come.
 
-    Raises `InvalidInput` naming every bad argument, e.g. `dimensions[0].low`.
+    Raises `InvalidInput` naming every bad argument, e.g. `learning_rate, low`.
     """
 
     def __init__(

@@ -126,6 +126,7 @@ def test_the_presenter_url_shows_the_controls_and_drops_the_key(room: Room) -> N
         page.goto(room.presenter)
         settle(page)
         page.wait_for_function("() => !window.location.search.includes('key=')")
+        page.get_by_role("button", name="Start the demo race").wait_for()
         assert {"Start the demo race", "Tag", "Delete"} <= buttons(page)
         assert "Share with the room" in page.content()
         assert room.key not in page.url

@@ -13,9 +13,6 @@ from typing import Any
 
 import pytest
 
-from core.engine.client import EngineClient
-from core.store import Store
-from tests import app_server
 from tests.browser import ARTIFACTS, NEEDS_CHROMIUM, repainted, settle, wait_for_drawn_charts
 
 pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
@@ -44,23 +41,17 @@ BOXES = """() => [...document.querySelectorAll('.js-plotly-plot')].map(p => {
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory) -> Iterator[tuple[str, list[str]]]:
-    """A fresh server no page has been asked of yet, its engine, and two short runs."""
-    folder = tmp_path_factory.mktemp("presentation")
-    store = folder / "lab.sqlite"
-    engine = app_server.start_engine(store, folder / "engine.log")
-    app, port = app_server.start(store, folder / "streamlit.log")
-    client = EngineClient(Store(store))
-    try:
+def lab() -> Iterator[tuple[str, list[str], Any]]:
+    """A fresh server no page has been asked of yet (with its engine and Chromium), and
+    two short runs."""
+    from bench.watching import lab_with_a_browser
+
+    with lab_with_a_browser() as (client, url, browser, _):
         base = {"model": "mlp", "dataset": "digits", "epochs": 2}
         ids = [client.start({**base, **run}) for run in RUNS]
         for run_id in ids:
             assert client.wait(run_id, 120).status == "completed"
-        yield f"http://127.0.0.1:{port}", ids
-    finally:
-        client.close()
-        app_server.stop(app)
-        app_server.end(engine)
+        yield url, ids, browser
 
 
 def measured(page: Any) -> list[dict[str, Any]]:
@@ -102,8 +93,8 @@ def assert_legible(charts: list[dict[str, Any]], per_row: int) -> None:
         assert chart["chart"][1] <= chart["title"][1] < chart["title"][3] <= chart["plot"][1], chart
 
 
-def test_the_presentation_view_fits_a_projector(lab, browser) -> None:
-    url, ids = lab
+def test_the_presentation_view_fits_a_projector(lab) -> None:
+    url, ids, browser = lab
     page = browser.new_page(viewport=PROJECTOR)
     # The first address this server is asked for: the view's, as a bookmark opens it.
     page.goto(f"{url}/Live?runs={','.join(ids)}&view=presentation")
@@ -143,8 +134,8 @@ def test_the_presentation_view_fits_a_projector(lab, browser) -> None:
     page.close()
 
 
-def test_the_switch_keeps_the_view_in_the_address(lab, browser) -> None:
-    url, ids = lab
+def test_the_switch_keeps_the_view_in_the_address(lab) -> None:
+    url, ids, browser = lab
     page = browser.new_page(viewport=PROJECTOR)
     page.goto(f"{url}/Live?runs={ids[0]}")
     wait_for_drawn_charts(page, 5, what="Live")

@@ -117,19 +117,21 @@ def test_a_trial_config_puts_run_fields_and_knobs_in_their_places() -> None:
 @pytest.mark.parametrize(
     ("dimension", "field", "reason"),
     [
-        (Dimension("learning_rate", 0.0, 1.0), "dimensions[0].low", "(0, 100]"),
-        (Dimension("learning_rate", 1e-3, 1e3), "dimensions[0].high", "(0, 100]"),
-        (Dimension("learning_rate", 1.0, 0.1), "dimensions[0].high", "at least low"),
-        (Dimension("weight_decay", 0.0, 0.1, log=True), "dimensions[0].low", "log scale"),
-        (Dimension("beta_1", 0.8, 0.99), "dimensions[0].name", "unknown"),
-        (Dimension("optimizer", choices=("sgd", "adam")), "dimensions[0].name", "cannot be swept"),
-        (Dimension("batch_size", 16.5, 64), "dimensions[0].low", "whole number"),
-        (Dimension("radius"), "dimensions[0].low", "is required"),
-        (Dimension("model", choices=("mlp", "transformer")), "dimensions[0].choices[1]", "one of"),
-        (Dimension("learning_rate", 0.1, 1.0, points=0), "dimensions[0].points", "[1, 100]"),
+        (Dimension("learning_rate", 0.0, 1.0), "learning_rate, low", "(0, 100]"),
+        (Dimension("learning_rate", 1e-3, 1e3), "learning_rate, high", "(0, 100]"),
+        (Dimension("learning_rate", 1.0, 0.1), "learning_rate, high", "at least low"),
+        (Dimension("weight_decay", 0.0, 0.1, log=True), "weight_decay, low", "log scale"),
+        (Dimension("beta_1", 0.8, 0.99), "beta_1", "not a run field or a sgd knob"),
+        (Dimension("optimizer", choices=("sgd", "adam")), "optimizer", "cannot be swept"),
+        (Dimension("batch_size", 16.5, 64), "batch_size, low", "whole number"),
+        (Dimension("radius"), "radius, low", "is required"),
+        (Dimension("model", choices=("mlp", "transformer")), "model, choice 2", "one of"),
+        (Dimension("learning_rate", 0.1, 1.0, points=0), "learning_rate, points", "[1, 100]"),
     ],
 )
-def test_an_invalid_dimension_is_refused_naming_it(engine, dimension, field, reason) -> None:
+def test_an_invalid_dimension_is_refused_naming_its_knob(engine, dimension, field, reason) -> None:
+    """Named by the knob and the part of it, as the user wrote them (issue 39: not
+    `dimensions[0].low`)."""
     with pytest.raises(InvalidHyperparameters) as caught:
         Sweep(engine, BASE, space(dimension), n_trials=2, sampler="random")
     assert reason in caught.value.errors[field]
@@ -148,7 +150,7 @@ def test_every_bad_argument_is_named_at_once(engine) -> None:
             study_name="",
         )
     assert set(caught.value.errors) == {
-        "dimensions[1].name",  # varied twice
+        "learning_rate (twice)",  # varied by two rows
         "n_trials",
         "sampler",
         "parallel",

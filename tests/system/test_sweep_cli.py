@@ -131,7 +131,9 @@ def test_a_sweep_over_repeats_prints_each_trials_mean_and_interval(tmp_path) -> 
     ("flags", "message"),
     [
         (["--param", "learning_rate"], "param: 'learning_rate' is not NAME=LOW:HIGH"),
-        (["--param", "nope=1:2"], "nope"),
+        (["--param", "nope=1:2"], "nope: is not a run field or a "),
+        # Named by the knob and its part (issue 39), not "dimensions[0].low".
+        (["--param", "learning_rate=0:1"], "learning_rate, low: must be in (0, 100]"),
         (["--param", "learning_rate=0.1:1", "--parallel", "0"], "parallel: must be in [1, "),
         (["--param", "learning_rate=0.1:1"], "n_trials: is required unless the sampler is grid"),
         ([], "param: give at least one --param"),

@@ -12,7 +12,8 @@ from core.cli.exits import UsageError
 from core.cli.sweeping import parse_params
 from core.engine import RunConfig
 from core.knobs import InvalidHyperparameters
-from core.sweep import Dimension, SearchSpace
+from core.optimizers import specs
+from core.sweep import Dimension, SearchSpace, starting_dimension, sweepable_knobs
 
 BASE = RunConfig.from_dict({"optimizer": "adamw", "model": "mlp", "dataset": "digits"})
 
@@ -46,7 +47,10 @@ def test_empty_cells_are_missing_values_that_validation_names() -> None:
     assert space.dimensions == (Dimension("learning_rate", low=None, high=None, points=5),)
     with pytest.raises(InvalidHyperparameters) as caught:
         space.axes(BASE)
-    assert set(caught.value.errors) & {"dimensions[0].low", "dimensions[0].high"}
+    assert caught.value.errors == {
+        "learning_rate, low": "is required for a range (or give choices)",
+        "learning_rate, high": "is required for a range (or give choices)",
+    }
 
 
 def test_param_flags_become_ranges_and_choices() -> None:
@@ -74,3 +78,33 @@ def test_param_flags_become_ranges_and_choices() -> None:
 def test_a_malformed_param_flag_is_named(text: str) -> None:
     with pytest.raises(UsageError, match=r"^param: .* is not NAME=LOW:HIGH"):
         parse_params([text])
+
+
+def test_every_sweepable_knob_starts_from_a_range_it_takes_and_a_row_reads_back() -> None:
+    """What picking a knob in the Sweep page's table fills in (issue 39): for every
+    setting of every optimizer, plugins' too, a range (or choices) its knob accepts."""
+    for spec in specs():
+        base = BASE.replace(optimizer=spec.name, hyperparameters={})
+        for knob in sweepable_knobs(spec.name).values():
+            start = starting_dimension(knob)
+            (axis,) = SearchSpace((start,)).axes(base)  # raises naming the part refused
+            assert axis.dimension == start or start.categorical, knob.name
+            assert SearchSpace.from_rows([start.to_row()]).dimensions == (start,), knob.name
+
+
+@pytest.mark.parametrize(
+    ("optimizer", "name", "expected"),
+    [
+        ("adamw", "learning_rate", Dimension("learning_rate", 1e-4, 1e-2, log=True)),
+        ("adamw", "weight_decay", Dimension("weight_decay", 4e-4, 4e-2, log=True)),
+        ("sgd", "clip_norm", Dimension("clip_norm", 0.1, 10.0, log=True)),  # no default: 1
+        ("adamw", "beta_1", Dimension("beta_1", 0.45, 0.95)),  # halfway to the open 1
+        ("sgd", "top_k", Dimension("top_k", 0.5, 1.0)),  # halfway from the open 0
+        ("sgd", "batch_size", Dimension("batch_size", 32, 128)),
+        ("sgd", "noise_std", Dimension("noise_std", 0.0, 100.0)),  # its whole range
+        ("momentum", "nesterov", Dimension("nesterov", choices=(False, True))),
+        ("sgd", "lr_schedule", Dimension("lr_schedule", choices=("constant", "cosine", "step"))),
+    ],
+)
+def test_a_knobs_starting_range(optimizer: str, name: str, expected: Dimension) -> None:
+    assert starting_dimension(sweepable_knobs(optimizer)[name]) == expected

@@ -1,0 +1,98 @@
+"""The forms' inputs under AppTest (issue 39): a live knob's slider and number field hold
+one value and send nothing until Apply; a paused run's card promises no end; the Train
+and Sweep forms keep what was typed when the user leaves the page and comes back."""
+
+from __future__ import annotations
+
+from core.engine import RunConfig
+from tests.apptest import SHORT, page
+from tests.waiting import wait_for
+
+
+def test_a_knobs_slider_and_field_are_one_value_sent_only_by_apply(lab) -> None:
+    run_id = lab.start(RunConfig.from_dict({**SHORT, "max_steps": None, "epochs": 10_000}))
+    at = page("pages/2_Live.py")
+    at.session_state["watch"] = [run_id]
+    at.run()
+    slider, field = f"knob:{run_id}:radius:20.0", f"knob-field:{run_id}:radius:20.0"
+    assert at.select_slider(key=slider).value == 20.0 and at.number_input(key=field).value == 20.0
+    # A value between the slider's 1-2-5 steps, typed: the slider takes it, as an option.
+    at.number_input(key=field).set_value(13.7).run()
+    assert at.select_slider(key=slider).value == 13.7
+    assert "13.7" in at.select_slider(key=slider).options
+    # Slid back to a step: the field follows.
+    at.select_slider(key=slider).set_value(10.0).run()
+    assert at.number_input(key=field).value == 10.0
+    # Outside the knob's range (0, 1e+06]: refused, and the field shows the slider's value.
+    at.number_input(key=field).set_value(-1.0).run()
+    assert at.number_input(key=field).value == 10.0 and at.select_slider(key=slider).value == 10.0
+    assert any("radius: must be in (0, 1e+06]" in toast.value for toast in at.toast)
+    at.number_input(key=field).set_value(13.7).run()
+    at.run().run()  # refreshes, with the value moved but not applied
+    assert not [e for e in lab.events(run_id) if e.kind == "knob"]
+    at.button(key=f"apply:{run_id}").click().run()
+    wait_for(
+        lambda: [e for e in lab.events(run_id) if e.kind == "knob"],
+        timeout=30,
+        what="the typed value to reach the run",
+    )
+    (change,) = [e.payload for e in lab.events(run_id) if e.kind == "knob"]
+    assert change == {"name": "radius", "value": 13.7, "previous": 20.0}
+
+    # Paused, its card shows neither speed nor ETA (issue 39).
+    at.run()
+    assert "steps/s" in at.get("progress")[0].text
+    lab.settle(lab.pause(run_id))
+    wait_for(lambda: lab.status(run_id).status == "paused", timeout=30, what="the pause")
+    at.run()
+    (bar,) = at.get("progress")
+    assert bar.text.startswith("step ") and "steps/s" not in bar.text and "ETA" not in bar.text
+    lab.settle(lab.stop(run_id))
+
+
+def test_the_train_form_is_kept_when_the_user_leaves_the_page(lab) -> None:
+    at = page("pages/1_Train.py").run()
+    at.selectbox(key="run:optimizer").select("adamw").run()
+    at.text_input(key="knob:adamw:learning_rate").input("0.003").run()
+    at.text_input(key="run:batch_size").input("32").run()
+    at.selectbox(key="run:dataset").select("digits").run()
+    at.toggle(key="run:telemetry").set_value(False).run()
+    at.number_input(key="train:repeats").set_value(3).run()
+    at.selectbox(key="train:vary").select("init").run()
+    at.button(key="train:transformer-rules").click().run()
+    at.switch_page("pages/3_Compare.py").run()
+    assert not at.exception
+    at.switch_page("pages/1_Train.py").run()
+    assert not at.exception and not at.warning
+    assert at.selectbox(key="run:optimizer").value == "adamw"
+    assert at.text_input(key="knob:adamw:learning_rate").value == "0.003"
+    assert at.text_input(key="run:batch_size").value == "32"
+    assert at.selectbox(key="run:dataset").value == "digits"
+    assert at.toggle(key="run:telemetry").value is False
+    assert at.number_input(key="train:repeats").value == 3
+    assert at.selectbox(key="train:vary").value == "init"
+    (rules,) = at.data_editor
+    assert rules.value["pattern"].tolist() == ["norm|bias", "embedding"]
+
+
+def test_the_sweep_form_is_kept_when_the_user_leaves_the_page(lab) -> None:
+    at = page("pages/4_Sweep.py").run()
+    at.selectbox(key="sweep:optimizer").select("momentum").run()
+    at.number_input(key="sweep:epochs").set_value(2).run()
+    at.radio(key="sweep:sampler").set_value("grid").run()
+    at.number_input(key="sweep:n_trials").set_value(5).run()
+    at.number_input(key="sweep:parallel").set_value(3).run()
+    at.number_input(key="sweep:seed").set_value(42).run()
+    at.toggle(key="sweep:pruning").set_value(False).run()
+    at.switch_page("pages/3_Compare.py").run()
+    at.switch_page("pages/4_Sweep.py").run()
+    assert not at.exception and not at.warning
+    assert at.selectbox(key="sweep:optimizer").value == "momentum"
+    assert at.number_input(key="sweep:epochs").value == 2
+    assert at.radio(key="sweep:sampler").value == "grid"
+    assert at.number_input(key="sweep:n_trials").value == 5
+    assert at.number_input(key="sweep:parallel").value == 3
+    assert at.number_input(key="sweep:seed").value == 42
+    assert at.toggle(key="sweep:pruning").value is False
+    (space,) = at.data_editor  # momentum's, as the form starts it
+    assert space.value["name"].tolist() == ["learning_rate"]

@@ -1,0 +1,115 @@
+"""Live's charts are drawn once a refresh for every session (issue 38, item 4): the
+bounded store of drawings (`ui.shared_figures`), and the Live page using it under AppTest,
+each `AppTest` a session of its own in this one process, as a page server's sessions are.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from core.engine.client import EngineClient
+from core.store.metrics import Block
+from tests.apptest import live_specs, page, written_run
+from ui import shared_figures
+
+
+@pytest.fixture(autouse=True)
+def no_drawings() -> Iterator[None]:
+    shared_figures.forget()
+    yield
+    shared_figures.forget()
+
+
+def test_a_drawing_is_made_once_and_shared() -> None:
+    made: list[str] = []
+
+    def draw() -> dict[str, str]:
+        made.append("a")
+        return {"loss": "{}"}
+
+    first = shared_figures.shared(("a", 1), draw)
+    assert shared_figures.shared(("a", 1), draw) is first
+    assert made == ["a"]
+    shared_figures.shared(("a", 2), draw)  # the next logged step: drawn anew
+    assert made == ["a", "a"]
+
+
+def test_sessions_asking_while_it_is_drawn_wait_for_that_drawing() -> None:
+    started, finish = threading.Event(), threading.Event()
+    made: list[int] = []
+
+    def draw() -> dict[str, str]:
+        made.append(1)
+        started.set()
+        finish.wait(30)
+        return {"loss": "{}"}
+
+    results: list[dict[str, str]] = []
+    drawer = threading.Thread(target=lambda: results.append(shared_figures.shared("k", draw)))
+    drawer.start()
+    assert started.wait(30)
+    others = [
+        threading.Thread(target=lambda: results.append(shared_figures.shared("k", draw)))
+        for _ in range(7)
+    ]
+    for thread in others:
+        thread.start()
+    finish.set()
+    for thread in [drawer, *others]:
+        thread.join(30)
+    assert made == [1] and len(results) == 8
+    assert all(result is results[0] for result in results)
+
+
+def test_the_drawings_kept_are_bounded_and_the_oldest_goes_first() -> None:
+    made: list[int] = []
+
+    def draw(i: int) -> Any:
+        return lambda: made.append(i) or {"k": str(i)}
+
+    for i in range(shared_figures.LIMIT + 5):
+        shared_figures.shared(i, draw(i))
+    shared_figures.shared(shared_figures.LIMIT + 4, draw(-1))  # the newest: kept
+    assert -1 not in made
+    shared_figures.shared(0, draw(-2))  # the oldest: gone, drawn again
+    assert made[-1] == -2
+
+
+def test_a_drawing_that_failed_is_tried_again() -> None:
+    def fail() -> dict[str, str]:
+        raise RuntimeError("the store was busy")
+
+    with pytest.raises(RuntimeError, match="busy"):
+        shared_figures.shared("k", fail)
+    assert shared_figures.shared("k", lambda: {"loss": "{}"}) == {"loss": "{}"}
+
+
+def test_live_sessions_share_a_refresh_until_a_new_step_is_logged(
+    lab: EngineClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import core.charts
+
+    built: list[int] = []
+    real = core.charts.training_figures
+    monkeypatch.setattr(
+        core.charts, "training_figures", lambda shown: built.append(1) or real(shown)
+    )
+    run_id = written_run(lab.store, "shared", "shared run")
+
+    def session() -> list[str]:
+        at = page("pages/2_Live.py")
+        at.session_state["watch"] = [run_id]
+        at.run()
+        assert not at.exception
+        return live_specs(at)
+
+    first = session()
+    assert session() == first and len(built) == 1  # a second session: the same drawing
+    lab.store.append_metrics(run_id, Block(("loss",), np.array([40]), np.array([[0.1]])))
+    after = session()
+    assert len(built) == 2 and after != first  # a new step logged: drawn again
