@@ -10,16 +10,19 @@ from core.charts import INSTRUMENT_HELP, instrument_figures, layer_figures, trai
 from core.engine import RunStatus
 from core.engine.api import Runs
 from core.engine.repeats import groups
-from ui import live_panel, presentation, shared_figures, state, views
+from ui import following, live_panel, presentation, shared_figures, state, views
 from ui.live_chart import drawn
 
 presenting, per_row = presentation.toggle()
 if not presenting:  # a projector's first screen is for the charts
     st.title(":material/monitoring: Live")
 SELECTION = "live_runs"
+CHARTS = "live_charts"  # the group of charts picked
 FIRST_POINT_WAIT = 30.0  # seconds a new run's charts are looked at every second
 engine = state.engine()
 
+following.offer(engine)
+following.follow_page(engine, SELECTION, state.WATCH, CHARTS)
 # In the presentation view the run picker goes under the charts (drawn first, shown last).
 above, below = st.container(), st.container()
 with below if presenting else above:
@@ -58,9 +61,12 @@ def recent(run: RunStatus) -> bool:
 waiting = {i for i in selected if runs[i].active and runs[i].step == 0 and recent(runs[i])}
 
 
+# In a room the charts tick even when no run trains: the presenter publishes its view at
+# each tick, and a viewer follows it at each of its own.
 @st.fragment(
     run_every=state.refresh_interval(
-        any_active, state.REFRESH_SECONDS if waiting else state.CHART_REFRESH_SECONDS
+        any_active or following.in_room(),
+        state.REFRESH_SECONDS if waiting else state.CHART_REFRESH_SECONDS,
     )
 )
 def charts(
@@ -79,8 +85,10 @@ def charts(
         pick, zoom = st.columns([4, 1], vertical_alignment="bottom")
     else:
         pick, zoom = st.container(), st.container()
-    view = pick.segmented_control("Charts", names, default="Training", key="live_charts")
+    following.lead_charts(engine, CHARTS)
+    view = pick.segmented_control("Charts", names, default="Training", key=CHARTS)
     view = view or "Training"  # a click on the chosen one deselects it
+    following.publish(engine, run_ids, view)
     with zoom:
         start, end = views.step_range("live")
     watching = [engine.status(run_id) for run_id in run_ids]

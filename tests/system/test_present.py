@@ -14,6 +14,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,12 +23,13 @@ from core.presenting import KEY_VARIABLE
 from core.store import Store
 from tests import app_server
 from tests.apptest import written_run
-from tests.browser import NEEDS_CHROMIUM, chromium, screenshot, settle
+from tests.browser import ARTIFACTS, NEEDS_CHROMIUM, chromium, screenshot, settle
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
 
 RUN_ID = "ended"
+OTHER_ID = "newest"  # the newest run: what the presenter's Live opens on
 # Each page a viewer may open, by its address under the site's root.
 PAGES = ("", f"Live?runs={RUN_ID}", f"Compare?runs={RUN_ID}", "Sweep", "Optimizers", "Recipes")
 # Buttons that act: none may show for a viewer; the presenter sees those of Home and Live.
@@ -69,6 +71,7 @@ def room(tmp_path_factory) -> Iterator[Room]:
     folder = tmp_path_factory.mktemp("room")
     store = folder / "lab.sqlite"
     written_run(Store(store), RUN_ID, "an ended run")
+    written_run(Store(store), OTHER_ID, "the presenter's run")
     output = folder / "present.out"
     port = app_server.free_port()
     env = {name: value for name, value in os.environ.items() if name != KEY_VARIABLE}
@@ -156,6 +159,51 @@ def test_the_key_is_in_no_log_command_line_or_later_output(room: Room) -> None:
             assert room.key.encode() not in cmdline.read_bytes()
         except OSError:
             continue  # a process that has gone
+
+
+def test_a_viewers_live_follows_the_presenters_within_a_refresh(room: Room) -> None:
+    """The presenter's Live (its newest run) and a viewer's Live opened on another run:
+    the viewer's shows the presenter's run, and the presenter's group of charts within a
+    refresh of its own; a group of its own stops it following, until it asks again."""
+    with chromium() as browser:
+        presenter = browser.new_page(viewport={"width": 1024, "height": 768})
+        presenter.goto(room.presenter)
+        presenter.get_by_role("button", name="Start the demo race").wait_for()
+        presenter.locator("[data-testid=stSidebar] a", has_text="Live").click()
+        presenter.wait_for_url("**/Live**")
+        presenter.get_by_role("radio", name="Per layer").click()
+        viewer = browser.new_page(viewport={"width": 1024, "height": 768})
+        viewer.goto(f"{room.audience}Live?runs={RUN_ID}")
+        # The presenter's run replaces the viewer's, and its group of charts follows.
+        viewer.get_by_text("the presenter's run", exact=False).first.wait_for(timeout=60_000)
+        picked(viewer, "Per layer", "the viewer's Live to show Per layer")
+        presenter.get_by_role("radio", name="Instruments").click()
+        picked(viewer, "Instruments", "the viewer's Live to follow within a refresh", 30)
+        for page, who in ((presenter, "presenter"), (viewer, "viewer")):
+            settle(page)
+            page.screenshot(path=str(ARTIFACTS / f"present-live-{who}.png"))
+        viewer.get_by_role("radio", name="Training").click()  # its own: following stops
+        viewer.get_by_role("button", name="Follow the presenter").click()
+        picked(viewer, "Instruments", "the viewer's Live to follow again", 30)
+
+
+def picked(page: Any, group: str, what: str, seconds: float = 60) -> None:
+    """Waits until Live's one group picker shows `group` picked (while a page runs again,
+    the last picker lingers beside the new one)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(
+            """(name) => {
+                const found = [...document.querySelectorAll('button[role=radio]')]
+                    .filter(b => b.innerText.trim() === name);
+                return found.length === 1 && found[0].getAttribute('aria-checked') === 'true';
+            }""",
+            arg=group,
+            timeout=seconds * 1000,
+        )
+    except PlaywrightTimeout:
+        pytest.fail(f"{what}: not within {seconds:.0f} s")
 
 
 def test_sigterm_stops_the_dashboard(room: Room) -> None:

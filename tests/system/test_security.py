@@ -77,7 +77,8 @@ def test_the_config_binds_to_localhost_with_xsrf_protection(
 
 
 def test_make_run_serves_on_localhost() -> None:
-    """The Makefile's `run` target passes `--server.address 127.0.0.1` to Streamlit."""
+    """The Makefile's `run` target passes `--server.address 127.0.0.1` to Streamlit (which
+    `ui.serve` starts)."""
     lines = (ROOT / "Makefile").read_text().splitlines()
     start = lines.index(next(line for line in lines if line.startswith("run:")))
     recipe = []
@@ -85,7 +86,7 @@ def test_make_run_serves_on_localhost() -> None:
         if not line.startswith("\t"):
             break
         recipe.append(line)
-    [serve] = [line for line in recipe if "streamlit run app.py" in line]
+    [serve] = [line for line in recipe if "-m ui.serve run app.py" in line]
     assert "--server.address 127.0.0.1" in serve
     assert "0.0.0.0" not in serve
 
