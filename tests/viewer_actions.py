@@ -26,6 +26,32 @@ from ui import live_panel, runs_table, sweep_actions, sweep_form, train_form
 Path = Callable[[Runs, str], Any]
 
 
+#: The buttons that act: no page shows one to a viewer (the presenter sees those of Home
+#: and Live).
+CONTROLS = frozenset(
+    {
+        "Add tags",
+        "Apply",
+        "Clone",
+        "Clone into Train",
+        "Compute the landscape",
+        "Delete",
+        "Download a model",
+        "Find a learning rate",
+        "Fork",
+        "Model",
+        "Pause",
+        "Resume",
+        "Run it",
+        "Start sweep",
+        "Start the demo race",
+        "Start training",
+        "Stop",
+        "Tag",
+    }
+)
+
+
 def train(range_test: bool) -> Path:
     """Train's Start training (or Find a learning rate), with the form at its defaults."""
 

@@ -24,6 +24,7 @@ from core.store import Store
 from tests import app_server
 from tests.apptest import written_run
 from tests.browser import ARTIFACTS, NEEDS_CHROMIUM, chromium, screenshot, settle
+from tests.viewer_actions import CONTROLS
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
@@ -32,27 +33,6 @@ RUN_ID = "ended"
 OTHER_ID = "newest"  # the newest run: what the presenter's Live opens on
 # Each page a viewer may open, by its address under the site's root.
 PAGES = ("", f"Live?runs={RUN_ID}", f"Compare?runs={RUN_ID}", "Sweep", "Optimizers", "Recipes")
-# Buttons that act: none may show for a viewer; the presenter sees those of Home and Live.
-CONTROLS = {
-    "Start the demo race",
-    "Clone into Train",
-    "Resume",
-    "Pause",
-    "Stop",
-    "Tag",
-    "Add tags",
-    "Delete",
-    "Clone",
-    "Fork",
-    "Model",
-    "Download a model",
-    "Start training",
-    "Find a learning rate",
-    "Start sweep",
-    "Run it",
-    "Apply",
-    "Compute the landscape",
-}
 INPUTS = "[data-testid=stFileUploader], [data-testid=stSlider], [data-testid=stNumberInput]"
 
 

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 from core.presenting import KEY_VARIABLE
 from core.store import Store
 from tests.apptest import page, written_run
-from tests.viewer_actions import PATHS
+from tests.viewer_actions import CONTROLS, PATHS
 
 KEY = "the-presenters-key-0123456789"
 # Calls a path of tests/viewer_actions.py in the session, as its page would.
@@ -26,23 +26,6 @@ try:
 except PermissionError as exc:
     st.session_state["refused"] = str(exc)
 """
-# What a viewer may never see: the controls that act (Home, Live, Sweep, Recipes).
-CONTROLS = {
-    "Start the demo race",
-    "Clone into Train",
-    "Resume",
-    "Pause",
-    "Stop",
-    "Add tags",
-    "Delete",
-    "Clone",
-    "Start training",
-    "Find a learning rate",
-    "Start sweep",
-    "Run it",
-    "Apply",
-    "Compute the landscape",
-}
 
 
 @pytest.fixture

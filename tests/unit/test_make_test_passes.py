@@ -1,7 +1,7 @@
 """What `make test`'s two passes rely on: the files it hands out first exist (a renamed one
 would lose its place at the front without a word, and end the parallel pass alone again),
-and every test marked `serial` is in a file its second pass collects (one elsewhere would
-be run by neither pass)."""
+every test marked `serial` is in a file its second pass collects (one elsewhere would be
+run by neither pass), and no two test files share a name."""
 
 import re
 from pathlib import Path
@@ -26,3 +26,12 @@ def test_every_file_that_marks_a_test_serial_is_collected_by_the_serial_pass() -
     }
     assert marking and marking <= collected, marking - collected
     assert all((ROOT / path).is_file() for path in collected)
+
+
+def test_no_two_test_files_share_a_name() -> None:
+    """The test folders are not packages: pytest imports each file by its name alone, and
+    a second file of the same name in another folder fails the whole run at collection."""
+    names: dict[str, list[str]] = {}
+    for path in (ROOT / "tests").rglob("test_*.py"):
+        names.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert {name: paths for name, paths in names.items() if len(paths) > 1} == {}
