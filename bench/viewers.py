@@ -29,6 +29,9 @@ from bench.rows import Measured, NotMeasured
 from bench.watching import RUN, SETTLE_SECONDS, WINDOW_SECONDS, lab_with_a_browser, steps_per_second
 
 VIEWERS = 20
+# The messages a viewer reads (the page's address, its fragments' intervals, a run's end)
+# are a few hundred bytes; the elements (the charts' JSON) are what a browser would draw.
+LARGEST_READ = 4096
 
 
 def rerun(query: str, page_hash: str = "", fragment: str = "") -> bytes:
@@ -76,6 +79,8 @@ class Room:
                     data = await asyncio.wait_for(socket.recv(), 0.5)
                 except TimeoutError:
                     continue
+                if len(data) > LARGEST_READ:
+                    continue  # a page's elements: what a browser draws, never read here
                 message = ForwardMsg.FromString(data)
                 kind = message.WhichOneof("type")
                 if kind == "navigation":

@@ -108,13 +108,14 @@ def charts(
             else VIEWS[view](shown)
         )
         if per_row:
-            figures = {key: presentation.for_projector(f, per_row) for key, f in figures.items()}
+            figures = presentation.for_projector(figures, per_row)
         return {key: drawn(figure) for key, figure in figures.items()}
 
     # Every session that shows these runs as they are now, the same way, shares one drawing.
     colours = state.colours()
-    shows = [(r.id, r.name, r.status, logged[r.id], colours.colour(r.id)) for r in watching]
-    drawing = shared_figures.shared((view, start, end, per_row, tuple(shows)), draw)
+    shows = tuple((r.id, r.name, r.status, colours.colour(r.id)) for r in watching)
+    version = tuple(logged.values())
+    drawing = shared_figures.shared((view, start, end, per_row, shows), version, draw)
     views.show_in_columns(drawing, captions=INSTRUMENT_HELP, live=True, per_row=per_row or 2)
     if waiting and all(
         logged[run_id] is not None or not recent(listed[run_id]) for run_id in waiting

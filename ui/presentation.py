@@ -74,24 +74,36 @@ def toggle() -> tuple[bool, int]:
     return True, st.session_state[PER_ROW]
 
 
-def for_projector(figure: go.Figure, per_row: int) -> go.Figure:
-    """`figure` in projector type, for a row of `per_row`: larger fonts and chart, every
-    axis included, the title wrapped to the chart's width (Plotly clips a long one)."""
-    lines = textwrap.wrap(figure.layout.title.text or "", TITLE_CHARACTERS[per_row])
-    height = max(figure.layout.height or 0, HEIGHT) + TITLE_LINE * (len(lines) - 1)
-    # From the top down, in a margin as tall as its lines. Plotly centres a title in the
-    # margin (a third line reached over the plot), and anchored at its top it still
-    # raises a title of n lines by half of the n - 1 below the first.
-    raised = TITLE_LINE * (len(lines) - 1) / 2
+def for_projector(figures: dict[str, go.Figure], per_row: int) -> dict[str, go.Figure]:
+    """`figures` in projector type, for rows of `per_row`: larger fonts and charts, every
+    axis included, each title wrapped to its chart's width (Plotly clips a long one), and
+    one height for all, so that the charts of a row stay level."""
+    titles = {
+        key: textwrap.wrap(figure.layout.title.text or "", TITLE_CHARACTERS[per_row])
+        for key, figure in figures.items()
+    }
+    most = max((len(lines) for lines in titles.values()), default=1)
+    tallest = max((figure.layout.height or 0 for figure in figures.values()), default=0)
+    height = max(tallest, HEIGHT) + TITLE_LINE * (most - 1)
+    for key, figure in figures.items():
+        _projected(figure, titles[key], height, most)
+    return figures
+
+
+def _projected(figure: go.Figure, title: list[str], height: int, most: int) -> None:
+    # From the top down, in a margin as tall as the longest title of the row. Plotly
+    # centres a title in the margin (a third line reached over the plot), and anchored at
+    # its top it still raises a title of n lines by half of the n - 1 below the first.
+    raised = TITLE_LINE * (len(title) - 1) / 2
     figure.update_layout(
         height=height,
         title={
-            "text": "<br>".join(lines),
+            "text": "<br>".join(title),
             "yref": "container",
             "y": 1 - (TITLE_TOP + raised) / height,
             "yanchor": "top",
         },
-        margin_t=TITLE_LINE * len(lines) + 2 * TITLE_TOP,
+        margin_t=TITLE_LINE * most + 2 * TITLE_TOP,
         title_font_size=TITLE_SIZE,
         legend_font_size=LEGEND_SIZE,
         hoverlabel_font_size=TICK_SIZE,
@@ -99,7 +111,6 @@ def for_projector(figure: go.Figure, per_row: int) -> go.Figure:
     figure.update_xaxes(tickfont_size=TICK_SIZE, title_font_size=AXIS_TITLE_SIZE)
     figure.update_yaxes(tickfont_size=TICK_SIZE, title_font_size=AXIS_TITLE_SIZE)
     figure.update_annotations(font_size=TICK_SIZE)
-    return figure
 
 
 def cards(engine: Runs, listed: Mapping[str, RunStatus], run_ids: list[str]) -> None:

@@ -120,9 +120,10 @@ def show_in_columns(
 ) -> None:
     """Charts `per_row` a row, each keyed (so zoom survives refreshes), with its caption;
     `live` ones redraw in place (see `ui.live_chart`), and may come `drawn` already."""
+    # Columns, not a row of columns for each `per_row` charts: a refresh sends every
+    # block to every session watching, and the charts are of one height.
+    columns = st.columns(per_row)
     for i, (key, figure) in enumerate(figures.items()):
-        if i % per_row == 0:  # a row of its own: charts side by side stay level
-            columns = st.columns(per_row)
         with columns[i % per_row]:
             if live:
                 live_chart(figure, key=f"chart:{key}")

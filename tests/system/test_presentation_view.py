@@ -81,8 +81,9 @@ def shot(page: Any, name: str) -> None:
 def assert_legible(charts: list[dict[str, Any]], per_row: int) -> None:
     """The charts fill rows of `per_row` across the page, with projector type and no
     legend over an axis title or the title."""
-    top = min(chart["chart"][1] for chart in charts)
-    assert len([chart for chart in charts if abs(chart["chart"][1] - top) < 2]) == per_row
+    tops = sorted({round(chart["chart"][1]) for chart in charts})
+    assert len(tops) == -(-len(charts) // per_row), tops  # full rows, each level
+    assert len([chart for chart in charts if round(chart["chart"][1]) == tops[0]]) == per_row
     for chart in charts:
         left, _, right, _ = chart["chart"]
         assert right - left >= (880 / per_row) * 0.85, chart  # the page's width, shared

@@ -32,11 +32,14 @@ def test_a_drawing_is_made_once_and_shared() -> None:
         made.append("a")
         return {"loss": "{}"}
 
-    first = shared_figures.shared(("a", 1), draw)
-    assert shared_figures.shared(("a", 1), draw) is first
+    first = shared_figures.shared("view", 1, draw)
+    assert shared_figures.shared("view", 1, draw) is first
+    assert shared_figures.shared("view", 2, draw) is first  # a step later, but fresh
     assert made == ["a"]
-    shared_figures.shared(("a", 2), draw)  # the next logged step: drawn anew
+    shared_figures.shared("view", 2, draw, fresh_for=0)  # a step later, and not fresh
     assert made == ["a", "a"]
+    shared_figures.shared("another view", 2, draw)
+    assert made == ["a", "a", "a"]
 
 
 def test_sessions_asking_while_it_is_drawn_wait_for_that_drawing() -> None:
@@ -50,11 +53,11 @@ def test_sessions_asking_while_it_is_drawn_wait_for_that_drawing() -> None:
         return {"loss": "{}"}
 
     results: list[dict[str, str]] = []
-    drawer = threading.Thread(target=lambda: results.append(shared_figures.shared("k", draw)))
+    drawer = threading.Thread(target=lambda: results.append(shared_figures.shared("k", 0, draw)))
     drawer.start()
     assert started.wait(30)
     others = [
-        threading.Thread(target=lambda: results.append(shared_figures.shared("k", draw)))
+        threading.Thread(target=lambda: results.append(shared_figures.shared("k", 0, draw)))
         for _ in range(7)
     ]
     for thread in others:
@@ -73,10 +76,10 @@ def test_the_drawings_kept_are_bounded_and_the_oldest_goes_first() -> None:
         return lambda: made.append(i) or {"k": str(i)}
 
     for i in range(shared_figures.LIMIT + 5):
-        shared_figures.shared(i, draw(i))
-    shared_figures.shared(shared_figures.LIMIT + 4, draw(-1))  # the newest: kept
+        shared_figures.shared(i, 0, draw(i))
+    shared_figures.shared(shared_figures.LIMIT + 4, 0, draw(-1))  # the newest: kept
     assert -1 not in made
-    shared_figures.shared(0, draw(-2))  # the oldest: gone, drawn again
+    shared_figures.shared(0, 0, draw(-2))  # the oldest: gone, drawn again
     assert made[-1] == -2
 
 
@@ -85,11 +88,11 @@ def test_a_drawing_that_failed_is_tried_again() -> None:
         raise RuntimeError("the store was busy")
 
     with pytest.raises(RuntimeError, match="busy"):
-        shared_figures.shared("k", fail)
-    assert shared_figures.shared("k", lambda: {"loss": "{}"}) == {"loss": "{}"}
+        shared_figures.shared("k", 0, fail)
+    assert shared_figures.shared("k", 0, lambda: {"loss": "{}"}) == {"loss": "{}"}
 
 
-def test_live_sessions_share_a_refresh_until_a_new_step_is_logged(
+def test_live_sessions_share_a_refresh_until_a_new_step_is_logged_and_it_ages(
     lab: EngineClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import core.charts
@@ -111,5 +114,7 @@ def test_live_sessions_share_a_refresh_until_a_new_step_is_logged(
     first = session()
     assert session() == first and len(built) == 1  # a second session: the same drawing
     lab.store.append_metrics(run_id, Block(("loss",), np.array([40]), np.array([[0.1]])))
+    assert session() == first and len(built) == 1  # a step later, within FRESH_SECONDS
+    monkeypatch.setattr(shared_figures, "FRESH_SECONDS", 0.0)
     after = session()
     assert len(built) == 2 and after != first  # a new step logged: drawn again
