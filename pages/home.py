@@ -25,7 +25,8 @@ st.markdown(
 )
 engine = state.engine()
 roles.share_panel()
-race, train, optimizers_page = st.columns(3)
+# Two columns: at a projector's 1024 px, three cut the race's lengths and the links short.
+race, links = st.columns(2)
 
 
 def race_controls() -> None:
@@ -70,7 +71,7 @@ def race_controls() -> None:
 with race:
     if roles.presents():
         race_controls()
-with train:
+with links:
     if roles.presents():
         st.page_link("pages/1_Train.py", label="Configure a run", icon=":material/rocket_launch:")
     st.page_link(
@@ -80,7 +81,6 @@ with train:
         help="Edge of stability, large batches, decoupled weight decay and more: one click "
         "each, with a verdict from the lab's own measurements.",
     )
-with optimizers_page:
     st.page_link("pages/5_Optimizers.py", label="Browse the optimizers", icon=":material/function:")
 
 

@@ -151,3 +151,27 @@ def test_the_switch_keeps_the_view_in_the_address(lab) -> None:
     page.wait_for_function("() => !location.search.includes('view=')", timeout=60_000)
     page.get_by_role("button", name="Fork").wait_for(timeout=60_000)
     page.close()
+
+
+def test_homes_race_controls_and_links_fit_a_projector(lab) -> None:
+    """At 1024×768 with the sidebar open, the race's lengths and Home's links show whole
+    (three columns cut "3 minutes" to "3" and a link to "Reproduce a classic finc")."""
+    url, _, browser = lab
+    page = browser.new_page(viewport=PROJECTOR)
+    page.goto(url)
+    page.get_by_role("button", name="Start the demo race").wait_for(timeout=60_000)
+    cut = page.evaluate(
+        """() => [...document.querySelectorAll('[data-testid=stMain]')[0]
+                .querySelectorAll('[role=radio], [data-testid=stPageLink] a')]
+            .filter(e => {
+                const column = e.closest('[data-testid=stColumn], [data-testid=stMain]')
+                    .getBoundingClientRect();
+                const box = e.getBoundingClientRect();
+                const text = e.querySelector('p, span') || e;
+                return box.right > column.right + 1 || text.scrollWidth > text.clientWidth + 1;
+            })
+            .map(e => e.innerText)"""
+    )
+    assert cut == []
+    shot(page, "home")
+    page.close()
