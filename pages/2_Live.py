@@ -111,11 +111,13 @@ def charts(
             figures = presentation.for_projector(figures, per_row)
         return {key: drawn(figure) for key, figure in figures.items()}
 
-    # Every session that shows these runs as they are now, the same way, shares one drawing.
+    # Every session that shows these runs as they are now, the same way, shares one drawing
+    # (a fresh one while a run's first point is awaited: that refresh is to draw it).
     colours = state.colours()
     shows = tuple((r.id, r.name, r.status, colours.colour(r.id)) for r in watching)
     version = tuple(logged.values())
-    drawing = shared_figures.shared((view, start, end, per_row, shows), version, draw)
+    fresh_for = 0.0 if waiting else None
+    drawing = shared_figures.shared((view, start, end, per_row, shows), version, draw, fresh_for)
     views.show_in_columns(drawing, captions=INSTRUMENT_HELP, live=True, per_row=per_row or 2)
     if waiting and all(
         logged[run_id] is not None or not recent(listed[run_id]) for run_id in waiting
