@@ -39,7 +39,8 @@ def test_a_knobs_slider_and_field_are_one_value_sent_only_by_apply(lab) -> None:
     (change,) = [e.payload for e in lab.events(run_id) if e.kind == "knob"]
     assert change == {"name": "radius", "value": 13.7, "previous": 20.0}
 
-    # Paused, its card shows neither speed nor ETA (issue 39).
+    # Paused, its card shows neither speed nor ETA (issue 39); training, it does.
+    wait_for(lambda: lab.status(run_id).steps_per_second, timeout=60, what="a speed")
     at.run()
     assert "steps/s" in at.get("progress")[0].text
     lab.settle(lab.pause(run_id))

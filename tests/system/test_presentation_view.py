@@ -54,12 +54,19 @@ def lab() -> Iterator[tuple[str, list[str], Any]]:
         yield url, ids, browser
 
 
-def measured(page: Any) -> list[dict[str, Any]]:
-    """The charts' boxes, once every chart on the page is laid out (a redraw replaces
-    them one by one)."""
+def measured(page: Any, per_row: int) -> list[dict[str, Any]]:
+    """The charts' boxes, once every chart on the page is laid out and the first row
+    holds `per_row` of them (a redraw replaces the charts one by one, and a busy browser
+    lays out the new ones over a few frames); fails if that does not happen in 60 s."""
     page.wait_for_function(
-        "() => [...document.querySelectorAll('.js-plotly-plot .main-svg')]"
-        ".every(svg => svg.getBoundingClientRect().width > 0)",
+        """(perRow) => {
+            const svgs = [...document.querySelectorAll('.js-plotly-plot')]
+                .map(plot => plot.querySelector('.main-svg')).filter(svg => svg);
+            const tops = svgs.map(svg => Math.round(svg.getBoundingClientRect().top));
+            return svgs.every(svg => svg.getBoundingClientRect().width > 0)
+                && tops.filter(top => top === Math.min(...tops)).length === perRow;
+        }""",
+        arg=per_row,
         timeout=60_000,
     )
     return page.evaluate(BOXES)
@@ -106,7 +113,7 @@ def test_the_presentation_view_fits_a_projector(lab) -> None:
         "() => document.querySelector(\"[data-testid='stSidebar']\").getBoundingClientRect()"
     )
     assert sidebar["right"] <= 1, sidebar  # folded away, off the page
-    charts = measured(page)
+    charts = measured(page, 2)
     first = min(charts, key=lambda chart: chart["chart"][1])
     assert first["chart"][3] <= PROJECTOR["height"], first  # the first screen shows it whole
     assert_legible(charts, per_row=2)
@@ -125,12 +132,12 @@ def test_the_presentation_view_fits_a_projector(lab) -> None:
         timeout=60_000,
     )
     settle(page)
-    assert_legible(measured(page), per_row=3)
+    assert_legible(measured(page, 3), per_row=3)
     shot(page, "three-a-row")
 
     page.get_by_text("Per layer", exact=True).click()
     wait_for_drawn_charts(page, 6, what="per layer, presented")  # 3 a run
-    assert_legible(measured(page), per_row=3)
+    assert_legible(measured(page, 3), per_row=3)
     shot(page, "per-layer")
     page.close()
 
