@@ -21,7 +21,8 @@ from ui import state, texts
 
 PARAM: Final = "view"
 PRESENTATION: Final = "presentation"
-PER_ROW: Final = "presentation_per_row"  # charts a row, for the session
+SWITCH: Final = "presentation:on"  # the toggle's key
+PER_ROW: Final = "presentation:per_row"  # charts a row, for the session
 # Sizes in px that a projected 1024×768 page shows legibly from ten metres (the page's
 # own are 12-14 px: a chart title, ticks and legend then read as smudges).
 TITLE_SIZE: Final = 18
@@ -47,10 +48,10 @@ def sidebar_state() -> str:
 
 
 def _follow_toggle() -> None:
-    if st.session_state[PARAM]:
+    if st.session_state[SWITCH]:
         st.query_params[PARAM] = PRESENTATION
     else:
-        del st.query_params[PARAM]
+        st.query_params.pop(PARAM, None)
 
 
 def toggle() -> tuple[bool, int]:
@@ -60,7 +61,7 @@ def toggle() -> tuple[bool, int]:
     presenting = left.toggle(
         "Presentation view",
         value=on(),
-        key=PARAM,
+        key=SWITCH,
         on_change=_follow_toggle,
         help="For a projector: the charts first and large, each run's card a line. "
         "The address keeps it: share or bookmark it.",
@@ -68,7 +69,7 @@ def toggle() -> tuple[bool, int]:
     if not presenting:
         return False, 2
     per_row = right.segmented_control(
-        "Charts a row", [2, 3], default=st.session_state.get(PER_ROW, 2), key="per_row_pick"
+        "Charts a row", [2, 3], default=st.session_state.get(PER_ROW, 2), key=f"{PER_ROW}:pick"
     )
     st.session_state[PER_ROW] = per_row or st.session_state.get(PER_ROW, 2)
     return True, st.session_state[PER_ROW]
