@@ -14,6 +14,7 @@ marked), `summary` (the written summary). Importing this package imports no Optu
 from core.sweep.analysis.curves import LearningCurve, learning_curves
 from core.sweep.analysis.importance import (
     METHODS,
+    MIN_TRIALS,
     RESAMPLES,
     Importance,
     importance_lines,
@@ -25,6 +26,7 @@ from core.sweep.analysis.trials import completed, load_study
 
 __all__ = [
     "METHODS",
+    "MIN_TRIALS",
     "RESAMPLES",
     "Importance",
     "KnobRange",

@@ -12,12 +12,13 @@ if TYPE_CHECKING:
     import optuna
 
     from core.engine.api import Runs
+    from core.store import Store
 
 
-def load_study(engine: Runs, study_name: str, storage: str | None = None) -> optuna.Study:
-    """The study `study_name` of `storage` (default: `engine`'s store), opened as
-    `list_studies` opens it. Raises `InvalidInput` naming `study_name` if there is none,
-    `StoreError` if the storage fails."""
+def load_study(engine: Runs | Store, study_name: str, storage: str | None = None) -> optuna.Study:
+    """The study `study_name` of `storage` (default: the store of `engine`, or the store
+    itself), opened as `list_studies` opens it. Raises `InvalidInput` naming
+    `study_name` if there is none, `StoreError` if the storage fails."""
     import optuna
 
     url = storage_url(engine, storage)
