@@ -53,7 +53,7 @@ def history_figure(study: optuna.Study, target: str) -> go.Figure:
 
     drawn = optuna.visualization.plot_optimization_history(study, target_name=target)
     colours = {
-        "Objective Value": {"marker": {"color": PALETTE[1], "size": 7}, "name": "trial"},
+        target: {"marker": {"color": PALETTE[1], "size": 7}, "name": "trial"},  # Optuna names it
         "Best Value": {"line": {"color": PALETTE[0], "width": 2}, "name": "best so far"},
     }
     return _restyled(drawn, study, "history", f"Optimization history: {target}", colours)
@@ -66,7 +66,7 @@ def edf_figure(study: optuna.Study, target: str) -> go.Figure:
 
     drawn = optuna.visualization.plot_edf(study, target_name=target)
     line = {"line": {"color": PALETTE[0], "width": 2}, "name": target, "showlegend": False}
-    return _restyled(drawn, study, "edf", f"Distribution of {target} (EDF)", {None: line})
+    return _restyled(drawn, study, "edf", f"Distribution of {target} (EDF)", {"scatter": line})
 
 
 def contour_figure(study: optuna.Study, x: str, y: str, target: str) -> go.Figure:
@@ -77,7 +77,7 @@ def contour_figure(study: optuna.Study, x: str, y: str, target: str) -> go.Figur
 
     drawn = optuna.visualization.plot_contour(study, params=[x, y], target_name=target)
     styles = {
-        None: {"colorscale": COLOURSCALE, "colorbar": {"title": {"text": target}}},
+        "contour": {"colorscale": COLOURSCALE, "colorbar": {"title": {"text": target}}},
         "Feasible Trial": {"marker": {"color": "#ffffff", "line": TRIAL_OUTLINE}},
     }
     return _restyled(drawn, study, f"contour/{x}/{y}", f"{target} over {x} and {y}", styles, 420)
@@ -90,7 +90,8 @@ def slice_figure(study: optuna.Study, knob: str, target: str) -> go.Figure:
 
     drawn = optuna.visualization.plot_slice(study, params=[knob], target_name=target)
     marker = {"marker": {"colorscale": COLOURSCALE, "line": {"width": 0}, "size": 8}}
-    return _restyled(drawn, study, f"slice/{knob}", f"{target} against {knob}", {None: marker})
+    styles = {"Feasible Trial": marker}
+    return _restyled(drawn, study, f"slice/{knob}", f"{target} against {knob}", styles)
 
 
 def importance_figure(
@@ -186,26 +187,36 @@ def _restyled(
     study: optuna.Study,
     key: str,
     title: str,
-    styles: Mapping[str | None, Mapping[str, Any]],
+    styles: Mapping[str, Mapping[str, Any]],
     height: int = 340,
 ) -> go.Figure:
     """Optuna's figure `drawn` in the lab's layout, with its axes (titles, log types,
-    ranges) and traces as Optuna made them, each trace updated by `styles[its name]`
-    (`styles[None]`: the first trace's, whatever its name). No traces before a trial
-    completed: "no data yet"."""
+    ranges) and traces as Optuna made them, each trace updated by `styles[its name]`, else
+    by `styles[its type]` (a contour, the lines of an EDF). Traces without a point are
+    left out; a figure left without any (no trial completed; a contour of one trial)
+    says "no data yet"."""
     from optuna.trial import TrialState
 
     traces: list[Trace] = []
     if study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        for index, trace in enumerate(drawn.data):
-            style = styles.get(trace.name) or (styles.get(None) if index == 0 else None)
-            traces.append(_merged(trace.to_plotly_json(), style or {}))
+        for trace in drawn.data:
+            if not _drawn(trace):
+                continue  # e.g. the contour of one trial: Optuna's empty scatter
+            style = styles.get(trace.name) or styles.get(trace.type) or {}
+            traces.append(_merged(trace.to_plotly_json(), style))
     axis = {"hoverformat": HOVER_FORMAT, "tickformat": TICK_FORMAT}
     xaxis = axis | drawn.layout.xaxis.to_plotly_json()
     yaxis = axis | drawn.layout.yaxis.to_plotly_json()
     if xaxis.get("type") == "category":
         xaxis.pop("tickformat")
     return figure(f"sweep/{key}", title, traces, xaxis=xaxis, yaxis=yaxis, height=height)
+
+
+def _drawn(trace: Any) -> bool:
+    """Whether the trace has a point to draw."""
+    return any(
+        getattr(trace, axis, None) is not None and len(getattr(trace, axis)) for axis in "xz"
+    )
 
 
 def _merged(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:

@@ -243,6 +243,8 @@ def test_optunas_figures_keep_what_optuna_computed_in_the_labs_look() -> None:
     best = next(t for t in history["data"] if t["name"] == "best so far")
     assert list(best["y"]) == list(np.minimum.accumulate(values))  # minimize: the lowest yet
     assert best["line"]["color"] == PALETTE[0]
+    trials = next(t for t in history["data"] if t["name"] == "trial")
+    assert list(trials["y"]) == values and trials["marker"]["color"] == PALETTE[1]
     assert history["layout"]["uirevision"] == "sweep/history"
     assert history["layout"]["title"]["text"] == "Optimization history: val_loss"
 
@@ -291,3 +293,22 @@ def test_a_study_without_completed_trials_draws_no_data_yet() -> None:
         learning_curve_figure([], "v"),
     ):
         assert chart.layout.annotations[0].text == NO_DATA["text"]
+
+
+def test_a_sweeps_first_trial_alone_draws_every_view() -> None:
+    """While a sweep runs: one trial completed, the next reporting."""
+    study = optuna.create_study()
+    space = {"lr": LOG_RATE, "x": UNIT, "optimizer": CategoricalDistribution(["sgd", "adam"])}
+    first = study.ask(space)
+    first.report(0.5, 11)
+    study.tell(first, 0.4)
+    study.ask(space).report(0.7, 11)
+    one = contour_figure(study, "lr", "x", "v")  # Optuna interpolates nothing from one
+    assert not one.data and one.layout.annotations[0].text == NO_DATA["text"]
+    for knob in space:
+        assert len(slice_figure(study, knob, "v").data[0].x) == 1
+    assert len(history_figure(study, "v").data[0].y) == 1
+    assert edf_figure(study, "v").data[0].y[-1] == 1
+    curves = learning_curves(study)
+    assert [c.state for c in curves] == ["COMPLETE", "RUNNING"]
+    assert len(learning_curve_figure(curves, "v").data) == 2

@@ -1,0 +1,86 @@
+"""The Sweep page's analysis views (streamlit.testing.v1.AppTest): drawn for a stored
+study, their contour's knobs picked on the page, and redrawn as a real sweep's trials end."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from streamlit.testing.v1 import AppTest
+
+from core.engine.client import EngineClient
+from core.sweep import Sweep
+from core.sweep.analysis import completed
+from tests.apptest import live_specs, page
+from tests.sweep_studies import BASE, SPACE, stored_study
+from tests.waiting import wait_for
+
+
+def figures(at: AppTest) -> dict[str, dict[str, Any]]:
+    """The page's live charts, by title."""
+    drawn = [json.loads(spec) for spec in live_specs(at)]
+    return {figure["layout"]["title"]["text"]: figure for figure in drawn}
+
+
+def points(figure: dict[str, Any], name: str) -> int:
+    """How many points the figure's trace `name` draws."""
+    trace = next(t for t in figure["data"] if t.get("name") == name)
+    return len(trace["x"]["bdata"] if isinstance(trace["x"], dict) else trace["x"])
+
+
+def test_a_stored_studys_views_and_summary_are_drawn_and_its_contour_picks_its_knobs(
+    lab: EngineClient,
+) -> None:
+    study = stored_study(lab, "stored")
+    done = len(completed(study))
+    at = page("pages/4_Sweep.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    drawn = figures(at)
+    history = drawn["Optimization history: val_accuracy"]
+    assert points(history, "trial") == done
+    importance = drawn["Knob importance (median and 90% interval over bootstrap resamples)"]
+    assert [t["name"] for t in importance["data"]] == ["fANOVA", "PED-ANOVA"]
+    assert importance["data"][0]["y"][-1] == "learning_rate"  # on top: it decides the value
+    curves = drawn["Learning curves: val_accuracy by trial"]
+    assert points(curves, "pruned here") == len(study.trials) - done > 0
+    assert "Distribution of val_accuracy (EDF)" in drawn
+    for knob in ("learning_rate", "clip_norm", "batch_size"):
+        assert f"val_accuracy against {knob}" in drawn
+    contour = drawn["val_accuracy over learning_rate and clip_norm"]
+    assert contour["layout"]["xaxis"]["type"] == "log" == contour["layout"]["yaxis"]["type"]
+    summary = next(m.value for m in at.markdown if "Best validation" in m.value)
+    shown = summary.replace("\\", "")  # as the page shows it, without the escapes
+    assert "- Knobs that matter, in order (fANOVA importance" in shown
+    assert "- Widen learning_rate: the best trials sit at the high edge" in shown
+
+    at.selectbox(key="sweep:contour:x:stored").select("batch_size").run()
+    at.selectbox(key="sweep:contour:y:stored").select("learning_rate").run()
+    assert not at.exception
+    contour = figures(at)["val_accuracy over batch_size and learning_rate"]
+    assert contour["layout"]["yaxis"]["type"] == "log"
+    assert contour["layout"]["xaxis"].get("type") != "log"  # batch sizes are choices
+
+
+def test_the_views_are_redrawn_as_a_running_sweeps_trials_end(lab: EngineClient) -> None:
+    from ui import state
+
+    sweep = Sweep(lab, BASE, SPACE, n_trials=6, sampler="random", parallel=1, poll_interval=0.05)
+    sweep.start()
+    state.sweeps()[sweep.study_name] = sweep
+    try:
+        wait_for(lambda: sweep.status().finished >= 1, 120, "a first trial to end")
+        at = page("pages/4_Sweep.py").run()
+        assert not at.exception, [e.value for e in at.exception]
+        first = figures(at)
+        seen = points(first["Optimization history: val_accuracy"], "trial")
+        importance = first["Knob importance (median and 90% interval over bootstrap resamples)"]
+        assert seen < 4 and importance["data"] == []  # too few trials to tell yet
+        wait_for(lambda: sweep.status().finished >= 5, 300, "five trials to end")
+        at.run()
+        later = figures(at)
+        assert points(later["Optimization history: val_accuracy"], "trial") >= 4 > seen
+        importance = later["Knob importance (median and 90% interval over bootstrap resamples)"]
+        assert {t["name"] for t in importance["data"]} == {"fANOVA", "PED-ANOVA"}
+    finally:
+        sweep.stop()
+        sweep.wait(60)
