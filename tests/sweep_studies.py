@@ -28,12 +28,21 @@ SPACE = SearchSpace(
 STEPS = (11, 22, 33)
 
 
-def stored_study(engine: Any, name: str, n_trials: int = 16, seed: int = 0) -> optuna.Study:
-    """A finished random sweep `name` of `n_trials` in `engine`'s store, as `Sweep.load`
-    reads one. A trial's accuracy rises with its learning rate's log (best at the top of
-    the range: "widen it"), a little with its clip norm; below 0.005 it is pruned."""
+def stored_study(
+    engine: Any,
+    name: str,
+    n_trials: int = 16,
+    seed: int = 0,
+    written: int | None = None,
+    pruning: bool = True,
+) -> optuna.Study:
+    """A random sweep `name` of `n_trials` in the store of `engine` (or a `Store`), as
+    `Sweep.load` reads one, its first `written` trials (default: all) ended; a sweep with
+    trials left can be resumed. A trial's accuracy rises with its learning rate's log
+    (best at the top of the range: "widen it"), a little with its clip norm; with
+    `pruning`, one below 0.005 is pruned."""
     plan = SweepPlan.create(
-        BASE, SPACE, n_trials=n_trials, sampler="random", pruning=True, parallel=1, seed=seed
+        BASE, SPACE, n_trials=n_trials, sampler="random", pruning=pruning, parallel=1, seed=seed
     )
     study = optuna.create_study(
         storage=open_storage(storage_url(engine)),
@@ -44,13 +53,13 @@ def stored_study(engine: Any, name: str, n_trials: int = 16, seed: int = 0) -> o
     study.set_user_attr(PLAN_ATTR, plan.to_dict())
     study.set_user_attr(OBJECTIVE_ATTR, plan.objective.metric)
     distributions = {axis.name: axis.distribution() for axis in plan.axes}
-    for _ in range(n_trials):
+    for _ in range(n_trials if written is None else written):
         trial = study.ask(distributions)
         rate, clip = trial.params["learning_rate"], trial.params["clip_norm"]
         final = 0.9 + 0.03 * math.log10(rate) + 0.005 * math.log10(clip)
         for step in STEPS:
             trial.report(final * step / STEPS[-1], step)
-            if rate < 0.005 and step == STEPS[1]:
+            if pruning and rate < 0.005 and step == STEPS[1]:
                 study.tell(trial, state=optuna.trial.TrialState.PRUNED)
                 break
         else:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import plotly.graph_objects as go
 
-from core.charts.layout import figure
+from core.charts.layout import figure, log_ticks
 from core.charts.style import HOVER_FORMAT, PALETTE, TICK_FORMAT
 from core.charts.traces import Trace
 
@@ -70,12 +70,15 @@ def edf_figure(study: optuna.Study, target: str) -> go.Figure:
 
 
 def contour_figure(study: optuna.Study, x: str, y: str, target: str) -> go.Figure:
-    """The value over two knobs, interpolated between the trials, on a log axis for a
-    log-scaled knob: `optuna.visualization.plot_contour(study, params=[x, y])`. Raises
-    `ValueError` if the study has no knob `x` or `y`."""
+    """The value over two knobs, `x` across and `y` up, interpolated between the trials,
+    on a log axis for a log-scaled knob: `optuna.visualization.plot_contour(study,
+    params=[x, y])` (which orders the two by name: turned here when that puts `y`
+    across). Raises `ValueError` if the study has no knob `x` or `y`."""
     import optuna
 
     drawn = optuna.visualization.plot_contour(study, params=[x, y], target_name=target)
+    if drawn.layout.xaxis.title.text != x:
+        drawn = _transposed(drawn)
     styles = {
         "contour": {"colorscale": COLOURSCALE, "colorbar": {"title": {"text": target}}},
         "Feasible Trial": {"marker": {"color": "#ffffff", "line": TRIAL_OUTLINE}},
@@ -130,7 +133,7 @@ def importance_figure(
         traces.append(trace)
     chart = figure(
         "sweep/importance",
-        "Knob importance (median and 90% interval over bootstrap resamples)",
+        "Knob importance, with 90% intervals",
         traces,
         xaxis={"title": {"text": "importance"}, "range": [0, 1.05], "hoverformat": HOVER_FORMAT},
         yaxis={"categoryorder": "array", "categoryarray": knobs, "automargin": True},
@@ -204,12 +207,35 @@ def _restyled(
                 continue  # e.g. the contour of one trial: Optuna's empty scatter
             style = styles.get(trace.name) or styles.get(trace.type) or {}
             traces.append(_merged(trace.to_plotly_json(), style))
-    axis = {"hoverformat": HOVER_FORMAT, "tickformat": TICK_FORMAT}
-    xaxis = axis | drawn.layout.xaxis.to_plotly_json()
-    yaxis = axis | drawn.layout.yaxis.to_plotly_json()
-    if xaxis.get("type") == "category":
-        xaxis.pop("tickformat")
+    xaxis, yaxis = (_axis(a.to_plotly_json()) for a in (drawn.layout.xaxis, drawn.layout.yaxis))
     return figure(f"sweep/{key}", title, traces, xaxis=xaxis, yaxis=yaxis, height=height)
+
+
+def _axis(drawn: dict[str, Any]) -> dict[str, Any]:
+    """An axis as Optuna drew it, with the lab's number formats; a log axis labels its
+    decades as the lab's do (`log_ticks`), over the range Optuna gave it (in decades)."""
+    axis = {"hoverformat": HOVER_FORMAT, "tickformat": TICK_FORMAT} | drawn
+    if axis.get("type") == "category":
+        axis.pop("tickformat")
+    if axis.get("type") == "log":
+        low, high = axis.get("range") or (None, None)
+        axis |= log_ticks(None if low is None else high - low)
+    return axis
+
+
+def _transposed(drawn: go.Figure) -> go.Figure:
+    """`drawn` with its x and y swapped: each trace's coordinates (a contour's grid
+    transposed) and the two axes."""
+    traces = []
+    for trace in drawn.data:
+        spec = trace.to_plotly_json()
+        spec["x"], spec["y"] = spec.get("y"), spec.get("x")
+        if spec.get("z") is not None:
+            spec["z"] = [list(row) for row in zip(*spec["z"], strict=True)]
+        traces.append(spec)
+    layout = drawn.layout.to_plotly_json()
+    layout["xaxis"], layout["yaxis"] = layout.get("yaxis", {}), layout.get("xaxis", {})
+    return go.Figure(data=traces, layout=layout)
 
 
 def _drawn(trace: Any) -> bool:

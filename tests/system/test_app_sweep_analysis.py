@@ -17,9 +17,9 @@ from tests.waiting import wait_for
 
 
 def figures(at: AppTest) -> dict[str, dict[str, Any]]:
-    """The page's live charts, by title."""
+    """The page's live charts, by their `uirevision` (see core.charts.sweep_analysis)."""
     drawn = [json.loads(spec) for spec in live_specs(at)]
-    return {figure["layout"]["title"]["text"]: figure for figure in drawn}
+    return {figure["layout"]["uirevision"]: figure for figure in drawn}
 
 
 def points(figure: dict[str, Any], name: str) -> int:
@@ -36,17 +36,18 @@ def test_a_stored_studys_views_and_summary_are_drawn_and_its_contour_picks_its_k
     at = page("pages/4_Sweep.py").run()
     assert not at.exception, [e.value for e in at.exception]
     drawn = figures(at)
-    history = drawn["Optimization history: val_accuracy"]
+    history = drawn["sweep/history"]
     assert points(history, "trial") == done
-    importance = drawn["Knob importance (median and 90% interval over bootstrap resamples)"]
+    importance = drawn["sweep/importance"]
     assert [t["name"] for t in importance["data"]] == ["fANOVA", "PED-ANOVA"]
     assert importance["data"][0]["y"][-1] == "learning_rate"  # on top: it decides the value
-    curves = drawn["Learning curves: val_accuracy by trial"]
+    curves = drawn["sweep/curves"]
     assert points(curves, "pruned here") == len(study.trials) - done > 0
-    assert "Distribution of val_accuracy (EDF)" in drawn
+    assert drawn["sweep/edf"]["layout"]["title"]["text"] == "Distribution of val_accuracy (EDF)"
     for knob in ("learning_rate", "clip_norm", "batch_size"):
-        assert f"val_accuracy against {knob}" in drawn
-    contour = drawn["val_accuracy over learning_rate and clip_norm"]
+        assert drawn[f"sweep/slice/{knob}"]["layout"]["xaxis"]["title"]["text"] == knob
+    contour = drawn["sweep/contour/learning_rate/clip_norm"]
+    assert contour["layout"]["xaxis"]["title"]["text"] == "learning_rate"  # as picked
     assert contour["layout"]["xaxis"]["type"] == "log" == contour["layout"]["yaxis"]["type"]
     summary = next(m.value for m in at.markdown if "Best validation" in m.value)
     shown = summary.replace("\\", "")  # as the page shows it, without the escapes
@@ -56,7 +57,7 @@ def test_a_stored_studys_views_and_summary_are_drawn_and_its_contour_picks_its_k
     at.selectbox(key="sweep:contour:x:stored").select("batch_size").run()
     at.selectbox(key="sweep:contour:y:stored").select("learning_rate").run()
     assert not at.exception
-    contour = figures(at)["val_accuracy over batch_size and learning_rate"]
+    contour = figures(at)["sweep/contour/batch_size/learning_rate"]
     assert contour["layout"]["yaxis"]["type"] == "log"
     assert contour["layout"]["xaxis"].get("type") != "log"  # batch sizes are choices
 
@@ -72,14 +73,14 @@ def test_the_views_are_redrawn_as_a_running_sweeps_trials_end(lab: EngineClient)
         at = page("pages/4_Sweep.py").run()
         assert not at.exception, [e.value for e in at.exception]
         first = figures(at)
-        seen = points(first["Optimization history: val_accuracy"], "trial")
-        importance = first["Knob importance (median and 90% interval over bootstrap resamples)"]
+        seen = points(first["sweep/history"], "trial")
+        importance = first["sweep/importance"]
         assert seen < 4 and importance["data"] == []  # too few trials to tell yet
         wait_for(lambda: sweep.status().finished >= 5, 300, "five trials to end")
         at.run()
         later = figures(at)
-        assert points(later["Optimization history: val_accuracy"], "trial") >= 4 > seen
-        importance = later["Knob importance (median and 90% interval over bootstrap resamples)"]
+        assert points(later["sweep/history"], "trial") >= 4 > seen
+        importance = later["sweep/importance"]
         assert {t["name"] for t in importance["data"]} == {"fANOVA", "PED-ANOVA"}
     finally:
         sweep.stop()

@@ -252,6 +252,12 @@ def test_optunas_figures_keep_what_optuna_computed_in_the_labs_look() -> None:
     assert contour["layout"]["xaxis"]["type"] == "log"  # lr was searched on a log scale
     assert contour["layout"]["yaxis"].get("type") != "log"
     assert contour["data"][0]["type"] == "contour" and contour["data"][0]["colorscale"]
+    # Picked the other way round: Optuna draws its knobs by name, turned here.
+    turned = contour_figure(study, "x", "lr", "val_loss")
+    assert turned.layout.xaxis.title.text == "x" and turned.layout.yaxis.type == "log"
+    straight = contour_figure(study, "lr", "x", "val_loss")
+    assert np.array_equal(turned.data[0].z, np.array(straight.data[0].z).T, equal_nan=True)
+    assert turned.data[1].x == straight.data[1].y
     with pytest.raises(ValueError):
         contour_figure(study, "lr", "momentum", "val_loss")
 
