@@ -12,14 +12,7 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from core.charts.sweep_analysis import (
-    contour_figure,
-    edf_figure,
-    history_figure,
-    importance_figure,
-    learning_curve_figure,
-    slice_figure,
-)
+from core.charts import sweep_analysis as charts
 from core.escaping import escape_markdown
 from core.sweep import Sweep
 from core.sweep.analysis import (
@@ -34,6 +27,7 @@ from ui.live_chart import live_chart
 
 if TYPE_CHECKING:
     import optuna
+    import plotly.graph_objects as go
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -54,27 +48,30 @@ def analysis_view(sweep: Sweep) -> None:
     done = tuple(sorted(t.number for t in completed(study)))
     found = _importances(sweep.storage, sweep.study_name, done, study)
     st.subheader("Analysis", divider="gray")
-    left, right = st.columns(2)
-    with left:
-        live_chart(history_figure(study, target), key="chart:sweep:history")
-    with right:
-        live_chart(importance_figure(found, METHODS), key="chart:sweep:importance")
-    left, right = st.columns(2)
-    with left:
-        live_chart(learning_curve_figure(learning_curves(study), target), key="chart:sweep:curves")
-    with right:
-        live_chart(edf_figure(study, target), key="chart:sweep:edf")
+    _two_a_row(
+        {
+            "history": charts.history_figure(study, target),
+            "importance": charts.importance_figure(found, METHODS),
+            "curves": charts.learning_curve_figure(learning_curves(study), target),
+            "edf": charts.edf_figure(study, target),
+        }
+    )
     knobs = [axis.name for axis in sweep.plan.axes]
     ranked = [item.name for item in found["fanova"]]
     knobs.sort(key=lambda name: ranked.index(name) if name in ranked else len(ranked))
     _contour(study, sweep.study_name, knobs, target)
-    for row in range(0, len(knobs), 2):
-        for column, knob in zip(st.columns(2), knobs[row : row + 2], strict=False):
+    _two_a_row({f"slice:{knob}": charts.slice_figure(study, knob, target) for knob in knobs})
+    lines = summary_lines(study, found["fanova"])
+    st.markdown("\n".join(f"- {escape_markdown(line)}" for line in lines))
+
+
+def _two_a_row(figures: dict[str, go.Figure]) -> None:
+    """The figures, two a row, each a live chart under `chart:sweep:<its name>`."""
+    named = list(figures.items())
+    for row in range(0, len(named), 2):
+        for column, (name, figure) in zip(st.columns(2), named[row : row + 2], strict=False):
             with column:
-                live_chart(slice_figure(study, knob, target), key=f"chart:sweep:slice:{knob}")
-    st.markdown(
-        "\n".join(f"- {escape_markdown(line)}" for line in summary_lines(study, found["fanova"]))
-    )
+                live_chart(figure, key=f"chart:sweep:{name}")
 
 
 def _contour(study: optuna.Study, study_name: str, knobs: list[str], target: str) -> None:
@@ -86,4 +83,4 @@ def _contour(study: optuna.Study, study_name: str, knobs: list[str], target: str
     x = pick_x.selectbox("contour: x", knobs, index=0, key=f"sweep:contour:x:{study_name}")
     others = [knob for knob in knobs if knob != x]
     y = pick_y.selectbox("contour: y", others, index=0, key=f"sweep:contour:y:{study_name}")
-    live_chart(contour_figure(study, x, y, target), key="chart:sweep:contour")
+    live_chart(charts.contour_figure(study, x, y, target), key="chart:sweep:contour")
