@@ -290,7 +290,8 @@ def print_importances(found: Sequence[Importance], out: TextIO) -> None:
 def report_study(args: argparse.Namespace, out: TextIO) -> int:
     """`--report`: prints the written summary of the study `--study` names in the store,
     then its importance lines; runs nothing. `UsageError` naming `report` with `--param`,
-    naming `study` without `--study` or for a study the store does not hold."""
+    naming `study` without `--study`, for a study the store does not hold, or for one of
+    several objectives."""
     if args.params:
         raise UsageError("report: reads a stored study: give --study NAME without --param")
     if args.study is None:
@@ -303,6 +304,8 @@ def report_study(args: argparse.Namespace, out: TextIO) -> int:
             study = load_study(store, args.study)
         except InvalidInput:
             raise UsageError(f"study: no study {args.study!r} in {store.name}") from None
+        if len(study.directions) != 1:
+            raise UsageError(f"study: {args.study!r} has several objectives: no one best")
         found = importances(study, "fanova")
         for line in summary_lines(study, found):
             print(line, file=out, flush=True)

@@ -12,6 +12,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import optuna
 import pytest
 
 from core.store import Store
@@ -199,6 +200,11 @@ def test_a_sweep_ends_with_each_knobs_importance_and_report_reads_its_study(tmp_
 
     code, _, err = run_main("sweep", "--store", store, "--study", "absent", "--report")
     assert code == 2 and "study: no study 'absent'" in err
+    optuna.create_study(
+        storage=f"sqlite:///{store}", study_name="pareto", directions=["maximize", "minimize"]
+    )
+    code, _, err = run_main("sweep", "--store", store, "--study", "pareto", "--report")
+    assert code == 2 and "study: 'pareto' has several objectives" in err
 
 
 @pytest.mark.slow
