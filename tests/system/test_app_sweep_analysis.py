@@ -65,23 +65,24 @@ def test_a_stored_studys_views_and_summary_are_drawn_and_its_contour_picks_its_k
 def test_the_views_are_redrawn_as_a_running_sweeps_trials_end(lab: EngineClient) -> None:
     from ui import state
 
-    sweep = Sweep(lab, BASE, SPACE, n_trials=6, sampler="random", parallel=1, poll_interval=0.05)
+    n_trials = 8
+    sweep = Sweep(lab, BASE, SPACE, n_trials=n_trials, sampler="random", parallel=1)
     sweep.start()
     state.sweeps()[sweep.study_name] = sweep
     try:
         wait_for(lambda: sweep.status().finished >= 1, 120, "a first trial to end")
         at = page("pages/4_Sweep.py").run()
         assert not at.exception, [e.value for e in at.exception]
-        first = figures(at)
-        seen = points(first["sweep/history"], "trial")
-        importance = first["sweep/importance"]
-        assert seen < 4 and importance["data"] == []  # too few trials to tell yet
-        wait_for(lambda: sweep.status().finished >= 5, 300, "five trials to end")
+        seen = points(figures(at)["sweep/history"], "trial")
+        assert 1 <= seen < n_trials
+        # Later trials end (the trials a page drew, and enough to tell importances by).
+        wait_for(lambda: len(completed(sweep.study)) >= max(seen + 1, 4), 300, "more trials to end")
         at.run()
         later = figures(at)
-        assert points(later["sweep/history"], "trial") >= 4 > seen
+        assert points(later["sweep/history"], "trial") > seen
         importance = later["sweep/importance"]
-        assert {t["name"] for t in importance["data"]} == {"fANOVA", "PED-ANOVA"}
+        assert [t["name"] for t in importance["data"]] == ["fANOVA", "PED-ANOVA"]
+        assert sorted(importance["data"][0]["y"]) == sorted(a.name for a in sweep.plan.axes)
     finally:
         sweep.stop()
         sweep.wait(60)
