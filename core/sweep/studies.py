@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     import optuna
 
     from core.engine.api import Runs
+    from core.store import Store
 
 #: The study user attribute that holds the sweep's `SweepPlan.to_dict()`.
 PLAN_ATTR: Final = "optlab_plan"
@@ -68,8 +69,9 @@ class SweepSummary:
         return self.n_trials is not None
 
 
-def storage_url(engine: Runs, storage: str | None = None) -> str:
-    """`storage`, or by default the SQLAlchemy URL of `engine`'s store: its SQLite file,
+def storage_url(engine: Runs | Store, storage: str | None = None) -> str:
+    """`storage`, or by default the SQLAlchemy URL of `engine`'s store (or of a `Store`
+    opened without an engine): its SQLite file,
     or its PostgreSQL database through psycopg (Optuna's tables beside the lab's)."""
     if storage is not None:
         if not isinstance(storage, str) or not storage:
