@@ -52,6 +52,7 @@ class PerLayerSchedule:
             kind: collections.deque(maxlen=WINDOW) for kind in (True, False)
         }
         self._seen = {True: 0, False: 0}
+        self._first = True
 
     @property
     def budget_share(self) -> float | None:
@@ -60,9 +61,11 @@ class PerLayerSchedule:
         return self.budget if self.budgeted else None
 
     def due(self, step: int, *, last: bool = False) -> bool:
-        """Whether logged step `step` records them: at each multiple of the interval, and at
-        a run's `last` step, so that its final statistics are whole."""
-        return last or step % self.every == 0
+        """Whether logged step `step` records them: the first logged step asked about (a
+        run's charts start with its first point), each multiple of the interval, and a
+        run's `last` step (its final statistics are whole)."""
+        first, self._first = self._first, False
+        return first or last or step % self.every == 0
 
     def timed(self, seconds: float, *, per_layer: bool) -> bool:
         """Notes how long a logged step took, with the statistics or without; returns

@@ -32,26 +32,34 @@ STACKED_AT_MOST = 1 << 16
 Measure = Callable[..., tf.Tensor]
 
 
-def per_tensor(measure: Measure, *lists: Sequence[tf.Tensor]) -> tf.Tensor:
-    """`measure` of each tensor of `lists[0]` (with the tensors at the same place in the
-    other lists), as one float32 vector in their order.
-
-    Small tensors of one static shape and dtype are stacked and measured by one op, so the
-    ops traced grow with the distinct small shapes, not with the tensors: a deeper model
-    repeats the shapes it has, and a per-variable statistic costs it no more ops.
-    """
+def shape_groups(*lists: Sequence[tf.Tensor]) -> list[list[int]]:
+    """The positions of `lists[0]`'s tensors in groups to measure together: each small
+    tensor with the others of its static shape and dtype (and theirs at the same place in
+    the other lists), each large or dynamically shaped one alone; in first-seen order."""
     groups: dict[object, list[int]] = {}
     for i, tensor in enumerate(lists[0]):
         shape = tensor.shape
         small = shape.is_fully_defined() and shape.num_elements() <= STACKED_AT_MOST
         key = (tuple(shape), *(tensors[i].dtype for tensors in lists)) if small else i
         groups.setdefault(key, []).append(i)
-    alone = [members[0] for members in groups.values() if len(members) == 1]
-    stacked = [members for members in groups.values() if len(members) > 1]
+    return list(groups.values())
+
+
+def per_tensor(measure: Measure, *lists: Sequence[tf.Tensor]) -> tf.Tensor:
+    """`measure` of each tensor of `lists[0]` (with the tensors at the same place in the
+    other lists), as one float32 vector in their order.
+
+    Small tensors of one static shape and dtype are stacked and measured by one op
+    (`shape_groups`), so the ops traced grow with the distinct small shapes, not with the
+    tensors: a deeper model repeats the shapes it has, and a per-variable statistic costs
+    it no more ops.
+    """
+    groups = shape_groups(*lists)
+    alone = [members[0] for members in groups if len(members) == 1]
     parts, order = [], [*alone]
     if alone:
         parts.append(tf.stack([measure(*(t[i] for t in lists), axis=None) for i in alone]))
-    for members in stacked:
+    for members in (members for members in groups if len(members) > 1):
         group = [tf.stack([tensors[i] for i in members]) for tensors in lists]
         parts.append(measure(*group, axis=list(range(1, group[0].shape.rank))))
         order += members
@@ -59,6 +67,20 @@ def per_tensor(measure: Measure, *lists: Sequence[tf.Tensor]) -> tf.Tensor:
     if order == sorted(order):
         return values
     return tf.gather(values, [order.index(i) for i in range(len(order))])
+
+
+def flattened(tensors: Sequence[tf.Tensor]) -> tuple[tf.Tensor, list[int]]:
+    """All `tensors` as one float32 vector, in a few ops: same-shape ones stacked first
+    (`shape_groups`); and the order of the tensors whose entries it holds."""
+    groups = shape_groups(tensors)
+    pieces = [
+        tf.cast(tf.reshape(tf.stack([tensors[i] for i in members]), [-1]), tf.float32)
+        if len(members) > 1
+        else tf.cast(tf.reshape(tensors[members[0]], [-1]), tf.float32)
+        for members in groups
+    ]
+    flat = tf.concat(pieces, axis=0) if len(pieces) > 1 else pieces[0]
+    return flat, [i for members in groups for i in members]
 
 
 def sum_of_squares_measure(tensor: tf.Tensor, *, axis: list[int] | None) -> tf.Tensor:
