@@ -60,7 +60,7 @@ def per_tensor(measure: Measure, *lists: Sequence[tf.Tensor]) -> tf.Tensor:
     if alone:
         parts.append(tf.stack([measure(*(t[i] for t in lists), axis=None) for i in alone]))
     for members in (members for members in groups if len(members) > 1):
-        group = [tf.stack([tensors[i] for i in members]) for tensors in lists]
+        group = [_stacked(tensors, members) for tensors in lists]
         parts.append(measure(*group, axis=list(range(1, group[0].shape.rank))))
         order += members
     values = tf.concat(parts, axis=0) if len(parts) > 1 else parts[0]
@@ -74,13 +74,18 @@ def flattened(tensors: Sequence[tf.Tensor]) -> tuple[tf.Tensor, list[int]]:
     (`shape_groups`); and the order of the tensors whose entries it holds."""
     groups = shape_groups(tensors)
     pieces = [
-        tf.cast(tf.reshape(tf.stack([tensors[i] for i in members]), [-1]), tf.float32)
-        if len(members) > 1
-        else tf.cast(tf.reshape(tensors[members[0]], [-1]), tf.float32)
-        for members in groups
+        tf.cast(tf.reshape(_stacked(tensors, members), [-1]), tf.float32) for members in groups
     ]
     flat = tf.concat(pieces, axis=0) if len(pieces) > 1 else pieces[0]
     return flat, [i for members in groups for i in members]
+
+
+def _stacked(tensors: Sequence[Any], members: list[int]) -> tf.Tensor:
+    """The tensors (or variables, read) at `members`, along a new first axis; one alone
+    as it is."""
+    if len(members) == 1:
+        return tf.convert_to_tensor(tensors[members[0]])
+    return tf.stack([tf.convert_to_tensor(tensors[i]) for i in members])
 
 
 def sum_of_squares_measure(tensor: tf.Tensor, *, axis: list[int] | None) -> tf.Tensor:

@@ -140,10 +140,10 @@ def test_per_tensor_keeps_the_order_of_mixed_shapes() -> None:
     shapes = [(3, 4), (5,), (3, 4), (), (5,), (300, 300), (3, 4)]
     arrays = [rng.normal(size=s).astype(np.float32) for s in shapes]
     tensors = [tf.constant(a) for a in arrays]
-    norms = transforms.squared_norms(tensors).numpy()
-    np.testing.assert_allclose(
-        norms, [np.sum(a.astype(np.float64) ** 2) for a in arrays], rtol=1e-5
-    )
+    expected = [np.sum(a.astype(np.float64) ** 2) for a in arrays]
+    np.testing.assert_allclose(transforms.squared_norms(tensors).numpy(), expected, rtol=1e-5)
+    variables = [keras.Variable(a) for a in arrays]  # as a model holds them: read as stacked
+    np.testing.assert_allclose(transforms.squared_norms(variables).numpy(), expected, rtol=1e-5)
     traced = tf.function(transforms.squared_norms).get_concrete_function(tensors).graph
     ops = [op.type for op in traced.get_operations()]
     # One stacked reduction for each repeated small shape; the large one measured in place.
