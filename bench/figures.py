@@ -206,7 +206,7 @@ FIGURES: tuple[Figure, ...] = (
         11,
         "11",
         "Demo race: seconds from the click on Start the demo race to the end of its last run, "
-        "watched by the Live tab it opens (engine warm)",
+        "watched by the Live tab it opens and a second one (engine warm)",
         Target("<=", 30.0, on="a", unit="s"),
         "bench.watching:demo_race",
     ),
