@@ -239,6 +239,24 @@ def test_per_layer_charts_are_drawn_once_per_run_when_there_are_several() -> Non
     assert figures["update_ratio"].data == ()  # nothing logged: one empty chart
 
 
+def test_per_layer_charts_join_the_steps_that_recorded_them() -> None:
+    """Per-layer statistics every 4th logged step (the budget's): each layer's line holds
+    those steps, one unbroken line, while the loss keeps every step."""
+    every_fourth = np.arange(1, 101) % 4 == 0
+    per_layer = {
+        f"{kind}/{layer}": np.where(every_fourth, value, np.nan)
+        for kind, value in (("step_norm", 0.1), ("sparsity", 0.05))
+        for layer in ("conv1", "logits")
+    }
+    figures = live_figures([RunView("a", "run a", metrics(**per_layer))])
+    for kind in ("step_norm", "sparsity"):
+        for trace in data_traces(figures[kind]):
+            assert list(trace.x) == list(range(4, 101, 4))
+            assert not np.isnan(np.asarray(trace.y, dtype=float)).any()
+    (loss,) = [t for t in data_traces(figures["loss"]) if t.name.endswith("train")]
+    assert len(loss.x) == 100
+
+
 @pytest.mark.parametrize("layers", [5, 13])
 def test_no_two_layers_of_a_chart_look_alike_and_the_legend_sits_below(layers: int) -> None:
     names = [f"layer{j}" for j in range(layers)]
