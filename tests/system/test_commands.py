@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from core.engine import Engine, RunConfig
+from core.engine import Engine, RunConfig, threads
 from core.engine.client import (
     DASHBOARD,
     ENGINE,
@@ -320,6 +320,11 @@ def test_one_engine_serves_a_store_and_a_second_exits_at_once(tmp_path) -> None:
         run_id = client.start({**LONG, "epochs": 1, "max_steps": 5})
         assert client.wait(run_id, 120).status == "completed"
         client.close()
+        # Its 3 runs at once fill this machine's cores (CI's 2): one thread an op.
+        user_set = threads.INTRA_OP in os.environ or threads.INTER_OP in os.environ
+        pools = {} if user_set else threads.pool_sizes(3, threads.available_cores())
+        said = f"training threads: {pools}" in (tmp_path / "first.log").read_text()
+        assert said == bool(pools)
     finally:
         first.send_signal(signal.SIGTERM)
         assert first.wait(30) == 0
