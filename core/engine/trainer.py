@@ -226,6 +226,7 @@ class Trainer:
         self, batches: Any, *, log: bool, per_layer: bool, due: tuple[str, ...]
     ) -> dict[str, Any]:
         x, y = next(batches)  # in the graph: no Python round trip for the batch
+        self.optimizer.per_variable_stats = per_layer  # what the statistics read, if any
         instruments = [self.instruments[name] for name in due]
         replica_step = functools.partial(self._replica_step, instruments=instruments)
         per_replica = self.strategy.run(replica_step, args=(x, y))

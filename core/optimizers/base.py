@@ -132,6 +132,10 @@ class LabOptimizer(keras.optimizers.Optimizer):
         super().__init__(learning_rate=schedule or values["learning_rate"], name=name)
         self._values = values
         self.telemetry: bool = telemetry
+        # Read when a step is traced: with telemetry, whether the step also measures the
+        # per-variable statistics (`VECTOR_STATS`). The lab's trainer traces the steps that
+        # log no per-layer statistics without them; every other step has them.
+        self.per_variable_stats = True
         if isinstance(schedule, LiveSchedule):  # its peak is the live learning rate
             schedule.rate = self.add_variable(
                 (),

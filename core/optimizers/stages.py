@@ -527,9 +527,11 @@ class Telemetry(Stage):
 
         if not self.variables:
             return
-        step.stats["step_sq"] = transforms.replica_mean(
-            transforms.squared_distances(step.new_params, step.params)
-        )
+        vectors = VECTOR_STATS if self.optimizer.per_variable_stats else ()
+        if vectors:
+            step.stats["step_sq"] = transforms.replica_mean(
+                transforms.squared_distances(step.new_params, step.params)
+            )
         for name in SCALAR_STATS:  # a stage that is off reports its neutral value
             value = step.stats.get(name, NEUTRAL_STATS[name])
             step.assignments.append(
@@ -537,7 +539,7 @@ class Telemetry(Stage):
             )
         size = self.variables["step_sq"].shape[0]
         positions = tf.constant(step.indices)[:, None]
-        for name in VECTOR_STATS:
+        for name in vectors:
             vector = tf.scatter_nd(positions, step.stats[name], [size])
             step.assignments.append((transforms.tf_variable(self.variables[name]), vector))
 
