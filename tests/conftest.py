@@ -63,14 +63,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @contextlib.contextmanager
 def served(path: Path | str, **engine_args: Any) -> Iterator:
     """An engine serving the store at `path` (or URL) in this process, as `python -m core serve`
-    serves it in its own; yields the `Engine`. The dashboard's client finds it and hands
-    it its runs, and nothing is launched. `engine_args` go to the `Engine`."""
+    serves it in its own (driving the sweeps handed to it); yields the `Engine`. The
+    dashboard's client finds it and hands it its runs, and nothing is launched.
+    `engine_args` go to the `Engine`."""
     from core.engine import Engine
     from core.engine.client import use_engine_plugins
     from core.engine.server import EngineService
+    from core.sweep.hosting import SweepHost
 
     engine = Engine(path, **{"max_concurrent": 3, **engine_args})
-    service = EngineService(engine, warm_up=False)
+    service = EngineService(engine, warm_up=False, hosts=(SweepHost,))
     try:
         yield engine
     finally:

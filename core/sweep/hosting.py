@@ -1,0 +1,129 @@
+"""`SweepHost`: the engine process drives the sweeps handed to it through the store.
+
+The dashboard never drives a sweep: it writes a `run` command to the study (`Sweep.submit`)
+and reads the study back. The engine process polls its store's studies, as it polls its
+runs' commands, and drives each sweep with a `run` it has not taken up (`control.to_take_up`)
+in a driver thread of its own, whose trials are runs of that engine; a `stop` is seen by
+the driver itself. So a sweep outlives the dashboard that started it, and, as the engine
+ends its drives as `interrupted` when it closes (and a killed engine's record stays
+`running` by a dead process), the engine's next start resumes them: their trials cut short
+run their values again (see `driver.py`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import TYPE_CHECKING, Final
+
+from core.knobs import InvalidInput
+from core.redaction import redacted
+from core.store import StoreError, owner
+from core.sweep import control
+from core.sweep.control import DriverRecord
+from core.sweep.driver import STOP_TIMEOUT
+from core.sweep.studies import (
+    PLAN_ATTR,
+    driver_alive,
+    load_study,
+    open_storage,
+    storage_errors,
+    storage_url,
+)
+from core.sweep.sweep import Sweep
+
+if TYPE_CHECKING:
+    import optuna
+
+    from core.engine.api import Runs
+
+#: How often the host looks for sweeps to take up: how late a start may begin.
+POLL_SECONDS: Final = 0.5
+
+
+class SweepHost:
+    """Drives, in threads of this process, the sweeps of `engine`'s store handed to it.
+
+    Args:
+        engine: The engine whose runs the trials are (the serving one).
+        poll_interval: Seconds between two looks at the studies.
+        sweep_poll_interval: The drivers' `poll_interval` (see `Sweep`).
+    """
+
+    def __init__(
+        self,
+        engine: Runs,
+        *,
+        poll_interval: float = POLL_SECONDS,
+        sweep_poll_interval: float = 0.25,
+    ) -> None:
+        self.engine = engine
+        self.storage = storage_url(engine)
+        self.poll_interval = poll_interval
+        self.sweep_poll_interval = sweep_poll_interval
+        self._lock = threading.Lock()  # guards `_sweeps`
+        self._sweeps: dict[str, Sweep] = {}  # by study name: those started here
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="optlab-sweeps", daemon=True)
+        self._thread.start()
+
+    def busy(self) -> bool:
+        """Whether a sweep is driven here (the engine stays up while one is)."""
+        with self._lock:
+            return any(sweep.active for sweep in self._sweeps.values())
+
+    def driving(self) -> list[str]:
+        """The studies driven here now."""
+        with self._lock:
+            return [name for name, sweep in self._sweeps.items() if sweep.active]
+
+    def close(self, timeout: float = STOP_TIMEOUT) -> None:
+        """Stops looking, and ends each drive as `interrupted` (its runs stopped, its
+        trials cut short), for the engine's next start to resume; call it before the
+        engine closes, whose runs the trials are."""
+        self._stop.set()
+        self._thread.join(timeout)
+        with self._lock:
+            sweeps = list(self._sweeps.values())
+        for sweep in sweeps:
+            sweep.interrupt()
+        for sweep in sweeps:
+            sweep.wait(timeout)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.poll_interval):
+            # A storage busy, failing or not yet openable: the next round tries again.
+            with contextlib.suppress(StoreError, InvalidInput):
+                self._take_up()
+
+    def _take_up(self) -> None:
+        """Starts a driver for each study with a `run` to take up."""
+        with storage_errors(self.storage):
+            studies = open_storage(self.storage).get_all_studies()
+        for study in studies:
+            name = study.study_name
+            with self._lock:
+                if self._stop.is_set() or (name in self._sweeps and self._sweeps[name].active):
+                    continue
+            alive = driver_alive(self.engine, self.storage, name)
+            if PLAN_ATTR in study.user_attrs and control.to_take_up(study.user_attrs, alive):
+                self._drive(name)
+
+    def _drive(self, name: str) -> None:
+        """Loads the study's sweep and drives it; one that cannot be loaded (its stored
+        plan no longer valid) ends failed, saying why, so it is not tried each round."""
+        try:
+            sweep = Sweep.load(self.engine, name, poll_interval=self.sweep_poll_interval)
+            sweep.start(hosted=True)
+        except InvalidInput as exc:
+            with storage_errors(self.storage):
+                study = load_study(name, open_storage(self.storage))
+                self._refuse(study, redacted(str(exc), self.storage))
+            return
+        with self._lock:
+            self._sweeps[name] = sweep
+
+    def _refuse(self, study: optuna.Study, why: str) -> None:
+        command = control.command_of(study.user_attrs)
+        record = DriverRecord(owner.current(), "failed", command and command.id, True, why)
+        control.write_driver(study, record)
