@@ -142,6 +142,18 @@ def test_a_sweep_over_repeats_prints_each_trials_mean_and_interval(tmp_path) -> 
             "repeats: must be a whole number in [1, 100]",
         ),
         (["--study", "elsewhere"], "no store at"),
+        (
+            ["--param", "learning_rate=0.1:1", "--trials", "2", "--objective", "time_to_target"],
+            "target: is required for time_to_target",
+        ),
+        (
+            ["--param", "learning_rate=0.1:1", "--trials", "2", "--target", "0.9"],
+            "target: applies to time_to_target only",
+        ),
+        (
+            [*("--param", "learning_rate=0.1:1", "--trials", "2"), "--objective", "val_mae"],
+            "objective: val_mae needs a dataset that logs it; a classification logs val_accuracy",
+        ),
     ],
 )
 def test_bad_input_is_named_and_writes_nothing(tmp_path, flags, message) -> None:
