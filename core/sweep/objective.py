@@ -48,6 +48,7 @@ class Objective:
         direction: `maximize` or `minimize`.
         label: How the objective reads in a sentence.
         target: Time to target's value of `metric` to reach; None for the others.
+        problem: The problem of the dataset it scores (see `core.data.PROBLEMS`).
     """
 
     name: str
@@ -55,6 +56,7 @@ class Objective:
     direction: Literal["maximize", "minimize"]
     label: str
     target: float | None = None
+    problem: str = "classification"
 
     @property
     def best_key(self) -> str:
@@ -76,7 +78,7 @@ class Objective:
         return None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "metric": self.metric, "target": self.target}
+        return {"name": self.name, "target": self.target, "problem": self.problem}
 
 
 #: A classification's default objective.
@@ -103,12 +105,12 @@ def objective_for(name: str | None, problem: str, target: float | None = None) -
             raise InvalidInput({"target": f"applies to {TIME_TO_TARGET} only (got {target!r})"})
         direction: Literal["maximize", "minimize"]
         direction = "maximize" if name == "val_accuracy" else "minimize"
-        return Objective(name, name, direction, _LABELS[name])
+        return Objective(name, name, direction, _LABELS[name], problem=problem)
     if reason := _target_error(target, metric):
         raise InvalidInput({"target": reason})
     assert target is not None
     label = f"steps to {_LABELS[metric]} {'≥' if metric == 'val_accuracy' else '≤'} {target:g}"
-    return Objective(TIME_TO_TARGET, metric, "minimize", label, float(target))
+    return Objective(TIME_TO_TARGET, metric, "minimize", label, float(target), problem)
 
 
 def named(stored: Mapping[str, Any] | str | None) -> Objective:
@@ -118,8 +120,7 @@ def named(stored: Mapping[str, Any] | str | None) -> Objective:
         metric = stored or "val_accuracy"
         problem = next(p for p, m in PROBLEM_METRICS.items() if m == metric)
         return objective_for(metric, problem)
-    problem = next(p for p, m in PROBLEM_METRICS.items() if m == stored["metric"])
-    return objective_for(stored["name"], problem, stored.get("target"))
+    return objective_for(stored["name"], stored["problem"], stored.get("target"))
 
 
 def _target_error(target: Any, metric: str) -> str | None:
