@@ -25,6 +25,7 @@ tf.config.set_logical_device_configuration(
 
 
 import contextlib  # noqa: E402
+import functools  # noqa: E402
 from collections.abc import Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
@@ -72,7 +73,9 @@ def served(path: Path | str, **engine_args: Any) -> Iterator:
     from core.sweep.hosting import SweepHost
 
     engine = Engine(path, **{"max_concurrent": 3, **engine_args})
-    service = EngineService(engine, warm_up=False, hosts=(SweepHost,))
+    # Sweeps are taken up and followed closely, as trials of a test last a second or so.
+    host = functools.partial(SweepHost, poll_interval=0.1, sweep_poll_interval=0.05)
+    service = EngineService(engine, warm_up=False, hosts=(host,))
     try:
         yield engine
     finally:
