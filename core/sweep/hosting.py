@@ -34,6 +34,7 @@ from core.sweep.sweep import Sweep
 
 if TYPE_CHECKING:
     import optuna
+    import sqlalchemy
 
     from core.engine.api import Runs
 
@@ -63,6 +64,8 @@ class SweepHost:
         self.sweep_poll_interval = sweep_poll_interval
         self._lock = threading.Lock()  # guards `_sweeps`
         self._sweeps: dict[str, Sweep] = {}  # by study name: those started here
+        self._tables_seen = False  # see `_has_studies`
+        self._probe: sqlalchemy.Engine | None = None  # what looks for the tables till then
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="optlab-sweeps", daemon=True)
         self._thread.start()
@@ -83,6 +86,8 @@ class SweepHost:
         engine closes, whose runs the trials are."""
         self._stop.set()
         self._thread.join(timeout)
+        if self._probe is not None:
+            self._probe.dispose()
         with self._lock:
             sweeps = list(self._sweeps.values())
         for sweep in sweeps:
@@ -98,6 +103,8 @@ class SweepHost:
 
     def _take_up(self) -> None:
         """Starts a driver for each study with a `run` to take up."""
+        if not self._has_studies():
+            return
         with storage_errors(self.storage):
             studies = open_storage(self.storage).get_all_studies()
         for study in studies:
@@ -108,6 +115,19 @@ class SweepHost:
             alive = driver_alive(self.engine, self.storage, name)
             if PLAN_ATTR in study.user_attrs and control.to_take_up(study.user_attrs, alive):
                 self._drive(name)
+
+    def _has_studies(self) -> bool:
+        """Whether Optuna's tables are in the storage: opening it creates them, which an
+        engine that serves a store where no sweep was ever made must not write."""
+        if not self._tables_seen:
+            import sqlalchemy
+
+            with storage_errors(self.storage):
+                self._probe = self._probe or sqlalchemy.create_engine(self.storage)
+                self._tables_seen = sqlalchemy.inspect(self._probe).has_table("studies")
+            if self._tables_seen:
+                self._probe.dispose()
+        return self._tables_seen
 
     def _drive(self, name: str) -> None:
         """Loads the study's sweep and drives it; one that cannot be loaded (its stored

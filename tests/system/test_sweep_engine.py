@@ -1,7 +1,7 @@
 """Sweeps driven by the engine process (`python -m core serve`), started, stopped and resumed
 through their study: a sweep runs on once the client that started it is gone and another
-client stops it, an `optlab sweep` is seen and stopped from another client, and an engine
-that restarts (closed, or killed) resumes the sweep it drove."""
+client stops it, an `optlab sweep` is seen and stopped from another client, an engine that
+restarts (closed, or killed) resumes the sweep it drove, and a viewer steers none."""
 
 from __future__ import annotations
 
@@ -14,11 +14,12 @@ from pathlib import Path
 import optuna
 import pytest
 
-from core.engine import RunConfig
+from core.engine import Engine, RunConfig
 from core.engine.client import EngineClient
+from core.engine.read_only import NotAllowed, ReadOnlyRuns
 from core.store import Store
 from core.sweep import Dimension, SearchSpace, Sweep, list_studies
-from core.sweep.control import DRIVER_ATTR
+from core.sweep.control import COMMAND_ATTR, DRIVER_ATTR
 from core.sweep.studies import storage_url
 from tests import app_server
 from tests.lean import NO_INSTRUMENTS, NO_INSTRUMENTS_FLAGS
@@ -160,3 +161,21 @@ def test_an_optlab_sweep_is_seen_and_stopped_from_another_client(store_path: Pat
     finally:
         if cli.poll() is None:
             cli.kill()
+
+
+def test_a_viewer_can_neither_start_nor_stop_a_sweep(store_path: Path) -> None:
+    """A viewer's `Runs` refuses a sweep's start and stop before the study is written."""
+    engine = Engine(Store(store_path))
+    try:
+        viewer = ReadOnlyRuns(engine)
+        with pytest.raises(NotAllowed, match="start, stop or resume a sweep"):
+            Sweep(viewer, LONG, LR, n_trials=1, study_name="viewed").submit()
+        assert list_studies(engine) == []
+
+        Sweep(engine, LONG, LR, n_trials=1, study_name="viewed").submit()  # no host: it waits
+        with pytest.raises(NotAllowed):
+            Sweep.load(viewer, "viewed").stop()
+        study = optuna.load_study(study_name="viewed", storage=storage_url(engine))
+        assert study.user_attrs[COMMAND_ATTR]["kind"] == "run"
+    finally:
+        engine.close()
