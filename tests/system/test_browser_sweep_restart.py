@@ -11,7 +11,7 @@ import pytest
 
 from core.store import Store
 from tests import app_server
-from tests.browser import NEEDS_CHROMIUM, repainted, settle
+from tests.browser import NEEDS_CHROMIUM, repainted, settle, start_sweep
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
@@ -19,22 +19,6 @@ pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
 SCREENSHOTS = app_server.ROOT / "docs" / "screenshots"
 TRAINING = re.compile(r"\b[1-9]\d* training")  # the progress line's count of trials training
 STEPPED = re.compile(r"· [1-9]\d*/")  # a run's step in the sidebar's "Training now"
-
-
-def start_a_long_sweep(page: Any) -> None:
-    """The form set for two random trials of mlp on digits, a thousand epochs each."""
-    for name, option in (("model", "mlp"), ("dataset", "digits")):
-        page.locator("[data-testid='stSelectbox']").filter(has_text=name).first.click()
-        page.get_by_role("option", name=option, exact=True).click()
-        settle(page)
-    for label, value in (("epochs", "1000"), ("trials (empty for a grid: every point)", "2")):
-        field = page.get_by_label(label, exact=True)
-        field.fill(value)
-        field.press("Enter")
-        settle(page)
-    page.get_by_text("random", exact=True).click()
-    settle(page)
-    page.get_by_role("button", name="Start sweep").click()
 
 
 def trial_steps(store_path: Path) -> dict[str, int]:
@@ -57,7 +41,7 @@ def test_a_sweep_survives_a_dashboard_restart_and_is_stopped_from_the_page(
         page = browser.new_page(viewport={"width": 1280, "height": 800})
         page.goto(f"http://127.0.0.1:{port}/Sweep")
         settle(page)
-        start_a_long_sweep(page)
+        start_sweep(page, epochs=1000, trials=2)  # trials that train until stopped
         wait_for(lambda: TRAINING.search(progress_text(page)), 180, "its trials to train")
         engine = app_server.serving_engine(store_path)
         page.close()

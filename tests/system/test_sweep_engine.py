@@ -14,7 +14,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from core.engine import Engine, RunConfig
+from core.engine import Engine
 from core.engine.client import EngineClient
 from core.engine.read_only import NotAllowed, ReadOnlyRuns
 from core.store import Store
@@ -22,21 +22,11 @@ from core.sweep import Dimension, SearchSpace, Sweep, list_studies
 from core.sweep.control import COMMAND_ATTR, DRIVER_ATTR
 from core.sweep.studies import storage_url
 from tests import app_server
-from tests.lean import NO_INSTRUMENTS, NO_INSTRUMENTS_FLAGS
+from tests.lean import NO_INSTRUMENTS_FLAGS, digits_trial
 from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
-# Trials that train until stopped: 8×8 digits, validated every 11 steps.
-LONG = RunConfig(
-    dataset="digits",
-    model="mlp",
-    optimizer="sgd",
-    hyperparameters={"learning_rate": 0.1},
-    max_steps=20_000,
-    epochs=1000,
-    val_every=11,
-    **NO_INSTRUMENTS,
-)
+LONG = digits_trial(max_steps=20_000, epochs=1000)  # trials that train until stopped
 LR = SearchSpace((Dimension("learning_rate", 1e-3, 1.0, log=True),))
 
 

@@ -17,20 +17,10 @@ from core.store import Store
 from core.sweep import Dimension, SearchSpace, Sweep, SweepPlan, list_studies
 from core.sweep.objective import named
 from tests.conftest import served
-from tests.lean import NO_INSTRUMENTS
+from tests.lean import digits_trial
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-# 8×8 digits: 22 steps an epoch at batch 64, validated every 11 steps.
-DIGITS = RunConfig(
-    dataset="digits",
-    model="mlp",
-    optimizer="sgd",
-    hyperparameters={"learning_rate": 0.1},
-    max_steps=44,
-    epochs=2,
-    val_every=11,
-    **NO_INSTRUMENTS,
-)
+DIGITS = digits_trial(max_steps=44, epochs=2)  # validated at steps 11, 22, 33 and 44
 RATES = SearchSpace((Dimension("learning_rate", 0.05, 0.5, log=True),))
 FAST = {"poll_interval": 0.05, "sampler": "random", "seed": 1}
 
