@@ -33,7 +33,6 @@ from core.sweep.studies import (
 from core.sweep.sweep import Sweep
 
 if TYPE_CHECKING:
-    import optuna
     import sqlalchemy
 
     from core.engine.api import Runs
@@ -114,7 +113,9 @@ class SweepHost:
                     continue
             alive = driver_alive(self.engine, self.storage, name)
             if PLAN_ATTR in study.user_attrs and control.to_take_up(study.user_attrs, alive):
-                self._drive(name)
+                command = control.command_of(study.user_attrs)
+                assert command is not None  # a `run`, to take up
+                self._drive(name, command.id)
 
     def _has_studies(self) -> bool:
         """Whether Optuna's tables are in the storage: opening it creates them, which an
@@ -129,21 +130,20 @@ class SweepHost:
                 self._probe.dispose()
         return self._tables_seen
 
-    def _drive(self, name: str) -> None:
+    def _drive(self, name: str, command: str) -> None:
         """Loads the study's sweep and drives it; one that cannot be loaded (its stored
-        plan no longer valid) ends failed, saying why, so it is not tried each round."""
+        plan no longer valid) ends failed, saying why, so it is not tried each round.
+        `command`: the `run` it answers."""
         try:
             sweep = Sweep.load(self.engine, name, poll_interval=self.sweep_poll_interval)
-            sweep.start(hosted=True)
+            sweep.start(answering=command)
         except InvalidInput as exc:
             with storage_errors(self.storage):
                 study = load_study(name, open_storage(self.storage))
-                self._refuse(study, redacted(str(exc), self.storage))
+                why = redacted(str(exc), self.storage)
+                control.write_driver(
+                    study, DriverRecord(owner.current(), "failed", command, True, why)
+                )
             return
         with self._lock:
             self._sweeps[name] = sweep
-
-    def _refuse(self, study: optuna.Study, why: str) -> None:
-        command = control.command_of(study.user_attrs)
-        record = DriverRecord(owner.current(), "failed", command and command.id, True, why)
-        control.write_driver(study, record)

@@ -313,9 +313,11 @@ class Sweep:
         with self._lock:
             self._study = study
 
-    def start(self, *, hosted: bool = False) -> None:
+    def start(self, *, answering: str | None = None) -> None:
         """Creates the study (or takes up the loaded one) and starts the driver thread
-        in this process; `hosted` when the engine process's `SweepHost` starts it.
+        in this process. `answering`: the id of the `run` command the engine process's
+        `SweepHost` takes up (a stop written since stops it at once); None for a driver of
+        its own (`optlab sweep`, a script), which a stop written after it starts stops.
 
         Raises `InvalidInput` naming `study_name` if a new sweep's study name is
         taken, or if this process already runs the study; `StoreError` if the storage
@@ -339,8 +341,9 @@ class Sweep:
             raise
         try:
             with storage_errors(self.storage):
-                since = control.command_of(study.user_attrs)
-                record = DriverRecord(owner.current(), "running", since and since.id, hosted)
+                current = control.command_of(study.user_attrs)
+                since = answering or (current and current.id)
+                record = DriverRecord(owner.current(), "running", since, answering is not None)
                 control.write_driver(study, record)
         except BaseException:
             DRIVERS.release(self.storage, self.study_name)

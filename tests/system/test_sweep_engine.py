@@ -18,10 +18,11 @@ from core.engine import Engine
 from core.engine.client import EngineClient
 from core.engine.read_only import NotAllowed, ReadOnlyRuns
 from core.store import Store
-from core.sweep import Dimension, SearchSpace, Sweep, list_studies
+from core.sweep import Dimension, SearchSpace, Sweep, SweepPlan, control, list_studies
 from core.sweep.control import COMMAND_ATTR, DRIVER_ATTR
-from core.sweep.studies import storage_url
+from core.sweep.studies import PLAN_ATTR, storage_url
 from tests import app_server
+from tests.conftest import served
 from tests.lean import NO_INSTRUMENTS_FLAGS, digits_trial
 from tests.waiting import wait_for
 
@@ -169,3 +170,19 @@ def test_a_viewer_can_neither_start_nor_stop_a_sweep(store_path: Path) -> None:
         assert study.user_attrs[COMMAND_ATTR]["kind"] == "run"
     finally:
         engine.close()
+
+
+def test_a_sweep_the_engine_cannot_load_ends_failed_saying_why(store_path: Path) -> None:
+    """A study whose stored plan is no longer valid is refused once, with the reason,
+    rather than tried at every poll."""
+    kept = SweepPlan.create(LONG, LR, n_trials=1, sampler="tpe", pruning=False, parallel=1, seed=0)
+    plan = kept.to_dict()
+    Store(store_path).close()  # the lab's store, where the study lives
+    study = optuna.create_study(study_name="broken", storage=f"sqlite:///{store_path}")
+    study.set_user_attr(PLAN_ATTR, {**plan, "n_trials": 0})
+    control.write_command(study, "run")
+    with served(store_path):
+        wait_for(lambda: control.driver_of(study.user_attrs), 30, "the engine's answer")
+    record = control.driver_of(study.user_attrs)
+    assert record is not None and record.state == "failed"
+    assert "n_trials: must be a whole number in [1, " in (record.error or "")
