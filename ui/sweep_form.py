@@ -30,7 +30,7 @@ from core.sweep import (
     starting_dimension,
     sweepable_knobs,
 )
-from ui import forms, roles, state, sweep_objective, texts
+from ui import forms, roles, state, sweep_actions, sweep_objective, texts
 
 ERRORS = "sweep_errors"
 STARTED = "sweep:started"  # the study this session started last, shown until a pick
@@ -202,7 +202,7 @@ def start(
             SearchSpace.from_rows(frame.to_dict("records")),
             **settings,
         )
-        sweep.submit()  # the engine process drives it
+        sweep_actions.hand_over(sweep)  # the engine process drives it
     except InvalidInput as exc:
         st.session_state[ERRORS] = exc.errors
     except StoreError as exc:
