@@ -88,9 +88,26 @@ FIGURES: tuple[Figure, ...] = (
     Figure(
         2,
         "2",
-        "Time per training step: engine with telemetry every step (A) vs telemetry off (B)",
+        "Time per training step, LeNet (10 variables): engine with telemetry every step (A) "
+        "vs telemetry off (B)",
         Target("<=", 1.10),
         "bench.training:telemetry_cost",
+    ),
+    Figure(
+        2,
+        "2 deep",
+        "Time per training step, an MLP of 100 variables (bench/models.py): engine with "
+        "telemetry every step (A) vs telemetry off (B)",
+        Target("<=", 1.10),
+        "bench.training:telemetry_cost_deep_mlp",
+    ),
+    Figure(
+        2,
+        "2 vit",
+        "Time per training step, the tiny ViT with 8 blocks (135 variables): engine with "
+        "telemetry every step (A) vs telemetry off (B)",
+        Target("<=", 1.10),
+        "bench.training:telemetry_cost_deep_vit",
     ),
     Figure(
         3,
@@ -162,6 +179,14 @@ FIGURES: tuple[Figure, ...] = (
         "bench.training:instrument_cost",
     ),
     Figure(
+        8,
+        "8 deep",
+        "Time per training step, an MLP of 100 variables (bench/models.py): every "
+        "instrument at its default interval (A) vs instruments off (B), telemetry on in both",
+        Target("<=", 1.15),
+        "bench.training:instrument_cost_deep_mlp",
+    ),
+    Figure(
         9,
         "9",
         "Training steps/s of a LeNet run with two browser tabs on its Live page (A) vs no "
@@ -181,7 +206,7 @@ FIGURES: tuple[Figure, ...] = (
         11,
         "11",
         "Demo race: seconds from the click on Start the demo race to the end of its last run, "
-        "watched by the Live tab it opens (engine warm)",
+        "watched by the Live tab it opens and a second one (engine warm)",
         Target("<=", 30.0, on="a", unit="s"),
         "bench.watching:demo_race",
     ),

@@ -14,14 +14,9 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
+from core.engine.threads import available_cores
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-
-
-def available_cores() -> int:
-    """The CPU cores this process may run on (its affinity mask where the OS has one)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def describe() -> dict[str, str]:

@@ -32,6 +32,7 @@ from typing import Any
 
 import keras
 
+from bench import models as bench_models
 from bench import profiling
 from bench.figures import Settings
 from bench.machine import available_cores
@@ -82,16 +83,35 @@ def engine_vs_keras(settings: Settings) -> Measured:
     return Measured.compared(paired, "steps/s", diagnose=diagnose)
 
 
-def telemetry_cost(settings: Settings) -> Measured:
-    """Figure 2: seconds per step with telemetry every step, and with it off."""
+def telemetry_cost(settings: Settings, model: str = MODEL) -> Measured:
+    """Figure 2: seconds per step with telemetry every step (the per-layer statistics at
+    their budget's interval), and with it off."""
     first, last = _window(settings)
-    on_config = _config(last + 1, telemetry=True)
+    on_config = _config(last + 1, telemetry=True, model=model)
     # Off, a row is still logged once an epoch: the clock needs both window ends.
-    off_config = _config(last + 1, telemetry=False, log_every=first)
+    off_config = _config(last + 1, telemetry=False, log_every=first, model=model)
     return _step_times(settings, (on_config, off_config), first, last, "telemetry", ops=True)
 
 
-def instrument_cost(settings: Settings) -> Measured:
+def telemetry_cost_deep_mlp(settings: Settings) -> Measured:
+    """Figure 2 on a model of 100 variables (`bench.models.deep_mlp`)."""
+    bench_models.register()
+    return telemetry_cost(settings, bench_models.DEEP_MLP)
+
+
+def telemetry_cost_deep_vit(settings: Settings) -> Measured:
+    """Figure 2 on the tiny ViT with 8 blocks (`bench.models`)."""
+    bench_models.register()
+    return telemetry_cost(settings, bench_models.DEEP_VIT)
+
+
+def instrument_cost_deep_mlp(settings: Settings) -> Measured:
+    """Figure 8 on a model of 100 variables (`bench.models.deep_mlp`)."""
+    bench_models.register()
+    return instrument_cost(settings, bench_models.DEEP_MLP)
+
+
+def instrument_cost(settings: Settings, model: str = MODEL) -> Measured:
     """Figure 8: seconds per step with every instrument at its default interval (scaled
     to a 2,000-step run: see `instrument_intervals`), and with the instruments off
     (telemetry on, logged every step, in both).
@@ -102,7 +122,7 @@ def instrument_cost(settings: Settings) -> Measured:
     of a run, which a long run amortizes).
     """
     length = 500 if settings.quick else 2000  # steps of the run the defaults scale to
-    off_config = _config(length, telemetry=True)
+    off_config = _config(length, telemetry=True, model=model)
     on_config = off_config.replace(**dict.fromkeys(INSTRUMENTS_OFF))  # empty: the defaults
     longest = max(instrument_intervals(on_config, length).values())
     first, last = longest, 2 * longest
@@ -411,10 +431,10 @@ def _clocked_engine(
             engine.close()
 
 
-def _config(steps: int, *, telemetry: bool, log_every: int = 1) -> RunConfig:
+def _config(steps: int, *, telemetry: bool, log_every: int = 1, model: str = MODEL) -> RunConfig:
     """Figures 1 and 2's run: `steps` steps, validating only at the last one."""
     return RunConfig(
-        model=MODEL,
+        model=model,
         dataset=DATASET,
         optimizer="adamw",
         hyperparameters={"learning_rate": LEARNING_RATE},

@@ -10,7 +10,7 @@ from core.charts import INSTRUMENT_HELP, instrument_figures, layer_figures, trai
 from core.engine import RunStatus
 from core.engine.api import Runs
 from core.engine.repeats import groups
-from ui import following, live_panel, presentation, shared_figures, state, views
+from ui import following, live_panel, presentation, shared_figures, state, texts, views
 from ui.live_chart import drawn
 
 presenting, per_row = presentation.toggle()
@@ -93,6 +93,8 @@ def charts(
         start, end = views.step_range("live")
     watching = [engine.status(run_id) for run_id in run_ids]
     logged = {run.id: engine.last_logged_step(run.id) for run in watching}
+    if view == "Per layer":
+        st.caption(" · ".join(texts.per_layer_intervals(engine, watching)))
     if view == "Instruments":
         st.caption(
             "Measured each at its own interval (the run's `*_every` fields; about 20 times "

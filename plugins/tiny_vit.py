@@ -47,10 +47,13 @@ class PositionEmbedding(keras.layers.Layer):
     "2 transformer blocks (2 heads), mean-pooled → logits.",
     images=True,
 )
-def tiny_vit(input_shape: tuple[int, ...], num_classes: int, seed: int) -> keras.Model:
+def tiny_vit(
+    input_shape: tuple[int, ...], num_classes: int, seed: int, blocks: int = BLOCKS
+) -> keras.Model:
     """Patch embedding (a convolution with stride = kernel = the patch) → position
-    embedding → 2 × [LayerNorm → attention → add; LayerNorm → MLP → add] → LayerNorm →
-    mean over patches → Dense logits. Every initializer is seeded from `seed`."""
+    embedding → `blocks` × [LayerNorm → attention → add; LayerNorm → MLP → add] →
+    LayerNorm → mean over patches → Dense logits. Every initializer is seeded from `seed`.
+    (The lab builds it with 2 blocks; the bench times a deeper one.)"""
     height, width, _ = input_shape
     patch = (max(1, height // PATCHES_PER_SIDE), max(1, width // PATCHES_PER_SIDE))
 
@@ -63,7 +66,7 @@ def tiny_vit(input_shape: tuple[int, ...], num_classes: int, seed: int) -> keras
     )(inputs)
     x = keras.layers.Reshape((-1, DIM), name="patches")(x)
     x = PositionEmbedding(seed=seed * 1000 + 2, name="position_embedding")(x)
-    for block in range(1, BLOCKS + 1):
+    for block in range(1, blocks + 1):
         name = f"block{block}"
         normed = keras.layers.LayerNormalization(name=f"{name}_norm1")(x)
         # Query, key and value start alike (Keras clones the one seeded initializer for

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from core.processes import end
+
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
 # Debian's chromium in a headless container, with no background traffic (see the guide).
@@ -80,16 +82,6 @@ def stop(process: subprocess.Popen, store: Path | None = None) -> None:
     end(process)
     if store is not None:
         stop_engine(store)
-
-
-def end(process: subprocess.Popen, grace: float = 15.0) -> None:
-    """SIGTERM, then SIGKILL if the process has not exited within `grace` seconds."""
-    process.terminate()
-    try:
-        process.wait(grace)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 def start_engine(

@@ -43,8 +43,7 @@ def publish(engine: Runs, runs: list[str], charts: str | None) -> None:
 
 def _moved(key: str, shown: object) -> bool:
     """Whether the viewer changed widget `key` away from what following `shown` there."""
-    applied = st.session_state.get(APPLIED)
-    return applied is not None and st.session_state.get(key) not in (None, shown)
+    return st.session_state.get(key) not in (None, shown)
 
 
 def follow_page(engine: Runs, selection: str, handed_over: str, charts: str) -> None:

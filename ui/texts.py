@@ -15,7 +15,9 @@ from typing import Any
 from core import data, models
 from core.data import files
 from core.engine import RunStatus
+from core.engine.api import Runs
 from core.escaping import escape_markdown
+from core.store import PER_LAYER_EVENT, Event
 
 # Material icons: emoji render as empty boxes where no emoji font is installed.
 STATUS_ICONS = {
@@ -100,3 +102,21 @@ def described(field: str, name: str, data_dir: str | None = None) -> str:
         "" if info.source == "core" else f" *(plugin: {escape_markdown(Path(info.source).name)})*"
     )
     return f"{escape_markdown(info.description)}{plugin}"
+
+
+def per_layer_interval(events: list[Event]) -> str | None:
+    """How often a run records its per-layer statistics now, from its latest interval
+    event: "per-layer every 4 steps (within 5% of the step time)"; None before any."""
+    latest = next((e.payload for e in reversed(events) if e.kind == PER_LAYER_EVENT), None)
+    if latest is None:
+        return None
+    every = latest["every"]
+    text = "per-layer every step" if every == 1 else f"per-layer every {every:,} steps"
+    budget = latest.get("budget")
+    return text if budget is None else f"{text} (within {budget:.0%} of the step time)"
+
+
+def per_layer_intervals(engine: Runs, runs: list[RunStatus]) -> list[str]:
+    """`name: per-layer every …` of each of `runs` that has recorded its interval."""
+    shown = ((run, per_layer_interval(engine.events(run.id))) for run in runs)
+    return [f"{escape_markdown(run.name)}: {text}" for run, text in shown if text]

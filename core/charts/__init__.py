@@ -21,8 +21,9 @@ Modules, each importing only those before it: `style` (colours, formats), `trace
 run's lines, `RunView`), `marks` (knob changes and divergences), `layout` (one figure and
 the layout all share), `drawing` (`Chart`, every run's figures); then the figures:
 `training` (the Live panels), `instruments` (the Instruments panel, drawn from what each
-instrument declares), `analysis` (range test, landscape, groups) and `hyperparameters`
-(parallel coordinates).
+instrument declares), `analysis` (range test, landscape, groups), `hyperparameters`
+(parallel coordinates) and `sweep_analysis` (a sweep's views: Optuna's plots restyled,
+importances with intervals, learning curves).
 """
 
 from core.charts.analysis import group_figure, heatmap_figure, landscape_figures, range_test_figure

@@ -19,7 +19,7 @@ import time
 import urllib.request
 from types import FrameType
 
-from core import presenting
+from core import presenting, processes
 from core.cli.exits import EXIT_FAILED, UsageError
 from core.cli.flags import Common, Subparsers
 from core.store import Store, StoreError, default_location
@@ -130,7 +130,7 @@ def present(args: argparse.Namespace) -> int:
         return dashboard.wait()
     finally:
         signal.signal(signal.SIGTERM, previous)
-        _stop(dashboard)
+        processes.end(dashboard, STOP_SECONDS)
 
 
 def _flags(address: str, port: int) -> list[str]:
@@ -158,15 +158,3 @@ def _answers(dashboard: subprocess.Popen[bytes], address: str, port: int) -> boo
         except OSError:
             time.sleep(0.3)
     return False
-
-
-def _stop(dashboard: subprocess.Popen[bytes]) -> None:
-    """SIGTERM, then SIGKILL if it has not exited within `STOP_SECONDS`."""
-    if dashboard.poll() is not None:
-        return
-    dashboard.terminate()
-    try:
-        dashboard.wait(STOP_SECONDS)
-    except subprocess.TimeoutExpired:
-        dashboard.kill()
-        dashboard.wait()

@@ -24,14 +24,17 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from core.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError, report
 from core.cli.flags import Common, Subparsers, add_training_command, is_number, run_config
-from core.cli.opening import open_engine
+from core.cli.opening import open_engine, open_store
+from core.knobs import InvalidInput
 from core.sweep import MAX_SEED, SAMPLERS, SearchSpace, Sweep, SweepPlan, list_studies
+from core.sweep.analysis import MIN_TRIALS, importance_lines, importances, load_study, summary_lines
 from core.sweep.objective import OBJECTIVE_NAMES, TIME_TO_TARGET
 from core.sweep.plan import MAX_PARALLEL
 
 if TYPE_CHECKING:
     from core.engine import Engine
     from core.sweep import SweepStatus, TrialRow
+    from core.sweep.analysis import Importance
     from core.sweep.objective import Objective
 
 #: Seconds between two looks at the trials.
@@ -109,6 +112,13 @@ def add_sweep(commands: Subparsers, common: Common) -> None:
         help="The study's name (default: made from the time); if the store has it, join it.",
     )
     search.add_argument(
+        "--report",
+        action="store_true",
+        help="With --study NAME alone: print the study's summary (its best, the knobs that "
+        "matter, where the best quarter of trials lie, ranges to widen) and each knob's "
+        "importance, and run nothing.",
+    )
+    search.add_argument(
         "--sampler-seed",
         type=int,
         metavar="S",
@@ -159,8 +169,11 @@ def run_sweep(open_engine: Callable[[], Engine], args: argparse.Namespace) -> in
     """Runs the sweep `args` describe, or joins the study `--study` names when no
     `--param` is given, in the engine `open_engine` makes: a new sweep is checked before
     that, so bad input writes nothing. Prints each trial as it starts and ends, then the
-    best; Ctrl-C stops it (its stopped trials run again if it is joined later). Returns
-    the exit status."""
+    best, then each knob's importance; Ctrl-C stops it (its stopped trials run again if
+    it is joined later). With `--report`, prints a stored study's summary instead (see
+    `report_study`). Returns the exit status."""
+    if args.report:
+        return report_study(args, sys.stdout)
     if not 1 <= args.parallel <= MAX_PARALLEL:
         raise UsageError(f"parallel: must be in [1, {MAX_PARALLEL}] (got {args.parallel})")
     if args.params:
@@ -229,6 +242,8 @@ def _follow(search: Sweep, out: TextIO) -> int:
     status = search.wait()
     table.update(search.results())
     print(summary(status, search.plan.objective), file=out, flush=True)
+    if search.study is not None:
+        print_importances(importances(search.study, "fanova"), out)
     if interrupted:
         return EXIT_INTERRUPTED
     if status.state == "stopped":
@@ -285,3 +300,39 @@ def summary(status: SweepStatus, objective: Objective) -> str:
 
 def _shown(value: Any) -> str:
     return "" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def print_importances(found: Sequence[Importance], out: TextIO) -> None:
+    """Prints a line per knob of `found` (fANOVA's, bootstrapped), highest first:
+    `importance NAME VALUE [LOW, HIGH]` (the median and 90% interval over the
+    resamples); none before `MIN_TRIALS` trials complete, a note on stderr instead."""
+    if not found:
+        print(f"importance: told once {MIN_TRIALS} trials complete", file=sys.stderr, flush=True)
+    for line in importance_lines(found):
+        print(line, file=out, flush=True)
+
+
+def report_study(args: argparse.Namespace, out: TextIO) -> int:
+    """`--report`: prints the written summary of the study `--study` names in the store,
+    then its importance lines; runs nothing. `UsageError` naming `report` with `--param`,
+    naming `study` without `--study`, for a study the store does not hold, or for one of
+    several objectives."""
+    if args.params:
+        raise UsageError("report: reads a stored study: give --study NAME without --param")
+    if args.study is None:
+        raise UsageError("study: --report needs --study NAME, a study in the store")
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    with open_store(args.store, must_exist=True) as store:
+        try:
+            study = load_study(store, args.study)
+        except InvalidInput:
+            raise UsageError(f"study: no study {args.study!r} in {store.name}") from None
+        if len(study.directions) != 1:
+            raise UsageError(f"study: {args.study!r} has several objectives: no one best")
+        found = importances(study, "fanova")
+        for line in summary_lines(study, found):
+            print(line, file=out, flush=True)
+        print_importances(found, out)
+    return EXIT_OK

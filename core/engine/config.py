@@ -136,6 +136,16 @@ class RunConfig:
     log_every: int = _run_field(
         "int", 1, "Record telemetry every this many steps.", low=1, high=10**6
     )
+    per_layer_every: int | None = _run_field(
+        "int",
+        None,
+        "Record the per-layer statistics every this many steps, a multiple of log_every "
+        "(empty: with log_every 1, as often as keeps them within 5% of the training time, "
+        "measured as the run trains; else at every logged step).",
+        low=1,
+        high=10**6,
+        optional=True,
+    )
     val_every: int | None = _run_field(
         "int",
         None,
@@ -384,6 +394,13 @@ def _check(values: Mapping[str, Any]) -> dict[str, Any]:
                 f"must be at most the training split of {checked['dataset']}, "
                 f"{size:,} examples (got {checked['batch_size']:,})"
             )
+
+    every, log_every = checked.get("per_layer_every"), checked.get("log_every")
+    if every is not None and log_every is not None and every % log_every:
+        errors["per_layer_every"] = (
+            f"must be a multiple of log_every, {log_every} (got {every}): statistics are "
+            "recorded on logged steps"
+        )
 
     hyperparameters = values.get("hyperparameters")
     hyperparameters = {} if hyperparameters is None else hyperparameters

@@ -30,11 +30,13 @@ from core.engine import stack
 from core.engine.checkpoints import CheckpointSchedule, RunCheckpoints
 from core.engine.config import LR_FIND, RunConfig
 from core.engine.lr_find import Explosion
+from core.engine.per_layer_schedule import per_layer_schedule
 from core.store import (
     DIVERGED_EVENT,
     HISTOGRAM_EVENT,
     KNOB_EVENT,
     LR_FIND_ENDED_EVENT,
+    PER_LAYER_EVENT,
     RESTORED_EVENT,
     Store,
     StoreError,
@@ -119,6 +121,7 @@ class RunExecution:
         self.diverged_at: int | None = None
         self.checkpoints = RunCheckpoints(store.checkpoint_folder(self.run_id))
         self.schedule = CheckpointSchedule(self.config.checkpoint_every)
+        self.per_layer = per_layer_schedule(self.config)
         self.trainer: Any = None
         self.writer: Any = None  # the run's metrics writer, while it trains
         # A range test (kind lr_find) watches its loss and skips validation.
@@ -239,6 +242,8 @@ class RunExecution:
 
     def _loop(self, trainer: Any, writer: Any) -> str:
         control, config = self.control, self.config
+        if config.telemetry:
+            writer.add_event(control.step, PER_LAYER_EVENT, self._per_layer_interval())
         for step in range(control.step + 1, trainer.data.total_steps + 1):
             if control.paused and control.stop_reason is None:
                 control.clock_stop()
@@ -254,8 +259,14 @@ class RunExecution:
             last_step = step == trainer.data.total_steps
             # A step that measures logs too: its instruments' values beside the loss,
             # and a divergence it finds beside the loss that shows it.
-            log = step % config.log_every == 0 or last_step or trainer.measures(step)
-            measured = trainer.step(step, log=log)
+            measures = trainer.measures(step)
+            log = step % config.log_every == 0 or last_step or measures
+            per_layer = log and self.per_layer.due(step, last=last_step)
+            began = time.perf_counter()
+            measured = trainer.step(step, log=log, per_layer=per_layer)
+            took = time.perf_counter() - began  # an instrument's step is not a logged one's
+            if log and not measures and self.per_layer.timed(took, per_layer=per_layer):
+                writer.add_event(step, PER_LAYER_EVENT, self._per_layer_interval())
             row = dict(measured.values)
             if log:
                 row["epoch"] = step / trainer.data.steps_per_epoch
@@ -281,6 +292,10 @@ class RunExecution:
             if last_step or self.schedule.due(step, control.training_seconds):
                 self._checkpoint(step, row.get("val_accuracy"))
         return "completed"
+
+    def _per_layer_interval(self) -> dict[str, Any]:
+        """What a per-layer interval event records: the interval, and what set it."""
+        return {"every": self.per_layer.every, "budget": self.per_layer.budget_share}
 
     def _exploded(self, row: dict[str, float]) -> str | None:
         """Why a range test ends at the step of `row`: its loss exploded, or it diverged."""

@@ -21,7 +21,15 @@ from core.knobs import InvalidInput, live_change
 from core.store import KNOB_EVENT, Store, UnknownRunError
 
 # The run fields a fork may change: none of them is part of the checkpoint.
-FORK_FIELDS = ("name", "max_steps", "epochs", "log_every", "val_every", "checkpoint_every")
+FORK_FIELDS = (
+    "name",
+    "max_steps",
+    "epochs",
+    "log_every",
+    "per_layer_every",
+    "val_every",
+    "checkpoint_every",
+)
 
 
 def fork_config(store: Store, run_id: str, step: int, changes: Mapping[str, Any]) -> RunConfig:

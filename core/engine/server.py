@@ -37,7 +37,7 @@ from types import FrameType
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from core import presenting
-from core.engine import stack
+from core.engine import stack, threads
 from core.engine.client import DASHBOARD, ENGINE, live_service, log_path
 from core.engine.engine import Engine
 from core.store import Store, StoreError, canonical, is_url, owner, shown
@@ -233,6 +233,8 @@ def serve(
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, _setter(stop))
     try:
+        if ray_address is None and (pools := threads.share_cores(max_concurrent)):
+            print(f"training threads: {pools}", file=sys.stderr, flush=True)
         engine = Engine(Store(location), max_concurrent=max_concurrent, ray_address=ray_address)
         service = EngineService(engine, hosts=hosts)
         print(f"engine {engine.owner} serves {engine.store.name}", file=sys.stderr, flush=True)

@@ -14,6 +14,7 @@ import keras
 import tensorflow as tf
 
 from core import optimizers
+from core.optimizers import transforms
 
 if TYPE_CHECKING:  # tasks imports the run config, whose instruments import this module
     from core.engine.tasks import SingleTask
@@ -56,23 +57,23 @@ class LayerStatistics:
         def per_layer(per_variable: tf.Tensor) -> tf.Tensor:
             return tf.math.unsorted_segment_sum(per_variable, self._segments, len(self.layers))
 
-        variables = self.model.trainable_variables
+        values = [tf.convert_to_tensor(v) for v in self.model.trainable_variables]
         step_norm = tf.sqrt(per_layer(tf.convert_to_tensor(stats["step_sq"])))
         param_norm = tf.sqrt(per_layer(tf.convert_to_tensor(stats["param_sq"])))
         threshold = self.optimizer.live_variables.get("prune_threshold")
         zero = tf.constant(ZERO) if threshold is None else tf.cast(threshold, tf.float32)
-        zeros = tf.stack([tf.reduce_sum(tf.cast(tf.abs(v) < zero, tf.float32)) for v in variables])
-        moved = tf.stack(
-            [
-                2.0 * tf.nn.l2_loss(tf.convert_to_tensor(v) - start)
-                for v, start in zip(variables, self.initial, strict=True)
-            ]
-        )
+
+        def zeros(tensor: tf.Tensor, *, axis: list[int] | None) -> tf.Tensor:
+            below = tf.abs(tf.cast(tensor, tf.float32)) < zero
+            return tf.reduce_sum(tf.cast(below, tf.float32), axis=axis)
+
+        zero_counts = transforms.per_tensor(zeros, values)
+        moved = transforms.squared_distances(values, self.initial)
         return {
             "step_norm": step_norm,
             "param_norm": param_norm,
             "update_ratio": step_norm / tf.maximum(param_norm, 1e-12),
-            "sparsity": per_layer(zeros) / per_layer(self._sizes),
+            "sparsity": per_layer(zero_counts) / per_layer(self._sizes),
             "distance_from_init": tf.sqrt(per_layer(moved)),
         }
 
@@ -133,19 +134,19 @@ class Telemetry:
         """Whether a per-replica output is one of the running sums."""
         return name in self._sums
 
-    def logged(self) -> tuple[dict[str, tf.Tensor], dict[str, tf.Tensor]]:
-        """Means since the last log, last values, live knobs and statistics, and per-layer
-        statistics (in the graph); resets the sums."""
+    def logged(self, per_layer: bool = True) -> tuple[dict[str, tf.Tensor], dict[str, tf.Tensor]]:
+        """Means since the last log, last values, live knobs and statistics, and, if
+        `per_layer`, the per-layer statistics (in the graph); resets the sums."""
         sums = {name: variable.read_value() for name, variable in self._sums.items()}
         count = tf.maximum(sums["count"], 1.0)
         out = {name: sums[name] / count for name in ("loss", *self.task.means)}
         out |= {name: sums[name] for name in self.task.last_values}
-        per_layer = self.per_layer()
-        out |= optimizer_readings(self.optimizer, per_layer)
+        layers = self.per_layer() if per_layer else {}
+        out |= optimizer_readings(self.optimizer, layers)
         for name, variable in self._sums.items():
             if name not in self.task.last_values:
                 variable.assign(0.0)
-        return out, per_layer
+        return out, layers
 
     def row(
         self, logged: dict[str, tf.Tensor], per_layer: dict[str, tf.Tensor]

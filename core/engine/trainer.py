@@ -110,21 +110,24 @@ class Trainer:
         self._train_step = tf.function(
             functools.partial(Trainer._train_step_fn, self), autograph=False
         )
-        self._traces: dict[tuple[bool, tuple[str, ...]], Callable[..., dict[str, Any]]] = {}
+        self._traces: dict[tuple[bool, bool, tuple[str, ...]], Callable[..., dict[str, Any]]] = {}
 
     # Training ---------------------------------------------------------------------------
 
-    def step(self, step: int, *, log: bool) -> Measurements:
+    def step(self, step: int, *, log: bool, per_layer: bool = True) -> Measurements:
         """Runs optimizer step number `step` (1-based) on the next batch, with the
         instruments whose interval divides `step`; returns what they measured and, when
-        `log`, everything to log (running means since the last log, the step's telemetry).
+        `log`, everything to log (running means since the last log, the step's telemetry,
+        with its per-layer statistics if `per_layer`).
 
         One call into the traced step, and one host round trip only on steps that log or
         measure something.
         """
         due = [self.instruments[name] for name in self._due(step)]
         traced = tuple(instrument.name for instrument in due if instrument.traced)
-        outputs = self._traced_step(log, traced)(self._batches, log=log, due=traced)
+        per_layer = log and per_layer
+        step_fn = self._traced_step(log, per_layer, traced)
+        outputs = step_fn(self._batches, log=log, per_layer=per_layer, due=traced)
         measured = Measurements()
         if log or due:
             first_nonfinite = int(outputs["first_nonfinite"])
@@ -135,15 +138,17 @@ class Trainer:
             instrument.read(outputs, measured)
         return measured
 
-    def _traced_step(self, log: bool, due: tuple[str, ...]) -> Callable[..., dict[str, Any]]:
+    def _traced_step(
+        self, log: bool, per_layer: bool, due: tuple[str, ...]
+    ) -> Callable[..., dict[str, Any]]:
         """The training step traced for this mix of logging and instruments, as a concrete
         function: calling the `tf.function` matches the arguments against its traces
         first, in Python, each step (a share of a small model's step worth saving); its
         trace does not."""
-        key = (log, due)
+        key = (log, per_layer, due)
         if key not in self._traces:
             self._traces[key] = self._train_step.get_concrete_function(
-                self._batches, log=log, due=due
+                self._batches, log=log, per_layer=per_layer, due=due
             )
         return self._traces[key]
 
@@ -217,7 +222,9 @@ class Trainer:
         task weight, else the optimizer. Both answer `get_knob` and `set_knob`."""
         return self.task if name.startswith(TASK_WEIGHT) else self.optimizer
 
-    def _train_step_fn(self, batches: Any, *, log: bool, due: tuple[str, ...]) -> dict[str, Any]:
+    def _train_step_fn(
+        self, batches: Any, *, log: bool, per_layer: bool, due: tuple[str, ...]
+    ) -> dict[str, Any]:
         x, y = next(batches)  # in the graph: no Python round trip for the batch
         instruments = [self.instruments[name] for name in due]
         replica_step = functools.partial(self._replica_step, instruments=instruments)
@@ -235,7 +242,7 @@ class Trainer:
             instrument.finish(outputs)
         outputs["first_nonfinite"] = self.divergence.first.read_value()
         if log:
-            outputs["logged"], outputs["per_layer"] = self.telemetry.logged()
+            outputs["logged"], outputs["per_layer"] = self.telemetry.logged(per_layer)
         return outputs
 
     def _replica_step(

@@ -462,17 +462,20 @@ class Projection(Stage):
         radius = self.live("radius")
         if not self.optimizer.telemetry and radius is None:
             return
-        squares = tf.stack(
-            [
-                transforms.squared_norm(new)
-                if rows is None  # else the rows the step left, and its own
-                else tf.maximum(transforms.squared_norm(variable) - transforms.squared_norm(old), 0)
-                + transforms.squared_norm(new)
-                for new, old, variable, rows in zip(
-                    step.new_params, step.params, step.variables, step.rows, strict=True
-                )
-            ]
-        )
+        squares = transforms.squared_norms(step.new_params)
+        if any(rows is not None for rows in step.rows):  # and the rows such a step left
+            squares += tf.stack(
+                [
+                    0.0
+                    if rows is None
+                    else tf.maximum(
+                        transforms.squared_norm(variable) - transforms.squared_norm(old), 0
+                    )
+                    for old, variable, rows in zip(
+                        step.params, step.variables, step.rows, strict=True
+                    )
+                ]
+            )
         step.stats["param_sq"] = transforms.replica_mean(squares)
         step.stats["param_norm"] = tf.sqrt(tf.reduce_sum(step.stats["param_sq"]))
         step.stats["param_norm_proposed"] = step.stats["param_norm"]
@@ -525,12 +528,7 @@ class Telemetry(Stage):
         if not self.variables:
             return
         step.stats["step_sq"] = transforms.replica_mean(
-            tf.stack(
-                [
-                    transforms.squared_norm(new - old)
-                    for new, old in zip(step.new_params, step.params, strict=True)
-                ]
-            )
+            transforms.squared_distances(step.new_params, step.params)
         )
         for name in SCALAR_STATS:  # a stage that is off reports its neutral value
             value = step.stats.get(name, NEUTRAL_STATS[name])

@@ -9,7 +9,7 @@ way Optax composes gradient transformations). All of them work eagerly, inside
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import keras
@@ -21,14 +21,104 @@ def tf_variable(variable: Any) -> tf.Variable:
     return variable.value if isinstance(variable, keras.Variable) else variable
 
 
+# Tensors of at most this many entries are measured stacked with the others of their shape
+# and dtype (`per_tensor`): for them an op's fixed cost, about a microsecond, outweighs
+# copying them into the stack. A larger one is measured alone, in place.
+STACKED_AT_MOST = 1 << 16
+
+#: A measure of tensors: given same-shape tensors stacked along a new first axis and the
+#: axes to reduce (all but the first), one value per tensor; given tensors as they are and
+#: `None`, the one value of theirs.
+Measure = Callable[..., tf.Tensor]
+
+
+def shape_groups(*lists: Sequence[tf.Tensor]) -> list[list[int]]:
+    """The positions of `lists[0]`'s tensors in groups to measure together: each small
+    tensor with the others of its static shape and dtype (and theirs at the same place in
+    the other lists), each large or dynamically shaped one alone; in first-seen order."""
+    groups: dict[object, list[int]] = {}
+    for i, tensor in enumerate(lists[0]):
+        shape = tensor.shape
+        small = shape.is_fully_defined() and shape.num_elements() <= STACKED_AT_MOST
+        key = (tuple(shape), *(tensors[i].dtype for tensors in lists)) if small else i
+        groups.setdefault(key, []).append(i)
+    return list(groups.values())
+
+
+def per_tensor(measure: Measure, *lists: Sequence[tf.Tensor]) -> tf.Tensor:
+    """`measure` of each tensor of `lists[0]` (with the tensors at the same place in the
+    other lists), as one float32 vector in their order.
+
+    Small tensors of one static shape and dtype are stacked and measured by one op
+    (`shape_groups`), so the ops traced grow with the distinct small shapes, not with the
+    tensors: a deeper model repeats the shapes it has, and a per-variable statistic costs
+    it no more ops.
+    """
+    groups = shape_groups(*lists)
+    alone = [members[0] for members in groups if len(members) == 1]
+    parts, order = [], [*alone]
+    if alone:
+        parts.append(tf.stack([measure(*(t[i] for t in lists), axis=None) for i in alone]))
+    for members in (members for members in groups if len(members) > 1):
+        group = [_stacked(tensors, members) for tensors in lists]
+        parts.append(measure(*group, axis=list(range(1, group[0].shape.rank))))
+        order += members
+    values = tf.concat(parts, axis=0) if len(parts) > 1 else parts[0]
+    if order == sorted(order):
+        return values
+    return tf.gather(values, [order.index(i) for i in range(len(order))])
+
+
+def flattened(tensors: Sequence[tf.Tensor]) -> tuple[tf.Tensor, list[int]]:
+    """All `tensors` as one float32 vector, in a few ops: same-shape ones stacked first
+    (`shape_groups`); and the order of the tensors whose entries it holds."""
+    groups = shape_groups(tensors)
+    pieces = [
+        tf.cast(tf.reshape(_stacked(tensors, members), [-1]), tf.float32) for members in groups
+    ]
+    flat = tf.concat(pieces, axis=0) if len(pieces) > 1 else pieces[0]
+    return flat, [i for members in groups for i in members]
+
+
+def _stacked(tensors: Sequence[Any], members: list[int]) -> tf.Tensor:
+    """The tensors (or variables, read) at `members`, along a new first axis; one alone
+    as it is."""
+    if len(members) == 1:
+        return tf.convert_to_tensor(tensors[members[0]])
+    return tf.stack([tf.convert_to_tensor(tensors[i]) for i in members])
+
+
+def sum_of_squares_measure(tensor: tf.Tensor, *, axis: list[int] | None) -> tf.Tensor:
+    """‖t‖² (a `Measure`); of one tensor in one read of it (no squared copy is written)."""
+    tensor = tf.cast(tensor, tf.float32)
+    if axis is None:
+        return 2.0 * tf.nn.l2_loss(tensor)
+    return tf.reduce_sum(tf.square(tensor), axis=axis)
+
+
+def squared_distance_measure(a: tf.Tensor, b: tf.Tensor, *, axis: list[int] | None) -> tf.Tensor:
+    """‖a − b‖² (a `Measure`)."""
+    return sum_of_squares_measure(tf.cast(a, tf.float32) - tf.cast(b, tf.float32), axis=axis)
+
+
 def squared_norm(tensor: tf.Tensor) -> tf.Tensor:
     """‖t‖² as a float32 scalar, in one read of `t` (no squared copy is written)."""
-    return 2.0 * tf.nn.l2_loss(tf.cast(tensor, tf.float32))
+    return sum_of_squares_measure(tensor, axis=None)
+
+
+def squared_norms(tensors: Sequence[tf.Tensor]) -> tf.Tensor:
+    """‖t‖² of each of `tensors`, as a float32 vector (see `per_tensor`)."""
+    return per_tensor(sum_of_squares_measure, tensors)
+
+
+def squared_distances(a: Sequence[tf.Tensor], b: Sequence[tf.Tensor]) -> tf.Tensor:
+    """‖a_i − b_i‖² of each pair of tensors, as a float32 vector (see `per_tensor`)."""
+    return per_tensor(squared_distance_measure, a, b)
 
 
 def sum_of_squares(tensors: Sequence[tf.Tensor]) -> tf.Tensor:
     """Σ‖t‖² over all `tensors`, as a float32 scalar."""
-    return tf.add_n([squared_norm(t) for t in tensors])
+    return tf.reduce_sum(squared_norms(tensors))
 
 
 def global_norm(tensors: Sequence[tf.Tensor]) -> tf.Tensor:

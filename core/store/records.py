@@ -93,6 +93,9 @@ HISTOGRAM_EVENT: Final = "histogram"
 RESTORED_EVENT: Final = "restored"
 #: A learning-rate range test ended early at this step: `{"reason"}` (see `core.engine.lr_find`).
 LR_FIND_ENDED_EVENT: Final = "lr_find_ended"
+#: The per-layer statistics are recorded every `{"every"}` steps from this one on; `{"budget"}`
+#: is the share of training time they are held to, or None when the run set the interval.
+PER_LAYER_EVENT: Final = "per_layer_interval"
 
 
 @dataclass(frozen=True, slots=True)

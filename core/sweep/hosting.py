@@ -25,10 +25,10 @@ from core.sweep.driver import STOP_TIMEOUT
 from core.sweep.studies import (
     PLAN_ATTR,
     driver_alive,
-    load_study,
     open_storage,
     storage_errors,
     storage_url,
+    stored_study,
 )
 from core.sweep.sweep import Sweep
 
@@ -139,7 +139,7 @@ class SweepHost:
             sweep.start(answering=command)
         except InvalidInput as exc:
             with storage_errors(self.storage):
-                study = load_study(name, open_storage(self.storage))
+                study = stored_study(name, open_storage(self.storage))
                 why = redacted(str(exc), self.storage)
                 control.write_driver(
                     study, DriverRecord(owner.current(), "failed", command, True, why)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     import optuna
 
     from core.engine.api import Runs
+    from core.store import Store
 
 #: The study user attribute that holds the sweep's `SweepPlan.to_dict()`.
 PLAN_ATTR: Final = "optlab_plan"
@@ -68,8 +69,9 @@ class SweepSummary:
         return self.n_trials is not None
 
 
-def storage_url(engine: Runs, storage: str | None = None) -> str:
-    """`storage`, or by default the SQLAlchemy URL of `engine`'s store: its SQLite file,
+def storage_url(engine: Runs | Store, storage: str | None = None) -> str:
+    """`storage`, or by default the SQLAlchemy URL of `engine`'s store (or of a `Store`
+    opened without an engine): its SQLite file,
     or its PostgreSQL database through psycopg (Optuna's tables beside the lab's)."""
     if storage is not None:
         if not isinstance(storage, str) or not storage:
@@ -151,7 +153,7 @@ def list_studies(engine: Runs, storage: str | None = None) -> list[SweepSummary]
             # Loading a study costs a page refresh much: only for a trial to settle.
             if any(abandoned(engine, t, driven_here=driven_here) for t in trials) and (
                 settle_abandoned(
-                    engine, load_study(study.study_name, opened), driven_here=driven_here
+                    engine, stored_study(study.study_name, opened), driven_here=driven_here
                 )
             ):
                 trials = opened.get_all_trials(study._study_id, deepcopy=False)
@@ -159,7 +161,7 @@ def list_studies(engine: Runs, storage: str | None = None) -> list[SweepSummary]
     return sorted(result, key=lambda s: s.started or datetime.max, reverse=True)
 
 
-def load_study(study_name: str, storage: optuna.storages.BaseStorage) -> optuna.Study:
+def stored_study(study_name: str, storage: optuna.storages.BaseStorage) -> optuna.Study:
     """The study `study_name` of `storage`, as Optuna opens it (`KeyError` if none)."""
     import optuna
 

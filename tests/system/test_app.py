@@ -175,6 +175,19 @@ def test_live_page_draws_a_long_run_from_its_summaries_and_zooms_to_every_step(l
     np.testing.assert_allclose(y, loss[99_999:100_500])
 
 
+def test_live_says_how_often_each_run_records_its_per_layer_statistics(lab) -> None:
+    logged_every_other = finished_run(lab)  # log_every 2: an explicit log_every wins
+    budgeted = finished_run(lab, log_every=1)  # the budget's interval
+    at = page("pages/2_Live.py")
+    at.session_state["watch"] = [logged_every_other, budgeted]
+    at.session_state["live_charts"] = "Per layer"
+    at.run()
+    assert not at.exception
+    (caption,) = [c.value for c in at.caption if "per-layer every" in c.value]
+    assert "per-layer every 2 steps" in caption
+    assert "(within 5% of the step time)" in caption
+
+
 def plotly_array(data: list | dict) -> np.ndarray:
     """An array of a figure's JSON: a list, or NumPy's bytes as Plotly encodes them."""
     if isinstance(data, dict):

@@ -11,6 +11,7 @@ from fractions import Fraction
 
 import pytest
 
+from bench import models as bench_models
 from bench import report, synthetic, training
 from bench.__main__ import main
 from bench.figures import FIGURES, select
@@ -19,6 +20,7 @@ from bench.rows import Measured, Quantity, Row, Target, format_value
 from bench.sampler import ANCHOR_ITSELF, OUTSIDE, StackSampler
 from bench.step_clock import ClockedStore
 from bench.timing import interleave, median_seconds, seconds_per_call
+from core import models
 from core.engine import Engine, RunConfig
 from tests.lean import NO_INSTRUMENTS
 
@@ -299,3 +301,10 @@ def test_the_op_time_telemetry_adds_to_a_trainer_step_is_profiled() -> None:
     with_telemetry, without = training._trainer_ops(on), training._trainer_ops(off)
     assert with_telemetry.total > without.total > 0
     assert with_telemetry.excess_over(without).startswith("+")
+
+
+def test_the_bench_models_have_the_variables_their_figures_name() -> None:
+    bench_models.register()
+    for name, variables in ((bench_models.DEEP_MLP, 100), (bench_models.DEEP_VIT, 135)):
+        model = models.build(name, input_shape=(28, 28, 1), num_classes=10, seed=0)
+        assert len(model.trainable_variables) == variables

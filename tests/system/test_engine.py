@@ -11,6 +11,7 @@ import pytest
 
 from core.engine import Engine, RunConfig
 from core.optimizers import InvalidHyperparameters
+from core.store import PER_LAYER_EVENT
 from tests.threads import new_threads
 from tests.waiting import wait_for
 
@@ -74,7 +75,11 @@ def test_a_run_completes_with_its_telemetry(engine) -> None:
     assert final["steps"] == 40 and final["best_val_accuracy"] > 0.5
     # Instruments left at their defaults measure about 20 times a run, on logged steps.
     kinds = [e.kind for e in engine.events(run_id)]
-    assert kinds == ["init"] + ["histogram"] * 8
+    assert kinds == ["init", "per_layer_interval"] + ["histogram"] * 8
+    # An explicit log_every wins over the per-layer budget: every logged step has them.
+    assert engine.events(run_id)[1].payload == {"every": 5, "budget": None}
+    logged = metrics.steps[~np.isnan(metrics["step_norm/dense1"])].tolist()
+    assert logged == [5, 10, 15, 20, 25, 30, 35, 40]
     assert metrics.steps[~np.isnan(metrics["alpha"])].tolist() == [5, 10, 15, 20, 25, 30, 35, 40]
     assert engine.metrics(run_id, since_step=30).steps.tolist() == [35, 40]
 
@@ -155,7 +160,7 @@ def test_pause_resume_and_stop_act_within_one_step(engine) -> None:
     assert final.status == "stopped"
     assert final.step <= at_request + 1
     assert time.monotonic() - started < 10.0  # generous: a loaded machine is slow
-    kinds = [e.kind for e in engine.events(run_id)]
+    kinds = [e.kind for e in engine.events(run_id) if e.kind != PER_LAYER_EVENT]
     assert kinds == ["init", "paused", "resumed"]
     assert engine.metrics(run_id).last_step == final.step  # every finished step was logged
 
@@ -214,7 +219,7 @@ def test_live_knob_change_is_applied_and_recorded(engine) -> None:
         engine.update(run_id, radius=-1.0, clip_norm=1.0, momentum=0.9)
     assert set(caught.value.errors) == {"radius", "clip_norm", "momentum"}
     engine.update(run_id, radius=2.0, learning_rate=0.05)
-    wait_for(lambda: len(engine.events(run_id)) == 3)
+    wait_for(lambda: len([e for e in engine.events(run_id) if e.kind == "knob"]) == 2)
     changes = {e.payload["name"]: e for e in engine.events(run_id) if e.kind == "knob"}
     assert changes["radius"].payload == {"name": "radius", "value": 2.0, "previous": 100.0}
     step = changes["radius"].step

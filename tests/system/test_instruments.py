@@ -99,6 +99,27 @@ def test_magnitude_histogram_bins_orders_of_magnitude() -> None:
     assert counts[np.searchsorted(edges, np.log10(0.5)) - 1] == 2
 
 
+def test_magnitude_histograms_count_each_tensor_in_its_row() -> None:
+    from core.engine.instruments import measures
+
+    rng = np.random.default_rng(1)
+    shapes = [(3, 4), (4,), (3, 4), (4,), (7,), (3, 4)]
+    arrays = [
+        (rng.normal(size=s) * 10.0 ** rng.uniform(-9, 3, size=s)).astype(np.float32) for s in shapes
+    ]
+    rows = [0, 0, 1, 1, 2, 0]
+    counts = measures.magnitude_histograms([tf.constant(a) for a in arrays], rows, 3).numpy()
+    width = (measures.HISTOGRAM_HIGH - measures.HISTOGRAM_LOW) / measures.HISTOGRAM_BINS
+    for row in range(3):
+        entries = np.concatenate([a.ravel() for a, r in zip(arrays, rows, strict=True) if r == row])
+        logs = np.log10(np.maximum(np.abs(entries.astype(np.float64)), 1e-30))
+        bins = np.clip(
+            np.floor((logs - measures.HISTOGRAM_LOW) / width), 0, measures.HISTOGRAM_BINS - 1
+        )
+        expected = np.bincount(bins.astype(int), minlength=measures.HISTOGRAM_BINS)
+        np.testing.assert_array_equal(counts[row], expected)
+
+
 @pytest.fixture
 def engine(tmp_path):
     engine = Engine(tmp_path / "lab.sqlite")

@@ -366,7 +366,7 @@ def test_listing_a_sweep_at_work_loads_no_study(engine, monkeypatch) -> None:
     try:
         wait_for(lambda: any(run.step > 0 for run in engine.list()))
         loads: list[str] = []
-        monkeypatch.setattr(studies, "load_study", lambda name, storage: loads.append(name))
+        monkeypatch.setattr(studies, "stored_study", lambda name, storage: loads.append(name))
         [summary] = list_studies(engine)
         assert summary.running >= 1 and loads == []
     finally:

@@ -12,9 +12,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import optuna
 import pytest
 
 from core.store import Store
+from core.sweep.analysis import importance_lines, importances, load_study
 from tests.app_server import free_port
 from tests.cli import run_main
 from tests.lean import NO_INSTRUMENTS_FLAGS
@@ -154,6 +156,9 @@ def test_a_sweep_over_repeats_prints_each_trials_mean_and_interval(tmp_path) -> 
             [*("--param", "learning_rate=0.1:1", "--trials", "2"), "--objective", "val_mae"],
             "objective: val_mae needs a dataset that logs it; a classification logs val_accuracy",
         ),
+        (["--study", "s", "--report", *SEARCH], "report: reads a stored study: give --study"),
+        (["--report"], "study: --report needs --study NAME"),
+        (["--study", "elsewhere", "--report"], "no store at"),
     ],
 )
 def test_bad_input_is_named_and_writes_nothing(tmp_path, flags, message) -> None:
@@ -169,6 +174,49 @@ def test_joining_a_study_the_store_lacks_is_refused(tmp_path) -> None:
     Store(store).close()
     code, _, err = run_main("sweep", "--store", store, "--study", "absent")
     assert code == 2 and "study: no study 'absent'" in err
+
+
+def test_a_sweep_ends_with_each_knobs_importance_and_report_reads_its_study(tmp_path) -> None:
+    store = tmp_path / "lab.sqlite"
+    code, out, err = run_main(
+        "sweep", "--store", store, "--study", "why", "--trials", "5", "--sampler-seed", "2",
+        *SEARCH, "--param", "batch_size=16,64", *BASE, "--max-steps", "22",
+    )  # fmt: skip
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[-3].startswith("best validation accuracy: ")
+    printed = lines[-2:]
+    pattern = r"importance (learning_rate|batch_size) (\S+) \[(\S+), (\S+)\]"
+    matches = [re.fullmatch(pattern, line) for line in printed]
+    assert all(matches), printed
+    assert {m[1] for m in matches} == {"learning_rate", "batch_size"}
+    values = [float(m[2]) for m in matches]
+    assert values == sorted(values, reverse=True)
+    assert all(float(m[3]) <= float(m[2]) <= float(m[4]) for m in matches)
+    # What Optuna's fANOVA says on the stored study, resampled with the same seeds.
+    with Store(store) as opened:
+        study = load_study(opened, "why")
+        best = max(r.final_metrics["best_val_accuracy"] for r in opened.list_runs())
+    assert printed == importance_lines(importances(study, "fanova"))
+
+    code, report, err = run_main("sweep", "--store", store, "--study", "why", "--report")
+    assert code == 0, err
+    summary = report.splitlines()
+    assert summary[0].startswith(f"Best validation accuracy: {best:.4f} (one seed: no interval")
+    assert summary[1].startswith("Knobs that matter, in order (fANOVA importance")
+    assert summary[2].startswith("The best quarter (2 of 5 completed trials) lie at: ")
+    assert summary[3].startswith(("Widen ", "No search range needs widening"))
+    assert summary[-2:] == printed
+    with Store(store) as opened:
+        assert len(opened.list_runs()) == 5  # a report runs nothing
+
+    code, _, err = run_main("sweep", "--store", store, "--study", "absent", "--report")
+    assert code == 2 and "study: no study 'absent'" in err
+    optuna.create_study(
+        storage=f"sqlite:///{store}", study_name="pareto", directions=["maximize", "minimize"]
+    )
+    code, _, err = run_main("sweep", "--store", store, "--study", "pareto", "--report")
+    assert code == 2 and "study: 'pareto' has several objectives" in err
 
 
 @pytest.mark.slow

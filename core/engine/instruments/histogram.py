@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from core.engine.instruments.base import Instrument, Measurements, ReplicaStep
-from core.engine.instruments.measures import histogram_edges, magnitude_histogram
+from core.engine.instruments.measures import histogram_edges, magnitude_histograms
 from core.engine.instruments.specs import ChartSpec, HeatStrip
 from core.lazy import lazy_module
 
@@ -54,10 +54,6 @@ class Histogram(Instrument):
         """[layers, bins] magnitude histograms, each layer's variables together."""
         from core.engine.telemetry import layer_of  # imports Keras: not when declaring
 
-        owners = [layer_of(v.path) for v in self.trainer.model.trainable_variables]
-        return tf.stack(
-            [
-                magnitude_histogram([t for t, o in zip(tensors, owners, strict=True) if o == layer])
-                for layer in self.trainer.layers
-            ]
-        )
+        layers = self.trainer.layers
+        owners = [layers.index(layer_of(v.path)) for v in self.trainer.model.trainable_variables]
+        return magnitude_histograms(tensors, owners, len(layers))

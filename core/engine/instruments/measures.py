@@ -34,13 +34,14 @@ HISTOGRAM_LOW, HISTOGRAM_HIGH, HISTOGRAM_BINS = -8.0, 2.0, 20
 
 
 def dot(a: Vectors, b: Vectors) -> tf.Tensor:
-    """Σ a·b over two lists of tensors, as one float32 scalar."""
-    return tf.add_n(
-        [
-            tf.reduce_sum(tf.cast(x, tf.float32) * tf.cast(y, tf.float32))
-            for x, y in zip(a, b, strict=True)
-        ]
-    )
+    """Σ a·b over two lists of tensors, as one float32 scalar (same-shape pairs at once:
+    `transforms.per_tensor`)."""
+    from core.optimizers import transforms  # imports TensorFlow: not when declaring
+
+    def products(x: tf.Tensor, y: tf.Tensor, *, axis: list[int] | None) -> tf.Tensor:
+        return tf.reduce_sum(tf.cast(x, tf.float32) * tf.cast(y, tf.float32), axis=axis)
+
+    return tf.reduce_sum(transforms.per_tensor(products, a, b))
 
 
 def alpha(f0: tf.Tensor, f1: tf.Tensor, df0: tf.Tensor, df1: tf.Tensor) -> tf.Tensor:
@@ -115,15 +116,28 @@ def noise_scale_terms(
 
 def magnitude_histogram(values: Vectors) -> tf.Tensor:
     """Counts of log₁₀|x| over `values` in the fixed bins, as a float32 vector."""
-    flat = tf.concat([tf.reshape(tf.cast(v, tf.float32), [-1]) for v in values], axis=0)
+    return magnitude_histograms(values, [0] * len(values), 1)[0]
+
+
+def magnitude_histograms(values: Vectors, rows: Sequence[int], count: int) -> tf.Tensor:
+    """[count, bins] counts of log₁₀|x|, the entries of `values[i]` counted in row
+    `rows[i]`: a histogram per layer in one pass over all the values, in a few ops
+    whatever their number (`transforms.flattened`)."""
+    from core.optimizers import transforms  # imports TensorFlow: not when declaring
+
+    flat, order = transforms.flattened(values)
+    sizes = [values[i].shape.num_elements() for i in order]
+    if None in sizes:  # a shape known only when it runs
+        sizes = [tf.size(values[i]) for i in order]
+    owner = tf.repeat(tf.constant([rows[i] for i in order], tf.int32), sizes)
     logs = tf.math.log(tf.maximum(tf.abs(flat), 1e-30)) / tf.math.log(10.0)
     width = (HISTOGRAM_HIGH - HISTOGRAM_LOW) / HISTOGRAM_BINS
     bins = tf.clip_by_value(
         tf.cast(tf.floor((logs - HISTOGRAM_LOW) / width), tf.int32), 0, HISTOGRAM_BINS - 1
     )
-    return tf.cast(
-        tf.math.bincount(bins, minlength=HISTOGRAM_BINS, maxlength=HISTOGRAM_BINS), tf.float32
-    )
+    cells = count * HISTOGRAM_BINS
+    counts = tf.math.bincount(owner * HISTOGRAM_BINS + bins, minlength=cells, maxlength=cells)
+    return tf.reshape(tf.cast(counts, tf.float32), [count, HISTOGRAM_BINS])
 
 
 def histogram_edges() -> np.ndarray:

@@ -1,0 +1,102 @@
+"""When a logged step also records the per-layer statistics: a budget, like checkpoints'.
+
+The loss, the gradient norms, clipping and projection are cheap and logged at every
+logged step. The per-layer statistics (step and parameter norms, update ratio, sparsity,
+distance from the initial weights) read every variable once more, so they cost more on a
+model of many variables. Unless a run sets `per_layer_every`, they are recorded as often
+as keeps their cost within `BUDGET` of the training time, measured as the run trains: the
+schedule times the logged steps with them and without, and spaces them so that the extra
+time of one, spread over the steps until the next, is at most `BUDGET` of a step.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import statistics
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from core.engine.config import RunConfig
+
+#: The share of a step's time that the per-layer statistics may take by default.
+BUDGET: Final = 0.05
+#: The interval (in logged steps) while the first timings come in: a few of each kind
+#: are timed early, at the start of the run, and each of the first is a trace.
+FIRST_INTERVAL: Final = 4
+#: Steps timed of each kind, the latest; the interval follows their medians.
+WINDOW: Final = 16
+#: Timings of each kind left out at first: the traces, and a warming step after them.
+WARMUP: Final = 2
+#: The interval grows as soon as the budget needs it to, but shrinks only when the budget's
+#: is shorter by this factor or more, so that a noisy timing does not move it back and forth.
+HYSTERESIS: Final = 1.5
+#: The longest interval, in steps: a chart still gets a point every so often.
+LONGEST: Final = 1000
+
+
+class PerLayerSchedule:
+    """Which logged steps carry the per-layer statistics (see the module docstring).
+
+    Attributes:
+        every: The interval in steps now: a multiple of `log_every`.
+        budgeted: Whether the budget sets it (else the run's `per_layer_every` does).
+    """
+
+    def __init__(self, every: int | None, log_every: int, budget: float = BUDGET) -> None:
+        self.log_every = log_every
+        self.budget = budget
+        self.budgeted = every is None
+        self.every = log_every * FIRST_INTERVAL if every is None else every
+        self._times: dict[bool, collections.deque[float]] = {
+            kind: collections.deque(maxlen=WINDOW) for kind in (True, False)
+        }
+        self._seen = {True: 0, False: 0}
+        self._first = True
+
+    @property
+    def budget_share(self) -> float | None:
+        """The share of training time the statistics are held to; None when the run set
+        their interval."""
+        return self.budget if self.budgeted else None
+
+    def due(self, step: int, *, last: bool = False) -> bool:
+        """Whether logged step `step` records them: the first logged step asked about (a
+        run's charts start with its first point), each multiple of the interval, and a
+        run's `last` step (its final statistics are whole)."""
+        first, self._first = self._first, False
+        return first or last or step % self.every == 0
+
+    def timed(self, seconds: float, *, per_layer: bool) -> bool:
+        """Notes how long a logged step took, with the statistics or without; returns
+        whether the interval changed."""
+        self._seen[per_layer] += 1
+        if not self.budgeted or self._seen[per_layer] <= WARMUP:
+            return False
+        self._times[per_layer].append(seconds)
+        if not per_layer or min(len(times) for times in self._times.values()) < 3:
+            return False
+        wanted = self._budgeted_interval()
+        if wanted == self.every or self.every > wanted > self.every / HYSTERESIS:
+            return False
+        self.every = wanted
+        return True
+
+    def _budgeted_interval(self) -> int:
+        """The shortest interval that keeps the statistics within the budget, in whole
+        logged steps."""
+        with_them = statistics.median(self._times[True])
+        without = statistics.median(self._times[False])
+        extra = max(with_them - without, 0.0)
+        steps = extra / (self.budget * without) if without > 0 else 1.0
+        logged = max(1, math.ceil(steps / self.log_every - 1e-9))  # 2.0000000001 is 2
+        return min(logged * self.log_every, max(LONGEST, self.log_every))
+
+
+def per_layer_schedule(config: RunConfig) -> PerLayerSchedule:
+    """A run's schedule: its `per_layer_every`; else every logged step when it logs less
+    often than every step (an explicit `log_every` wins); else the budget's."""
+    every = config.per_layer_every
+    if every is None and config.log_every > 1:
+        every = config.log_every
+    return PerLayerSchedule(every, config.log_every)

@@ -1,0 +1,95 @@
+"""The per-layer statistics' budget: the interval follows the timings it is given."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.engine import RunConfig
+from core.engine.per_layer_schedule import (
+    BUDGET,
+    FIRST_INTERVAL,
+    LONGEST,
+    WARMUP,
+    PerLayerSchedule,
+    per_layer_schedule,
+)
+from core.knobs import InvalidInput
+
+
+def timed(schedule: PerLayerSchedule, with_them: float, without: float, rounds: int) -> bool:
+    """Feeds `rounds` timings of each kind (after the warm-up's); whether the interval
+    changed at any of them."""
+    changed = False
+    for _ in range(WARMUP + rounds):
+        schedule.timed(without, per_layer=False)
+        changed |= schedule.timed(with_them, per_layer=True)
+    return changed
+
+
+@pytest.mark.parametrize(
+    ("with_them", "without", "every"),
+    [
+        (2.0e-3, 1.0e-3, 20),  # the statistics double a step: 1 / 0.05 steps apart
+        (1.1e-3, 1.0e-3, 2),  # 10% more: every other step keeps 5%
+        (1.0e-3, 1.0e-3, 1),  # free: every step
+        (1.0, 1.0e-3, LONGEST),  # ruinous: as far apart as a chart allows
+    ],
+)
+def test_the_interval_keeps_the_extra_time_within_the_budget(with_them, without, every) -> None:
+    schedule = PerLayerSchedule(None, log_every=1)
+    assert schedule.every == FIRST_INTERVAL and schedule.budget_share == BUDGET
+    assert timed(schedule, with_them, without, rounds=5) == (every != FIRST_INTERVAL)
+    assert schedule.every == every
+    extra_share = (with_them - without) / schedule.every / without
+    assert extra_share <= BUDGET + 1e-9 or schedule.every == LONGEST
+
+
+def test_warm_up_timings_are_left_out() -> None:
+    schedule = PerLayerSchedule(None, log_every=1)
+    # Traces: a hundred times slower, once each; they must not set the interval.
+    schedule.timed(0.1, per_layer=False)
+    schedule.timed(1.0, per_layer=True)
+    timed(schedule, 1.0e-3, 1.0e-3, rounds=3)
+    assert schedule.every == 1
+
+
+def test_small_changes_leave_the_interval_alone() -> None:
+    schedule = PerLayerSchedule(None, log_every=1)
+    timed(schedule, 2.0e-3, 1.0e-3, rounds=5)
+    assert schedule.every == 20
+    # 14 would do now: within the hysteresis, so it stays at 20 ...
+    assert not timed(schedule, 1.7e-3, 1.0e-3, rounds=20)
+    assert schedule.every == 20
+    # ... until the cost falls far enough; and it grows as soon as the budget needs it to.
+    assert timed(schedule, 1.5e-3, 1.0e-3, rounds=20)
+    assert 10 <= schedule.every < 20 / 1.5
+    assert timed(schedule, 2.0e-3, 1.0e-3, rounds=20)
+    assert schedule.every == 20
+
+
+def test_the_interval_is_in_logged_steps() -> None:
+    schedule = PerLayerSchedule(None, log_every=3)
+    timed(schedule, 1.2e-3, 1.0e-3, rounds=5)  # 4 steps wanted: the next logged one is 6
+    assert schedule.every == 6
+    assert [s for s in range(3, 20, 3) if schedule.due(s)] == [3, 6, 12, 18]  # the first too
+    assert schedule.due(19, last=True)
+
+
+def test_a_set_interval_is_kept_whatever_the_timings() -> None:
+    schedule = PerLayerSchedule(7, log_every=1)
+    assert not timed(schedule, 1.0, 1.0e-3, rounds=5)
+    assert schedule.every == 7 and schedule.budget_share is None
+
+
+def test_a_runs_fields_choose_the_schedule() -> None:
+    assert per_layer_schedule(RunConfig()).budgeted
+    assert per_layer_schedule(RunConfig(per_layer_every=10)).every == 10
+    explicit_log = per_layer_schedule(RunConfig(log_every=5))  # an explicit log_every wins
+    assert explicit_log.every == 5 and not explicit_log.budgeted
+
+
+def test_per_layer_every_must_fall_on_logged_steps() -> None:
+    with pytest.raises(InvalidInput) as caught:
+        RunConfig.from_dict({"log_every": 4, "per_layer_every": 6})
+    assert set(caught.value.errors) == {"per_layer_every"}
+    assert "multiple of log_every" in caught.value.errors["per_layer_every"]
