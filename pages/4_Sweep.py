@@ -19,9 +19,10 @@ from ui.live_chart import live_chart
 
 st.title(":material/explore: Sweep")
 st.caption(
-    "Grid or sampled search over any knob, scored by the best validation accuracy (for a "
-    "regression, the lowest validation MAE); Optuna prunes trials that trail the others. "
-    "Studies live in the lab's store, beside its runs."
+    "Grid or sampled search over any knob, scored by the objective picked (validation "
+    "accuracy, loss, a regression's MAE, or the steps to a target); Optuna prunes trials "
+    "that trail the others. Studies live in the lab's store, beside its runs; the engine "
+    "process drives them, so a sweep runs on while the dashboard restarts."
 )
 
 engine = state.engine()

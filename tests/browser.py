@@ -40,6 +40,26 @@ def settle(page: Any, timeout: float = 60_000) -> None:
     )
 
 
+def start_sweep(page: Any, epochs: int, trials: int) -> None:
+    """On the Sweep page: a random sweep of `trials` trials of mlp on digits, `epochs`
+    epochs each, started from the form."""
+    for name, option in (("model", "mlp"), ("dataset", "digits")):
+        page.locator("[data-testid='stSelectbox']").filter(has_text=name).first.click()
+        page.get_by_role("option", name=option, exact=True).click()
+        settle(page)
+    for label, value in (
+        ("epochs", str(epochs)),
+        ("trials (empty for a grid: every point)", str(trials)),
+    ):
+        field = page.get_by_label(label, exact=True)
+        field.fill(value)
+        field.press("Enter")
+        settle(page)
+    page.get_by_text("random", exact=True).click()
+    settle(page)
+    page.get_by_role("button", name="Start sweep").click()
+
+
 def repainted(page: Any) -> None:
     """Waits until the browser has painted twice: a layout change (a resized window) is
     on screen."""

@@ -25,6 +25,7 @@ tf.config.set_logical_device_configuration(
 
 
 import contextlib  # noqa: E402
+import functools  # noqa: E402
 from collections.abc import Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
@@ -63,14 +64,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @contextlib.contextmanager
 def served(path: Path | str, **engine_args: Any) -> Iterator:
     """An engine serving the store at `path` (or URL) in this process, as `python -m core serve`
-    serves it in its own; yields the `Engine`. The dashboard's client finds it and hands
-    it its runs, and nothing is launched. `engine_args` go to the `Engine`."""
+    serves it in its own (driving the sweeps handed to it); yields the `Engine`. The
+    dashboard's client finds it and hands it its runs, and nothing is launched.
+    `engine_args` go to the `Engine`."""
     from core.engine import Engine
     from core.engine.client import use_engine_plugins
     from core.engine.server import EngineService
+    from core.sweep.hosting import SweepHost
 
     engine = Engine(path, **{"max_concurrent": 3, **engine_args})
-    service = EngineService(engine, warm_up=False)
+    # Sweeps are taken up and followed closely, as trials of a test last a second or so.
+    host = functools.partial(SweepHost, poll_interval=0.1, sweep_poll_interval=0.05)
+    service = EngineService(engine, warm_up=False, hosts=(host,))
     try:
         yield engine
     finally:

@@ -10,6 +10,9 @@ state across a resume), the pages (`tests.apptest.SHORT`) and the browser's demo
 
 from __future__ import annotations
 
+from typing import Any
+
+from core.engine import RunConfig
 from core.engine.instruments import INSTRUMENTS
 
 #: Run config fields that turn every instrument off (telemetry stays on).
@@ -18,3 +21,18 @@ NO_INSTRUMENTS: dict[str, int] = {f"{name}_every": 0 for name in INSTRUMENTS}
 NO_INSTRUMENTS_FLAGS: list[str] = [
     flag for name in INSTRUMENTS for flag in (f"--{name.replace('_', '-')}-every", "0")
 ]
+
+
+def digits_trial(**changes: Any) -> RunConfig:
+    """A sweep's trial of sgd on a tiny MLP and 8×8 digits, without instruments: 22 steps
+    an epoch at batch 64, validated every 11 steps (a second or so for a few epochs), with
+    `changes` (e.g. `max_steps=20_000, epochs=1000` for one the test stops)."""
+    fields: dict[str, Any] = {
+        "dataset": "digits",
+        "model": "mlp",
+        "optimizer": "sgd",
+        "hyperparameters": {"learning_rate": 0.1},
+        "val_every": 11,
+        **NO_INSTRUMENTS,
+    }
+    return RunConfig(**(fields | changes))

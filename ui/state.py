@@ -1,11 +1,12 @@
 """The dashboard's one client of the engine, and the few selections a session keeps.
 
-The dashboard never trains: runs train in the engine process (`python -m core serve`),
-which the client launches when none serves the store, and which outlives a restart of
-Streamlit. The client (and the registry of sweeps) is a `st.cache_resource`: every
-session and every browser tab shares it. Session state holds selections (which runs to
-watch or compare, a config to clone into the form), each run's colour, under the keys
-below, and what the Train and Sweep forms hold, which `KEPT` keeps for the session.
+The dashboard never trains, nor drives a sweep: runs train, and sweeps are driven, in the
+engine process (`python -m core serve`), which the client launches when none serves the
+store, and which outlives a restart of Streamlit. The client (and the registry of sweeps)
+is a `st.cache_resource`: every session and every browser tab shares it. Session state
+holds selections (which runs to watch or compare, a config to clone into the form), each
+run's colour, under the keys below, and what the Train and Sweep forms hold, which `KEPT`
+keeps for the session.
 """
 
 from __future__ import annotations
@@ -90,5 +91,6 @@ def refresh_interval(active: bool, seconds: float = REFRESH_SECONDS) -> float | 
 
 @st.cache_resource(show_spinner=False)
 def sweeps() -> dict[str, Sweep]:
-    """The sweeps this server drives (or has opened), by study name, for every session."""
+    """The sweeps this server has opened, by study name, for every session: readers of
+    their studies (the engine process drives them, or `optlab sweep`)."""
     return {}

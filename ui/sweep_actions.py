@@ -1,6 +1,8 @@
-"""What the Sweep page does to a sweep that exists: resume it, stop it. Neither goes
-through `Runs` (a sweep's driver thread does), so each is `presenter_only`: a viewer of a
-live demo is refused before the study is touched."""
+"""What the Sweep page does to a sweep: hand it to the engine (start, resume), stop it.
+None drives anything here: each writes a command to the sweep's study, which the engine
+process (or the `optlab sweep` driving it) carries out (see `core.sweep.control`). A
+viewer of a live demo is refused before the study is touched (`Runs.steer_sweeps`, and
+`presenter_only`)."""
 
 from __future__ import annotations
 
@@ -15,12 +17,21 @@ from core.sweep import Sweep
 from ui import roles, state
 
 
+def hand_over(sweep: Sweep) -> None:
+    """Hands `sweep` to the engine process (`Sweep.submit`), launching one if none
+    serves the store (it may have been stopped since the page opened): a sweep waits in
+    its study only until an engine takes it up."""
+    sweep.submit()
+    state.shared_engine().ensure_engine(wait=False)
+
+
 @roles.presenter_only("resume a sweep")
 def resume(engine: Runs, name: str) -> None:
-    """Drives the study again: a stopped `Sweep` cannot start twice, so a fresh one."""
+    """Hands the study to the engine process again, which drives it from where it
+    stopped."""
     try:
         sweep = Sweep.load(engine, name)
-        sweep.start()
+        hand_over(sweep)
     except (InvalidInput, StoreError) as exc:
         st.toast(f"Not resumed: {escape_markdown(redacted(str(exc)))}", icon=":material/warning:")
     else:
@@ -29,5 +40,8 @@ def resume(engine: Runs, name: str) -> None:
 
 @roles.presenter_only("stop a sweep")
 def stop(sweep: Sweep) -> None:
-    """Stops the sweep's driver, and the runs of its trials."""
-    sweep.stop()
+    """Asks whoever drives the sweep to stop it, and the runs of its trials."""
+    try:
+        sweep.stop()
+    except StoreError as exc:
+        st.toast(f"Not stopped: {escape_markdown(redacted(str(exc)))}", icon=":material/warning:")

@@ -30,7 +30,7 @@ from core.sweep import (
     starting_dimension,
     sweepable_knobs,
 )
-from ui import forms, roles, state, texts
+from ui import forms, roles, state, sweep_actions, sweep_objective, texts
 
 ERRORS = "sweep_errors"
 STARTED = "sweep:started"  # the study this session started last, shown until a pick
@@ -127,7 +127,7 @@ def new_sweep_form(engine: Runs) -> None:
                 },
                 fill=functools.partial(with_range, optimizer),
             )
-            settings = search_settings()
+            settings = search_settings() | sweep_objective.settings(key("dataset"))
         if st.button("Start sweep", type="primary", key="sweep:start"):
             start(engine, fields, frame, settings)
         for name, reason in st.session_state.get(ERRORS, {}).items():
@@ -202,7 +202,7 @@ def start(
             SearchSpace.from_rows(frame.to_dict("records")),
             **settings,
         )
-        sweep.start()
+        sweep_actions.hand_over(sweep)  # the engine process drives it
     except InvalidInput as exc:
         st.session_state[ERRORS] = exc.errors
     except StoreError as exc:

@@ -9,6 +9,7 @@ from core.cli.flags import Common, Subparsers
 from core.engine import server
 from core.engine.cluster import ClusterError
 from core.store import Store, StoreError, default_location
+from core.sweep.hosting import SweepHost
 
 DEFAULT_MAX_CONCURRENT = 3  # the demo race's three runs train at once
 
@@ -21,7 +22,8 @@ def add_serve(commands: Subparsers, common: Common) -> None:
         help="Train the runs the dashboard starts, in this process (the dashboard launches "
         "one when none serves the store).",
         description="Serve the store: train the runs that the dashboard (or any client) "
-        "hands over, and carry out the commands written for them. One engine serves a "
+        "hands over, drive the sweeps it hands over, and carry out the commands written "
+        "for them. One engine serves a "
         "store at a time; a second exits at once. Ctrl-C or SIGTERM interrupts what "
         "still trains.",
     )
@@ -57,6 +59,7 @@ def serve(args: argparse.Namespace) -> int:
             max_concurrent=args.max_concurrent,
             exit_when_idle=args.exit_when_idle,
             ray_address=args.ray_address,
+            hosts=(SweepHost,),  # the engine drives the sweeps handed to it
         )
     except ClusterError as exc:
         raise UsageError(str(exc)) from None

@@ -6,6 +6,11 @@
 The study lives in the lab's store, so that a sweep started on one machine is joined from
 another with `--study NAME` alone (the study's own plan applies; Optuna's parallel mode
 shares the budget) and the dashboard's Sweep page shows it live.
+
+The sweep is driven here, in this process, whose engine trains its trials: it needs no
+engine process, its table prints as trials end, and Ctrl-C stops it. It reads its study's
+command each round as the engine's drivers do (see `core.sweep.control`), so that the
+Sweep page's Stop, a command written to the study, stops it too.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from core.cli.opening import open_engine, open_store
 from core.knobs import InvalidInput
 from core.sweep import MAX_SEED, SAMPLERS, SearchSpace, Sweep, SweepPlan, list_studies
 from core.sweep.analysis import MIN_TRIALS, importance_lines, importances, load_study, summary_lines
+from core.sweep.objective import OBJECTIVE_NAMES, TIME_TO_TARGET
 from core.sweep.plan import MAX_PARALLEL
 
 if TYPE_CHECKING:
@@ -84,7 +90,21 @@ def add_sweep(commands: Subparsers, common: Common) -> None:
     search.add_argument(
         "--pruning",
         action="store_true",
-        help="Stop trials whose validation accuracy trails the others' at the same step.",
+        help="Stop trials whose objective value trails the others' at the same step.",
+    )
+    search.add_argument(
+        "--objective",
+        choices=OBJECTIVE_NAMES,
+        help="What scores a trial: val_accuracy (maximized), val_loss, val_mae (a "
+        f"regression's) or {TIME_TO_TARGET} (minimized: the steps a run took to reach "
+        "--target). Default: the dataset's metric, val_accuracy or a regression's val_mae.",
+    )
+    search.add_argument(
+        "--target",
+        type=float,
+        metavar="VALUE",
+        help=f"For {TIME_TO_TARGET}: the validation accuracy to reach (at least), or a "
+        "regression's validation MAE (at most).",
     )
     search.add_argument(
         "--study",
@@ -186,6 +206,8 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         "pruning": args.pruning,
         "parallel": args.parallel,
         "repeats": args.repeats,
+        "objective": args.objective,
+        "target": args.target,
         "seed": secrets.randbelow(MAX_SEED + 1) if args.sampler_seed is None else args.sampler_seed,
     }
 
@@ -204,7 +226,7 @@ def _joined(engine: Engine, args: argparse.Namespace) -> Sweep:
 def _follow(search: Sweep, out: TextIO) -> int:
     """Prints each trial when it starts and ends until the sweep is over; the exit
     status: 0 when its budget is spent, 1 if it failed or no trial completed, 130 after
-    Ctrl-C (which stops it)."""
+    Ctrl-C (which stops it) or a stop asked through the store (the Sweep page's)."""
     table = TrialTable(search.plan.space.dimensions, out)
     interrupted = False
     while True:
@@ -223,6 +245,9 @@ def _follow(search: Sweep, out: TextIO) -> int:
     if search.study is not None:
         print_importances(importances(search.study, "fanova"), out)
     if interrupted:
+        return EXIT_INTERRUPTED
+    if status.state == "stopped":
+        report(f"sweep {status.study_name} was stopped from another process (the Sweep page)")
         return EXIT_INTERRUPTED
     if status.state == "failed":
         report(f"sweep {status.study_name} failed: {status.error}")

@@ -111,6 +111,13 @@ class Runs(Protocol):
         """Replaces the run's tags."""
         ...
 
+    def steer_sweeps(self) -> None:
+        """Passes when this caller may start, stop and resume sweeps; raises
+        `NotAllowed` for a viewer. A sweep is steered through its study, beside these
+        verbs (commands the engine process carries out: see `core.sweep.control`), and
+        asks here before it writes anything."""
+        ...
+
     # Reading -------------------------------------------------------------------------
 
     def status(self, run_id: str) -> RunStatus:

@@ -54,8 +54,9 @@ FINAL_KEYS = (
     "grad_norm",
 )
 # The best of each validation score over a run, kept as `best_<key>` in its final metrics:
-# the highest accuracy of a classification, the lowest absolute error of a regression.
-BEST = {"val_accuracy": max, "val_mae": min}
+# the highest accuracy of a classification, the lowest absolute error of a regression, and
+# the lowest loss of either (a sweep's objective: see `core.sweep.objective`).
+BEST = {"val_accuracy": max, "val_mae": min, "val_loss": min}
 
 
 @dataclass

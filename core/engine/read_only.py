@@ -63,6 +63,7 @@ ACTIONS: Final = {
     "model_file": "export a model to the server's disk",
     "ask_landscape": "compute a loss landscape",
     "publish_view": "publish the view the room follows",
+    "steer_sweeps": "start, stop or resume a sweep",
 }
 
 
@@ -182,3 +183,6 @@ class ReadOnlyRuns:
 
     def publish_view(self, view: PresenterView) -> None:
         self._refuse("publish_view")
+
+    def steer_sweeps(self) -> None:
+        self._refuse("steer_sweeps")

@@ -1,7 +1,8 @@
 """`RunReader`: runs as the store holds them, what an engine and its clients answer alike.
 
 Besides the reads, what needs no training process is done here too, the same for both:
-tags, deleting an ended run, and waiting for a command's answer.
+tags, deleting an ended run, waiting for a command's answer, and the leave to steer
+sweeps (which only a viewer's read-only wrapper refuses).
 """
 
 from __future__ import annotations
@@ -150,6 +151,9 @@ class RunReader:
         if record.active and alive(record.owner):
             raise InvalidInput({"run_id": f"run {run_id} is {record.status}: stop it"})
         self.store.delete_run(run_id)
+
+    def steer_sweeps(self) -> None:
+        """An engine, and a dashboard's client, may start and stop sweeps: it passes."""
 
     def set_tags(self, run_id: str, tags: Iterable[str]) -> None:
         """Replaces the run's tags: at most `MAX_TAGS`, each 1 to 40 printable characters

@@ -15,8 +15,10 @@ while it beats), takes over the runs of processes that died, on any host, every
 `UPKEEP_SECONDS` (see `core.store.owner`), and imports TensorFlow, loads the
 plugins and the default dataset in the background at start, so that the first run does
 not wait for them; the optimizer plugins it loaded are published in its service row for the
-dashboard's forms. Launched by a dashboard (`launch`), it exits once no run is queued or
-training and no dashboard process of the store lives, after a grace period.
+dashboard's forms. It also hosts what the layers above give it to run beside its runs
+(`Hosted`: the sweeps it drives, `core.sweep.hosting`), closed before its runs are.
+Launched by a dashboard (`launch`), it exits once no run is queued or training, nothing
+hosted is at work, and no dashboard process of the store lives, after a grace period.
 """
 
 from __future__ import annotations
@@ -29,9 +31,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from core import presenting
 from core.engine import stack, threads
@@ -53,6 +56,19 @@ UPKEEP_SECONDS = LIVENESS_SECONDS / 2
 IDLE_GRACE_SECONDS = 60.0  # a dashboard restarting within this finds its engine again
 
 
+class Hosted(Protocol):
+    """Work the engine process does beside its runs, with its engine: started with the
+    service, kept up while `busy`, and closed before the engine."""
+
+    def busy(self) -> bool: ...
+
+    def close(self) -> None: ...
+
+
+#: What makes a `Hosted` for the serving engine (`core.sweep.hosting.SweepHost`).
+Host = Callable[[Engine], Hosted]
+
+
 def lock_path(location: Location) -> Path:
     base = files_base(location)
     return base.with_name(base.name + ".engine.lock")
@@ -71,9 +87,9 @@ class EngineService:
     its runs are also ended), beats its heartbeat, publishes the optimizer
     plugins once TensorFlow is warm, and writes the models asked for of any run. Works in
     any process (tests serve an in-process engine this way); `serve` adds the lock and
-    the exit."""
+    the exit. `hosts` make what it hosts beside the runs (see `Hosted`)."""
 
-    def __init__(self, engine: Engine, *, warm_up: bool = True) -> None:
+    def __init__(self, engine: Engine, *, warm_up: bool = True, hosts: Sequence[Host] = ()) -> None:
         self.engine = engine
         self.store = engine.store
         self.owner = engine.owner
@@ -99,8 +115,15 @@ class EngineService:
             threading.Thread(target=self._warm_up, name="optlab-warm-up", daemon=True).start()
         else:
             self._publish_plugins()
+        self.hosted = [make(engine) for make in hosts]
+
+    def busy(self) -> bool:
+        """Whether something hosted is at work (a sweep driven here)."""
+        return any(hosted.busy() for hosted in self.hosted)
 
     def close(self) -> None:
+        for hosted in self.hosted:  # before the engine: their work is its runs
+            hosted.close()
         self._stop.set()
         for thread in self._threads:
             thread.join(5.0)
@@ -194,11 +217,12 @@ def serve(
     exit_when_idle: bool = False,
     stop: threading.Event | None = None,
     ray_address: str | None = None,
+    hosts: Sequence[Host] = (),
 ) -> int:
     """Serves the store until SIGTERM, SIGINT, `stop`, or (with `exit_when_idle`) no work
     and no dashboard; then interrupts what still trains. With `ray_address`, its runs
-    train on that Ray cluster. Returns an exit status: 0, also when another engine serves
-    the store already."""
+    train on that Ray cluster; `hosts` make what it hosts beside them (see `Hosted`).
+    Returns an exit status: 0, also when another engine serves the store already."""
     location = absolute(location)
     lock = _lock(location)
     if lock is None:
@@ -212,13 +236,13 @@ def serve(
         if ray_address is None and (pools := threads.share_cores(max_concurrent)):
             print(f"training threads: {pools}", file=sys.stderr, flush=True)
         engine = Engine(Store(location), max_concurrent=max_concurrent, ray_address=ray_address)
-        service = EngineService(engine)
+        service = EngineService(engine, hosts=hosts)
         print(f"engine {engine.owner} serves {engine.store.name}", file=sys.stderr, flush=True)
         idle_since: float | None = None
         while not stop.wait(HEARTBEAT_SECONDS):
             if not exit_when_idle:
                 continue
-            if engine.busy() or live_service(engine.store, DASHBOARD) is not None:
+            if engine.busy() or service.busy() or live_service(engine.store, DASHBOARD) is not None:
                 idle_since = None
             elif idle_since is None:
                 idle_since = time.monotonic()

@@ -4,7 +4,9 @@
     >>> space = SearchSpace((Dimension("learning_rate", 1e-3, 1.0, log=True),))
     >>> sweep = Sweep(engine, base_config, space, n_trials=20, sampler="tpe", pruning=True)
     >>> sweep.start()                      # returns at once; a driver thread runs the trials
-    >>> sweep.status().best_value          # the best validation accuracy so far
+    >>> sweep.submit()                     # or: the engine process drives it (the dashboard's)
+    >>> sweep.stop()                       # from any process: a command in the study
+    >>> sweep.status().best_value          # the best objective value so far
     >>> sweep.results()                    # one row per trial, for a live table
     >>> engine.start(sweep.best_config())  # the base config with the best values
 
@@ -13,10 +15,12 @@ runs) unless `storage` names another database, and keeps the sweep's plan:
 `list_studies(engine)` lists past sweeps and `Sweep.load(engine, name)` reopens (and can
 resume) one.
 
-Modules: `space` (dimensions, checked against knobs), `plan` (a sweep's storable
-definition), `trial_run` (one trial as one run, and how each run's end is told),
-`driver` (the driver thread's loop), `samplers` (the Optuna sampler and pruner), `studies`
-(storages and listing), `sweep` (the `Sweep` facade), `coordinates` (runs and trials as
+Modules: `space` (dimensions, checked against knobs), `objective` (what scores a trial,
+and which way), `plan` (a sweep's storable definition), `trial_run` (one trial as one
+run, and how each run's end is told), `driver` (the driver thread's loop), `control` (the
+commands and driver records in a study, through which any process steers a sweep),
+`hosting` (the engine process's drives), `samplers` (the Optuna sampler and pruner),
+`studies` (storages and listing), `sweep` (the `Sweep` facade), `coordinates` (runs and trials as
 rows of settings, for tables and parallel coordinates). Importing `core.sweep` imports
 neither TensorFlow nor Optuna.
 """

@@ -45,7 +45,8 @@ STOP_TIMEOUT: Final = 60.0
 
 
 class Driver:
-    """Runs a sweep's trials to the end of its budget, or until `stop_requested` is set."""
+    """Runs a sweep's trials to the end of its budget, or until `stop_requested` is set
+    or `stop_asked()` says a stop came through the store (see `control.py`)."""
 
     def __init__(
         self,
@@ -55,12 +56,14 @@ class Driver:
         *,
         poll_interval: float,
         stop_requested: threading.Event,
+        stop_asked: Callable[[], bool] = lambda: False,
     ) -> None:
         self.engine = engine
         self.study = study
         self.plan = plan
         self.poll_interval = poll_interval
         self.stop_requested = stop_requested
+        self.stop_asked = stop_asked
         self.in_flight: dict[int, TrialRun] = {}  # by trial number
 
     def __call__(self) -> Literal["done", "stopped"]:
@@ -77,6 +80,8 @@ class Driver:
                     self._launch()
                 if not self.in_flight and not self._budget_left():
                     return "done"
+                if self.stop_asked():
+                    break
                 self.stop_requested.wait(self.poll_interval)
             return "stopped"
         finally:

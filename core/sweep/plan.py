@@ -1,8 +1,8 @@
 """`SweepPlan`: the checked, storable definition of a sweep, and the Optuna parts it makes.
 
 A plan is what a sweep is, independent of where it runs: the base config, the space, the
-sampler, the trial budget, pruning, parallelism and seed (and, from the base config's
-dataset, the objective). It is kept in its study (a
+sampler, the trial budget, pruning, parallelism and seed, and the objective (by default
+the metric of the base config's dataset's problem). It is kept in its study (a
 user attribute), so `Sweep.load` can resume a sweep from its storage alone.
 
 Importing this module imports neither TensorFlow nor Optuna.
@@ -19,7 +19,7 @@ from core import data
 from core.engine import RunConfig
 from core.engine.repeats import MAX_REPEATS
 from core.knobs import InvalidInput
-from core.sweep.objective import OBJECTIVES, Objective
+from core.sweep.objective import ACCURACY, TIME_TO_TARGET, Objective, objective_for
 from core.sweep.space import SPACE, Axis, SearchSpace
 
 if TYPE_CHECKING:
@@ -50,8 +50,9 @@ class SweepPlan:
         seed: The sampler's seed.
         repeats: Runs per trial, over seeds seed … seed+N−1 (a group, see
             `core.engine.repeats`); the trial's value is their mean.
-        objective: What the trials are scored by: the validation metric of the base
-            config's dataset's problem (see `core.sweep.objective`).
+        objective: What the trials are scored by, and which way (see
+            `core.sweep.objective`): by default the metric of the base config's
+            dataset's problem.
     """
 
     base_config: RunConfig
@@ -62,7 +63,7 @@ class SweepPlan:
     pruning: bool
     parallel: int
     seed: int
-    objective: Objective = OBJECTIVES["classification"]
+    objective: Objective = ACCURACY
     repeats: int = 1
 
     @classmethod
@@ -77,16 +78,21 @@ class SweepPlan:
         parallel: int,
         seed: int,
         repeats: int = 1,
+        objective: str | None = None,
+        target: float | None = None,
     ) -> SweepPlan:
         """A checked plan. `n_trials=None` means the whole grid (grid sampler only), and a
-        larger `n_trials` than the grid has points is lowered to it.
+        larger `n_trials` than the grid has points is lowered to it. `objective` names
+        one of `core.sweep.objective`'s (default: the dataset's problem's metric);
+        `target`, time to target's.
 
         Raises `InvalidInput` naming every bad argument (`n_trials`, `sampler`,
-        `parallel`, `seed`, `pruning`, `repeats`, `learning_rate, low`, ...) at once.
+        `parallel`, `seed`, `pruning`, `repeats`, `objective`, `target`,
+        `learning_rate, low`, ...) at once.
         """
         errors: dict[str, str] = {}
         axes: tuple[Axis, ...] = ()
-        objective = OBJECTIVES["classification"]
+        chosen = None
         if not isinstance(base_config, RunConfig):
             errors["base_config"] = f"must be a RunConfig (got {type(base_config).__name__})"
         elif not isinstance(space, SearchSpace):
@@ -97,11 +103,16 @@ class SweepPlan:
             except InvalidInput as exc:
                 errors |= exc.errors
             dataset = data.registry.info(base_config.dataset, data_dir=base_config.data_dir)
-            objective = OBJECTIVES[dataset.problem]
+            try:
+                chosen = objective_for(objective, dataset.problem, target)
+            except InvalidInput as exc:
+                errors |= exc.errors
         if sampler not in SAMPLERS:
             errors["sampler"] = f"must be one of {', '.join(SAMPLERS)} (got {sampler!r})"
         if not isinstance(pruning, bool):
             errors["pruning"] = f"must be true or false (got {pruning!r})"
+        elif pruning and chosen is not None and chosen.name == TIME_TO_TARGET:
+            errors["pruning"] = f"does not apply to {TIME_TO_TARGET}: no step ranks runs early"
         if not _whole(parallel) or not 1 <= parallel <= MAX_PARALLEL:
             errors["parallel"] = f"must be a whole number in [1, {MAX_PARALLEL}] (got {parallel!r})"
         if not _whole(repeats) or not 1 <= repeats <= MAX_REPEATS:
@@ -120,7 +131,7 @@ class SweepPlan:
                 n_trials = size if n_trials is None else min(n_trials, size)
         if errors:
             raise InvalidInput(errors)
-        assert n_trials is not None  # refused above otherwise
+        assert n_trials is not None and chosen is not None  # refused above otherwise
         sampler_name = cast(SamplerName, sampler)
         return cls(
             base_config,
@@ -131,7 +142,7 @@ class SweepPlan:
             pruning,
             parallel,
             seed,
-            objective,
+            chosen,
             repeats,
         )
 
@@ -146,6 +157,8 @@ class SweepPlan:
             "parallel": self.parallel,
             "seed": self.seed,
             "repeats": self.repeats,
+            "objective": self.objective.name,
+            "target": self.objective.target,
         }
         return SweepPlan.create(**(fields | changes))
 
@@ -163,6 +176,8 @@ class SweepPlan:
             "parallel": self.parallel,
             "seed": self.seed,
             "repeats": self.repeats,
+            "objective": self.objective.name,
+            "target": self.objective.target,
         }
 
     @classmethod
@@ -182,6 +197,9 @@ class SweepPlan:
                 parallel=values["parallel"],
                 seed=values["seed"],
                 repeats=values.get("repeats", 1),  # a plan stored before repeats: one
+                # A plan stored before objectives were chosen: its problem's metric.
+                objective=values.get("objective"),
+                target=values.get("target"),
             )
         except KeyError as exc:
             raise InvalidInput({"plan": f"lacks {exc}"}) from None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from core.knobs import InvalidInput
 from core.redaction import redacted
-from core.store import StoreError, is_url
+from core.store import StoreError, is_url, owner
 from core.sweep.driver import abandoned, settle_abandoned
 from core.sweep.trial_run import TrialCounts
 
@@ -83,20 +83,33 @@ def storage_url(engine: Runs | Store, storage: str | None = None) -> str:
     return f"sqlite:///{Path(location).resolve()}"
 
 
-@functools.lru_cache(maxsize=16)
 def open_storage(url: str) -> optuna.storages.BaseStorage:
     """The Optuna storage at `url`, one per URL and process (it is thread-safe).
 
-    Creates Optuna's tables on first use. Raises `InvalidInput` naming
-    `storage` when the URL cannot be opened; its message holds none of the URL's secrets.
+    Creates Optuna's tables on first use: one thread at a time here, and once more if
+    another process created them in the same moment (their version row clashes). Raises
+    `InvalidInput` naming `storage` when the URL cannot be opened; its message holds none
+    of the URL's secrets.
     """
+    with _OPENING:
+        return _opened(url)
+
+
+_OPENING = threading.Lock()
+
+
+@functools.lru_cache(maxsize=16)
+def _opened(url: str) -> optuna.storages.BaseStorage:
     import optuna
 
     # A store's SQLite file is shared with the training threads' metric writers: wait for
     # its write lock longer than SQLite's default 5 s.
     kwargs = {"connect_args": {"timeout": SQLITE_TIMEOUT}} if url.startswith("sqlite") else {}
     try:
-        return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
+        try:
+            return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
+        except Exception:  # another process created the tables meanwhile: they are there
+            return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
     except Exception as exc:
         message = redacted(f"cannot open {url}: {exc}", url)
         raise InvalidInput({"storage": message}) from _cause(exc, url)
@@ -139,14 +152,17 @@ def list_studies(engine: Runs, storage: str | None = None) -> list[SweepSummary]
             driven_here = DRIVERS.driving(url, study.study_name)
             # Loading a study costs a page refresh much: only for a trial to settle.
             if any(abandoned(engine, t, driven_here=driven_here) for t in trials) and (
-                settle_abandoned(engine, _load(study.study_name, opened), driven_here=driven_here)
+                settle_abandoned(
+                    engine, stored_study(study.study_name, opened), driven_here=driven_here
+                )
             ):
                 trials = opened.get_all_trials(study._study_id, deepcopy=False)
             result.append(_summary(study, trials))
     return sorted(result, key=lambda s: s.started or datetime.max, reverse=True)
 
 
-def _load(study_name: str, storage: optuna.storages.BaseStorage) -> optuna.Study:
+def stored_study(study_name: str, storage: optuna.storages.BaseStorage) -> optuna.Study:
+    """The study `study_name` of `storage`, as Optuna opens it (`KeyError` if none)."""
     import optuna
 
     return optuna.load_study(study_name=study_name, storage=storage)
@@ -209,3 +225,14 @@ class DriverRegistry:
 
 
 DRIVERS = DriverRegistry()
+
+
+def driver_alive(engine: Runs, url: str, study_name: str) -> Callable[[str], bool]:
+    """Whether a process that recorded itself as the study's driver still drives it:
+    this process when a driver thread of it does, another while it lives."""
+    liveness, here = engine.liveness(), owner.current()
+
+    def alive(process: str) -> bool:
+        return DRIVERS.driving(url, study_name) if process == here else liveness(process)
+
+    return alive

@@ -1,4 +1,5 @@
-"""`Sweep`: a hyperparameter search whose trials are engine runs, driven by a thread."""
+"""`Sweep`: a hyperparameter search whose trials are engine runs, driven by a thread of
+this process (`start`) or of the engine process (`submit`, see `core.sweep.hosting`)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,20 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from core.knobs import InvalidInput
 from core.redaction import redacted
-from core.store import StoreError, UnknownRunError, shown
+from core.store import StoreError, UnknownRunError, owner, shown
+from core.sweep import control
+from core.sweep.control import DriverRecord
 from core.sweep.driver import Driver, run_ids_of, settle_abandoned
 from core.sweep.objective import OBJECTIVE_ATTR, Objective
 from core.sweep.plan import MAX_SEED, SweepPlan
-from core.sweep.studies import DRIVERS, PLAN_ATTR, open_storage, storage_errors, storage_url
+from core.sweep.studies import (
+    DRIVERS,
+    PLAN_ATTR,
+    driver_alive,
+    open_storage,
+    storage_errors,
+    storage_url,
+)
 from core.sweep.trial_run import REASON, RUN_ID, RUN_STATUS, SPREAD, TrialCounts
 
 if TYPE_CHECKING:
@@ -25,9 +35,11 @@ if TYPE_CHECKING:
     from core.engine.api import Runs
     from core.sweep.space import SearchSpace
 
-SweepState = Literal["idle", "running", "stopping", "done", "stopped", "failed"]
-ACTIVE_STATES: Final = ("running", "stopping")  # while the driver thread works
+SweepState = Literal["idle", "running", "stopping", "done", "stopped", "failed", "interrupted"]
+ACTIVE_STATES: Final = control.WORKING  # while a driver works (or a `run` waits for one)
 MAX_STUDY_NAME: Final = 100
+#: How often `wait` looks at a sweep another process drives.
+WAIT_POLL_SECONDS: Final = 0.1
 
 
 @dataclass(frozen=True)
@@ -36,12 +48,14 @@ class SweepStatus:
 
     Attributes:
         study_name: The sweep's study.
-        state: `idle` (not started), `running`, `stopping` (waiting for its runs to stop),
-            `done` (the budget is spent), `stopped`, or `failed` (see `error`).
+        state: `idle` (not started), `running` (or handed to the engine, which takes it
+            up within a poll), `stopping` (waiting for its runs to stop), `done` (the
+            budget is spent), `stopped`, `failed` (see `error`), or `interrupted` (the
+            process that drove it closed or died; the engine's resumes its own).
         n_trials: The budget.
         finished, running, pruned, failed: Trials by state (see `TrialCounts`).
-        best_value: The best objective value of a completed trial, if any: its run's
-            best validation accuracy, or validation MAE for a regression (lower is better).
+        best_value: The best objective value of a completed trial, if any (see
+            `core.sweep.objective`: the highest accuracy, the lowest loss, MAE or steps).
         best_params: That trial's sampled values.
         best_trial: That trial's number.
         best_run_id: That trial's run.
@@ -66,13 +80,13 @@ class SweepStatus:
 
     @property
     def active(self) -> bool:
-        """Whether the driver thread is still at work."""
+        """Whether a driver is at work (or the engine is about to take it up)."""
         return self.state in ACTIVE_STATES
 
     @property
     def resumable(self) -> bool:
-        """Whether `Sweep.load(...).start()` would run more trials: no driver works on it
-        here, and its budget is not spent (trials cut short are not counted)."""
+        """Whether `Sweep.load(...).submit()` would run more trials: no driver works on
+        it, and its budget is not spent (trials cut short are not counted)."""
         return not self.active and self.to_run > 0
 
     @property
@@ -115,9 +129,12 @@ class TrialRow:
 class Sweep:
     """A search over `space` around `base_config`; each trial is one run of `engine`.
 
-    Construction checks everything and starts nothing; `start` creates the study and
-    launches the driver thread (see `driver.py`), and returns at once. Every method may
-    be called from any thread while the driver works.
+    Construction checks everything and starts nothing. `submit` creates the study and
+    hands it to the engine process, which drives it (the dashboard's way: it outlives
+    the dashboard); `start` drives it in a thread of this process (a script's, or
+    `optlab sweep`'s, see `driver.py`). Both return at once. Either way `stop` stops it
+    from any process (a command in its study, see `control.py`), and `status` reads
+    where it stands. Every method may be called from any thread while the driver works.
 
     Args:
         engine: Starts the trials' runs; its store holds them (and, by default, the study).
@@ -137,6 +154,9 @@ class Sweep:
         seed: The sampler's seed; default: a fresh random one. The plan keeps the seed
             used (`sweep.plan.seed`), so a sweep can be replayed. Give each machine
             sharing a study its own.
+        objective: What scores a trial (see `core.sweep.objective`): `val_accuracy`,
+            `val_loss`, `val_mae` or `time_to_target`; default: the dataset's metric.
+        target: Time to target's value to reach.
         poll_interval: Seconds between two looks at the runs: how late a report (and so a
             pruning decision) may come.
 
@@ -158,6 +178,8 @@ class Sweep:
         parallel: int = 2,
         repeats: int = 1,
         seed: int | None = None,
+        objective: str | None = None,
+        target: float | None = None,
         poll_interval: float = 0.25,
     ) -> None:
         errors: dict[str, str] = {}
@@ -172,6 +194,8 @@ class Sweep:
                 parallel=parallel,
                 seed=secrets.randbelow(MAX_SEED + 1) if seed is None else seed,
                 repeats=repeats,
+                objective=objective,
+                target=target,
             )
         except InvalidInput as exc:
             errors |= exc.errors
@@ -265,11 +289,35 @@ class Sweep:
         self._error: str | None = None
         self._thread: threading.Thread | None = None
         self._stop_requested = threading.Event()
+        self._ending: SweepState = "stopped"  # what a stop asked here ends the drive as
 
     # Control ------------------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Creates the study (or takes up the loaded one) and starts the driver thread.
+    def submit(self) -> None:
+        """Hands the sweep to the engine process: creates the study (or takes up the
+        loaded one, with its plan as changed by `load`) and writes a `run` command to it,
+        which the engine takes up within a poll (see `core.sweep.hosting`); returns at
+        once. Resumes a loaded sweep that is not at work.
+
+        Raises `NotAllowed` for a viewer (`Runs.steer_sweeps`) before anything is
+        written; `InvalidInput` naming `study_name` if a new sweep's study name is taken,
+        or if a live process drives it now; `StoreError` if the storage fails.
+        """
+        self.engine.steer_sweeps()
+        with storage_errors(self.storage):
+            study = self._open_study()
+            if self._stored_state(study) in ACTIVE_STATES:
+                raise InvalidInput({"study_name": f"{self.study_name} is at work already"})
+            study.set_user_attr(PLAN_ATTR, self.plan.to_dict())
+            control.write_command(study, "run")
+        with self._lock:
+            self._study = study
+
+    def start(self, *, answering: str | None = None) -> None:
+        """Creates the study (or takes up the loaded one) and starts the driver thread
+        in this process. `answering`: the id of the `run` command the engine process's
+        `SweepHost` takes up (a stop written since stops it at once); None for a driver of
+        its own (`optlab sweep`, a script), which a stop written after it starts stops.
 
         Raises `InvalidInput` naming `study_name` if a new sweep's study name is
         taken, or if this process already runs the study; `StoreError` if the storage
@@ -291,44 +339,83 @@ class Sweep:
             with self._lock:
                 self._started = False
             raise
+        try:
+            with storage_errors(self.storage):
+                current = control.command_of(study.user_attrs)
+                since = answering or (current and current.id)
+                record = DriverRecord(owner.current(), "running", since, answering is not None)
+                control.write_driver(study, record)
+        except BaseException:
+            DRIVERS.release(self.storage, self.study_name)
+            with self._lock:
+                self._started = False
+            raise
         driver = Driver(
             self.engine,
             study,
             self.plan,
             poll_interval=self._poll_interval,
             stop_requested=self._stop_requested,
+            stop_asked=lambda: control.stop_asked(study.user_attrs, record.command),
         )
         thread = threading.Thread(
-            target=self._drive, args=(driver,), name=f"sweep-{self.study_name}", daemon=True
+            target=self._drive,
+            args=(driver, record),
+            name=f"sweep-{self.study_name}",
+            daemon=True,
         )
         with self._lock:
             self._study, self._thread, self._state = study, thread, "running"
         thread.start()
 
     def stop(self) -> None:
-        """Asks the driver to stop the sweep and its runs (within a step each); returns at
-        once. The stopped trials fail, marked to run again if the sweep is resumed."""
-        with self._lock:
-            if self._state == "running":
-                self._state = "stopping"
-                self._stop_requested.set()
+        """Asks the driver, in whichever process, to stop the sweep and its runs (within
+        a step each): a `stop` command in its study; returns at once. The stopped trials
+        fail, marked to run again if the sweep is resumed. Raises `NotAllowed` for a
+        viewer (`Runs.steer_sweeps`), `StoreError` if the storage fails."""
+        self.engine.steer_sweeps()
+        self._halt("stopped")
+        if (study := self.study) is not None:
+            with storage_errors(self.storage):
+                control.write_command(study, "stop")
+
+    def interrupt(self) -> None:
+        """Stops the drive of this process as `stop` does, but as its process closing
+        (the engine's): its record says `interrupted`, and asks no stop of the study, so
+        that the engine's next start resumes a sweep it drove."""
+        self._halt("interrupted")
 
     def wait(self, timeout: float | None = None) -> SweepStatus:
-        """Blocks until the driver has ended (or `timeout` passes); returns the status."""
+        """Blocks until the driver, in this process or another, has ended (or `timeout`
+        passes); returns the status."""
         with self._lock:
             thread = self._thread
         if thread is not None:
             thread.join(timeout)
+        else:
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while self.active and (deadline is None or time.monotonic() < deadline):
+                time.sleep(WAIT_POLL_SECONDS)
         return self.status()
+
+    def _halt(self, ending: SweepState) -> None:
+        with self._lock:
+            if self._state == "running":
+                self._state, self._ending = "stopping", ending
+                self._stop_requested.set()
 
     # Reading ------------------------------------------------------------------------------
 
     @property
     def active(self) -> bool:
-        """Whether this sweep's driver thread is at work; cheaper than `status().active`,
-        which reads the study too."""
+        """Whether a driver is at work on the sweep: this process's thread, or, for a
+        sweep driven elsewhere, as its study says; cheaper than `status().active`, which
+        reads the trials too."""
         with self._lock:
-            return self._state in ACTIVE_STATES
+            if self._thread is not None:
+                return self._state in ACTIVE_STATES
+            study = self._study
+        return study is not None and self._stored_state(study) in ACTIVE_STATES
 
     @property
     def study(self) -> optuna.Study | None:
@@ -341,6 +428,9 @@ class Sweep:
         `StoreError` if its storage fails."""
         with self._lock:
             state, error, study = self._state, self._error, self._study
+            here = self._thread is not None
+        if study is not None and not here:
+            state, error = self._stored_state(study), self._stored_error(study)
         if study is not None and state not in ACTIVE_STATES:
             self._settle(study)
         trials = self._trials(study)
@@ -405,8 +495,20 @@ class Sweep:
                 {"study_name": f"{self.study_name} exists; Sweep.load resumes it"}
             ) from None
         study.set_user_attr(PLAN_ATTR, self.plan.to_dict())
-        study.set_user_attr(OBJECTIVE_ATTR, self.plan.objective.metric)
+        study.set_user_attr(OBJECTIVE_ATTR, self.plan.objective.to_dict())
         return study
+
+    def _stored_state(self, study: optuna.Study) -> SweepState:
+        """The state the study's command and driver record say (see `control`)."""
+        with storage_errors(self.storage):
+            attrs = study.user_attrs
+        alive = driver_alive(self.engine, self.storage, self.study_name)
+        return control.stored_state(attrs, alive)  # type: ignore[return-value]
+
+    def _stored_error(self, study: optuna.Study) -> str | None:
+        with storage_errors(self.storage):
+            record = control.driver_of(study.user_attrs)
+        return None if record is None else record.error
 
     def _trials(self, study: optuna.Study | None) -> list[optuna.trial.FrozenTrial]:
         """The study's trials (none before it exists); `StoreError` if its storage fails."""
@@ -422,17 +524,25 @@ class Sweep:
         with contextlib.suppress(StoreError), storage_errors(self.storage):
             settle_abandoned(self.engine, study, driven_here=driving)
 
-    def _drive(self, driver: Driver) -> None:
+    def _drive(self, driver: Driver, record: DriverRecord) -> None:
         state: SweepState
         error = None
         try:
             state = driver()
         except Exception as exc:
             state, error = "failed", redacted(f"{type(exc).__name__}: {exc}", self.storage)
+        with self._lock:
+            if state == "stopped":
+                state = self._ending
+            self._state, self._error = state, error
+        # How it ended, for every process that reads the study; a storage that fails
+        # leaves it `running` by a process that ends: read as interrupted.
+        try:
+            with contextlib.suppress(StoreError), storage_errors(self.storage):
+                ended = DriverRecord(record.owner, state, record.command, record.hosted, error)
+                control.write_driver(driver.study, ended)
         finally:
             DRIVERS.release(self.storage, self.study_name)
-        with self._lock:
-            self._state, self._error = state, error
 
     def _row(self, trial: optuna.trial.FrozenTrial) -> TrialRow:
         run_id = trial.user_attrs.get(RUN_ID)

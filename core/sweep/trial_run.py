@@ -2,12 +2,14 @@
 one run, or the repeats of its config over seeds (`SweepPlan.repeats`), whose mean is
 the trial's value, so that the sampler does not chase a lucky seed.
 
-The trial reports every new value of its objective's validation metric (the accuracy of
-a classification, the mean absolute error of a regression) as an intermediate value at
+The trial reports every new value of its objective's validation metric (accuracy, loss,
+mean absolute error; time to target's, the metric its target is on) as an intermediate value at
 the run's step (the mean over its runs, at the steps that every one has logged, so that
 pruning compares means). It ends with its runs: completed runs tell their best value
 (the mean of their best values, with the half-width of its 95% t-interval as `spread`);
-a run stopped because the pruner said so ends PRUNED; every other end is a FAIL, with the
+time to target's are valued by the first step at which the runs reached the target, and
+a run that never reached it fails; a run stopped because the pruner said so ends PRUNED;
+every other end is a FAIL, with the
 run's status and the reason in the trial's user attributes. A diverged run is a FAIL too:
 its configuration did not train, and a made-up value (0, or chance accuracy) would mix a
 number that was never measured into what the sampler learns from and what the sweep
@@ -30,7 +32,7 @@ from typing import TYPE_CHECKING
 from core.group_comparison import mean_interval
 from core.knobs import InvalidInput
 from core.store import FINAL_STATUSES, UnknownRunError
-from core.sweep.objective import Objective
+from core.sweep.objective import TIME_TO_TARGET, Objective
 
 if TYPE_CHECKING:
     import optuna
@@ -161,7 +163,7 @@ class TrialRun:
         except UnknownRunError:
             return Outcome("FAIL", reason="the run was deleted from the store")
         if all(status.status in FINAL_STATUSES for status in statuses):
-            return combined([self._outcome(status) for status in statuses])
+            return combined([self._outcome(engine, status) for status in statuses])
         if pruning and reported and self.stop_reason is None and self.trial.should_prune():
             self.stop(engine, PRUNED)
         return None
@@ -214,10 +216,12 @@ class TrialRun:
                 del self._pending[step]
         return reported
 
-    def _outcome(self, status: RunStatus) -> Outcome:
+    def _outcome(self, engine: Runs, status: RunStatus) -> Outcome:
         final = status.final_metrics or {}
         best = final.get(self.objective.best_key)
         match status.status:
+            case "completed" if self.objective.name == TIME_TO_TARGET:
+                return self._time_to_target(engine, status)
             case "completed" if best is not None:
                 return Outcome("COMPLETE", float(best), "completed")
             case "completed":
@@ -238,3 +242,16 @@ class TrialRun:
             case _:
                 reason = (status.error or "the run failed").splitlines()[0]
                 return Outcome("FAIL", None, status.status, reason)
+
+    def _time_to_target(self, engine: Runs, status: RunStatus) -> Outcome:
+        """A completed run's time to target: the first step it validated at with the
+        target reached (read from its stored metrics); a FAIL if it never did."""
+        metric, metrics = self.objective.metric, engine.metrics(status.id)
+        reached = None
+        if metric in metrics:
+            steps, values = metrics.steps.tolist(), metrics[metric].tolist()
+            reached = self.objective.reached_at(steps, values)
+        if reached is None:
+            reason = f"never reached the target ({self.objective.label}) in {status.step} steps"
+            return Outcome("FAIL", None, "completed", reason)
+        return Outcome("COMPLETE", float(reached), "completed")

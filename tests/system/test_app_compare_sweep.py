@@ -48,13 +48,13 @@ LR = SearchSpace((Dimension("learning_rate", 1e-3, 1.0, log=True),))
 
 @pytest.fixture
 def sweeps(lab: EngineClient) -> Iterator[Callable[..., Sweep]]:
-    """Starts sweeps of `lab` as the Sweep page does (kept in `ui.state.sweeps()`), and
-    stops whatever still runs at the end."""
+    """Starts sweeps of `lab` as the Sweep page does (handed to the engine, which drives
+    them; kept in `ui.state.sweeps()`), and stops whatever still runs at the end."""
     from ui import state
 
     def start(base: RunConfig = TRIAL, **options: Any) -> Sweep:
-        sweep = Sweep(lab, base, LR, sampler="random", poll_interval=0.05, **options)
-        sweep.start()
+        sweep = Sweep(lab, base, LR, sampler="random", **options)
+        sweep.submit()
         state.sweeps()[sweep.study_name] = sweep
         return sweep
 

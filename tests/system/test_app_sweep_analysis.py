@@ -67,7 +67,7 @@ def test_the_views_are_redrawn_as_a_running_sweeps_trials_end(lab: EngineClient)
 
     n_trials = 8
     sweep = Sweep(lab, BASE, SPACE, n_trials=n_trials, sampler="random", parallel=1)
-    sweep.start()
+    sweep.submit()  # the engine process drives it, as the page hands it over
     state.sweeps()[sweep.study_name] = sweep
     try:
         wait_for(lambda: sweep.status().finished >= 1, 120, "a first trial to end")

@@ -23,7 +23,7 @@ import pytest
 from core.engine.client import ENGINE
 from core.store import Store
 from tests import app_server
-from tests.browser import ARTIFACTS, NEEDS_CHROMIUM, screenshot, settle
+from tests.browser import ARTIFACTS, NEEDS_CHROMIUM, screenshot, settle, start_sweep
 from tests.waiting import wait_for
 
 pytestmark = [
@@ -402,18 +402,7 @@ def test_a_sweep_started_on_the_page_is_watched_to_its_end_without_a_reload(serv
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{url}/Sweep")
     settle(page)
-    for name, option in (("model", "mlp"), ("dataset", "digits")):
-        page.locator("[data-testid='stSelectbox']").filter(has_text=name).first.click()
-        page.get_by_role("option", name=option, exact=True).click()
-        settle(page)
-    for label, value in (("epochs", "1"), ("trials (empty for a grid: every point)", "3")):
-        field = page.get_by_label(label, exact=True)
-        field.fill(value)
-        field.press("Enter")
-        settle(page)
-    page.get_by_text("random", exact=True).click()
-    settle(page)
-    page.get_by_role("button", name="Start sweep").click()
+    start_sweep(page, epochs=1, trials=3)
     progress = page.locator("[data-testid='stProgress']")
     # The page ticks on its own: no reload, no navigation, until the sweep has ended.
     wait_for(lambda: progress.count() and "3/3 trials done" in progress.first.inner_text(), 300,

@@ -366,7 +366,7 @@ def test_listing_a_sweep_at_work_loads_no_study(engine, monkeypatch) -> None:
     try:
         wait_for(lambda: any(run.step > 0 for run in engine.list()))
         loads: list[str] = []
-        monkeypatch.setattr(studies, "_load", lambda name, storage: loads.append(name))
+        monkeypatch.setattr(studies, "stored_study", lambda name, storage: loads.append(name))
         [summary] = list_studies(engine)
         assert summary.running >= 1 and loads == []
     finally:
@@ -387,7 +387,8 @@ def test_a_loaded_sweep_resumes_its_unfinished_trials(engine) -> None:
 
     resumed = Sweep.load(engine, sweep.study_name, **FAST)
     assert resumed.plan == sweep.plan and resumed.results() == [first, cut]
-    assert (resumed.status().state, resumed.status().finished) == ("idle", 1)
+    # Its state as its study says: the driver that stopped it recorded how it ended.
+    assert (resumed.status().state, resumed.status().finished) == ("stopped", 1)
     resumed.start()
     status = resumed.wait(120)
     assert status.state == "done" and status.finished == 3

@@ -144,6 +144,18 @@ def test_a_sweep_over_repeats_prints_each_trials_mean_and_interval(tmp_path) -> 
             "repeats: must be a whole number in [1, 100]",
         ),
         (["--study", "elsewhere"], "no store at"),
+        (
+            ["--param", "learning_rate=0.1:1", "--trials", "2", "--objective", "time_to_target"],
+            "target: is required for time_to_target",
+        ),
+        (
+            ["--param", "learning_rate=0.1:1", "--trials", "2", "--target", "0.9"],
+            "target: applies to time_to_target only",
+        ),
+        (
+            [*("--param", "learning_rate=0.1:1", "--trials", "2"), "--objective", "val_mae"],
+            "objective: val_mae needs a dataset that logs it; a classification logs val_accuracy",
+        ),
         (["--study", "s", "--report", *SEARCH], "report: reads a stored study: give --study"),
         (["--report"], "study: --report needs --study NAME"),
         (["--study", "elsewhere", "--report"], "no store at"),
