@@ -14,8 +14,9 @@ TRIAL_COLUMNS = {
     "value": st.column_config.NumberColumn(
         "value",
         format="%.3f",
-        help="The run's best validation accuracy, or lowest validation MAE for a regression "
-        "(a pruned trial's last one).",
+        help="The trial's score by the sweep's objective: the run's best validation "
+        "accuracy, lowest validation loss or MAE, or steps to the target (a pruned trial's "
+        "last one).",
     ),
     "step": st.column_config.NumberColumn("step", format="%d"),
 }
