@@ -52,6 +52,8 @@ PRUNING_STEPS = 200
 #: How close the best validation accuracies of the pruned and unpruned sweeps must be to
 #: be "the same best value": 0.01, about 4 of the 360 examples of digits' test split.
 SAME_BEST = 0.01
+#: Trials the lab's default pruner lets finish before it judges any (`default_pruner`).
+STARTUP_TRIALS = 5
 # Seconds a sweep's process may take.
 SWEEP_TIMEOUT = 900
 
@@ -112,6 +114,7 @@ def pruning(settings: Settings) -> Measured:
     return Measured.compared(
         paired,
         "steps",
+        diagnose=lambda: _where_the_steps_go(pruned, trials),
         detail=(
             f"{trials} trials of {steps} steps, validated every {VAL_EVERY}, learning rates "
             f"{PRUNING_RATES[0]:g} to {PRUNING_RATES[1]:g}, sampler seeds "
@@ -158,6 +161,13 @@ def _lab_sweep(
             "steps": sum(record.step for _, record, _ in runs if record is not None),
             "phases": [_phases(*run) for run in runs if len(run[2])],  # it logged
             "states": states,
+            # Each pruned trial's last reported step (where the pruner judged it) and the
+            # last step its run took.
+            "judged": [
+                (max(t.intermediate_values), record.step)
+                for t, record, _ in runs
+                if t.state.name == "PRUNED" and record is not None
+            ],
             "pruned": states.count("PRUNED"),
             "best": study.best_value,
             "wall": wall,
@@ -195,6 +205,24 @@ def _where_a_trial_goes(lab: list[dict[str, Any]], plain: list[dict[str, Any]]) 
         "dataset, model and tracing; training: to the last, steps and validations; ending: "
         "to the run's end; told: until the sweep told Optuna). A script trial, "
         f"`model.fit` with its tracing, took {_median_trial(plain)} in all."
+    )
+
+
+def _where_the_steps_go(pruned: list[dict[str, Any]], trials: int) -> str:
+    """Figure 19's note when it misses: how many trials the pruner could judge and
+    stopped, and how far a pruned trial's run went past the step it was judged at."""
+    judged = [pair for sweep in pruned for pair in sweep["judged"]]
+    if not judged:
+        return "No trial was pruned."
+    at = statistics.median(step for step, _ in judged)
+    past = statistics.median(stopped - step for step, stopped in judged)
+    counts = ", ".join(str(sweep["pruned"]) for sweep in pruned)
+    return (
+        f"The median pruner judges none of the first {STARTUP_TRIALS} trials and, of the "
+        f"other {trials - STARTUP_TRIALS}, stopped {counts}. A pruned trial was judged at "
+        f"step {at:.0f} (median) and its run stopped {past:.0f} steps later: its metrics "
+        "reach the store at the writer's next flush (every 0.5 s) and the sweep's next "
+        "look (every 0.25 s) before the pruner is asked, and the run trains meanwhile."
     )
 
 
