@@ -52,7 +52,7 @@ PRUNING_STEPS = 200
 #: How close the best validation accuracies of the pruned and unpruned sweeps must be to
 #: be "the same best value": 0.01, about 4 of the 360 examples of digits' test split.
 SAME_BEST = 0.01
-#: Trials the lab's default pruner lets finish before it judges any (`default_pruner`).
+#: Trials that must complete before the lab's default pruner judges any (`default_pruner`).
 STARTUP_TRIALS = 5
 # Seconds a sweep's process may take.
 SWEEP_TIMEOUT = 900
@@ -114,7 +114,7 @@ def pruning(settings: Settings) -> Measured:
     return Measured.compared(
         paired,
         "steps",
-        diagnose=lambda: _where_the_steps_go(pruned, trials),
+        diagnose=lambda: _where_the_steps_go(pruned, trials, steps),
         detail=(
             f"{trials} trials of {steps} steps, validated every {VAL_EVERY}, learning rates "
             f"{PRUNING_RATES[0]:g} to {PRUNING_RATES[1]:g}, sampler seeds "
@@ -161,10 +161,9 @@ def _lab_sweep(
             "steps": sum(record.step for _, record, _ in runs if record is not None),
             "phases": [_phases(*run) for run in runs if len(run[2])],  # it logged
             "states": states,
-            # Each pruned trial's last reported step (where the pruner judged it) and the
-            # last step its run took.
-            "judged": [
-                (max(t.intermediate_values), record.step)
+            # The last step each pruned trial's run took.
+            "stopped": [
+                record.step
                 for t, record, _ in runs
                 if t.state.name == "PRUNED" and record is not None
             ],
@@ -208,21 +207,21 @@ def _where_a_trial_goes(lab: list[dict[str, Any]], plain: list[dict[str, Any]]) 
     )
 
 
-def _where_the_steps_go(pruned: list[dict[str, Any]], trials: int) -> str:
-    """Figure 19's note when it misses: how many trials the pruner could judge and
-    stopped, and how far a pruned trial's run went past the step it was judged at."""
-    judged = [pair for sweep in pruned for pair in sweep["judged"]]
-    if not judged:
-        return "No trial was pruned."
-    at = statistics.median(step for step, _ in judged)
-    past = statistics.median(stopped - step for step, stopped in judged)
+def _where_the_steps_go(pruned: list[dict[str, Any]], trials: int, steps: int) -> str:
+    """Figure 19's note when it misses: when the pruner judges, how many trials it
+    stopped, and where their runs stopped."""
+    stopped = [step for sweep in pruned for step in sweep["stopped"]]
     counts = ", ".join(str(sweep["pruned"]) for sweep in pruned)
+    where = (
+        f"a pruned trial's run stopped at step {statistics.median(stopped):.0f} of {steps} (median)"
+        if stopped
+        else "no trial was pruned"
+    )
     return (
-        f"The median pruner judges none of the first {STARTUP_TRIALS} trials and, of the "
-        f"other {trials - STARTUP_TRIALS}, stopped {counts}. A pruned trial was judged at "
-        f"step {at:.0f} (median) and its run stopped {past:.0f} steps later: its metrics "
-        "reach the store at the writer's next flush (every 0.5 s) and the sweep's next "
-        "look (every 0.25 s) before the pruner is asked, and the run trains meanwhile."
+        f"The median pruner judges no trial until {STARTUP_TRIALS} have completed, then a "
+        "trial's best value so far against the median of the completed trials' at its "
+        f"step (pruned ones do not count); of the {trials} trials it stopped {counts}, "
+        f"and {where}."
     )
 
 
