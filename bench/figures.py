@@ -277,6 +277,24 @@ FIGURES: tuple[Figure, ...] = (
         Target(">=", 0.90),
         "bench.viewers:presenter_and_room",
     ),
+    Figure(
+        18,
+        "18",
+        "Sweep trials per minute, 20 sgd trials of mlp on digits, 100 steps each: optlab "
+        "sweep at its defaults (A) vs the same study as a plain Optuna script calling "
+        "model.fit in one process (B), same sampler seed",
+        Target(">=", 0.90),
+        "bench.sweeping:trial_throughput",
+    ),
+    Figure(
+        19,
+        "19",
+        "Steps trained by optlab sweep, 20 sgd trials of mlp on digits, learning rates 1e-5 "
+        "to 1, 200 steps each: with the default median pruner (A) vs no pruner (B), at the "
+        "same best validation accuracy",
+        Target("<=", 0.70),
+        "bench.sweeping:pruning",
+    ),
 )
 
 

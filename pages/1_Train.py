@@ -10,7 +10,6 @@ from core.engine import TASKS, run_fields
 from core.engine.repeats import MAX_REPEATS
 from core.engine.repeats import VARY as VARY_CHOICES
 from core.escaping import escape_markdown
-from core.knobs import Knob
 from core.store import UnknownRunError
 from ui import forms, range_test, roles, state, texts
 from ui.train_form import (
@@ -39,18 +38,13 @@ roles.presenter_page("Train")
 FIELDS = run_fields()  # read at each run: a plugin loaded since shows
 
 
-def field(knob: Knob, key: str, errors: dict[str, str]) -> None:
-    forms.widget(knob, key)
-    forms.show_error(errors, knob.name)
-
-
 seed_widgets(st.session_state.pop(state.PREFILL, None))
 take_suggested_rate()
 errors: dict[str, str] = st.session_state.get(ERRORS, {})
 
 model_col, data_col, optimizer_col = st.columns(3)
 with model_col:
-    field(FIELDS["model"], run_key("model"), errors)
+    forms.field(FIELDS["model"], run_key("model"), errors)
     st.caption(texts.described("model", st.session_state[run_key("model")]))
 with data_col:
     st.selectbox(
@@ -75,7 +69,7 @@ with data_col:
     data_dir = st.session_state.get(run_key("data_dir")) or None
     st.caption(texts.described("dataset", st.session_state[run_key("dataset")], data_dir))
 with optimizer_col:
-    field(FIELDS["optimizer"], run_key("optimizer"), errors)
+    forms.field(FIELDS["optimizer"], run_key("optimizer"), errors)
 
 spec = optimizers.get_spec(st.session_state[run_key("optimizer")])
 seed_knobs(spec)
@@ -91,7 +85,7 @@ knobs = [k for k in spec.knobs if k.type != "rules"]
 columns = st.columns(3)
 for i, knob in enumerate(knobs):
     with columns[i % 3]:
-        field(knob, knob_key(spec.name, knob.name), errors)
+        forms.field(knob, knob_key(spec.name, knob.name), errors)
 rules = next(k for k in spec.knobs if k.type == "rules")
 with st.expander("Per-layer rules (step multiplier and weight decay by regex)"):
     st.caption(
@@ -106,7 +100,7 @@ with st.expander("Per-layer rules (step multiplier and weight decay by regex)"):
         help="No decay for norms and biases, a tenth of the step for the embeddings: "
         "for a transformer such as the tiny_vit plugin.",
     )
-    field(rules, knob_key(spec.name, rules.name), errors)
+    forms.field(rules, knob_key(spec.name, rules.name), errors)
 
 st.subheader("Run")
 run_settings = [
@@ -128,7 +122,7 @@ run_settings = [
 columns = st.columns(3)
 for i, name in enumerate(run_settings):
     with columns[i % 3]:
-        field(FIELDS[name], run_key(name), errors)
+        forms.field(FIELDS[name], run_key(name), errors)
 repeat_cols = st.columns(3)
 repeat_cols[0].number_input(
     "repeats",
@@ -150,9 +144,9 @@ if st.session_state[REPEATS] > 1:
     )
 toggle_cols = st.columns(3)
 with toggle_cols[0]:
-    field(FIELDS["telemetry"], run_key("telemetry"), errors)
+    forms.field(FIELDS["telemetry"], run_key("telemetry"), errors)
 with toggle_cols[1]:
-    field(FIELDS["multitask"], run_key("multitask"), errors)
+    forms.field(FIELDS["multitask"], run_key("multitask"), errors)
 if st.session_state[run_key("multitask")]:
     with toggle_cols[2]:
         for task in TASKS:

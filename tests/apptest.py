@@ -49,7 +49,7 @@ def fill_sweep_form(at: AppTest, n_trials: int) -> None:
     at.selectbox(key="sweep:optimizer").select("sgd").run()
     at.selectbox(key="sweep:model").select("mlp").run()
     at.selectbox(key="sweep:dataset").select("digits").run()
-    at.number_input(key="sweep:epochs").set_value(1).run()
+    at.text_input(key="sweep:epochs").input("1").run()
     at.number_input(key="sweep:n_trials").set_value(n_trials).run()
     at.radio(key="sweep:sampler").set_value("random").run()
 

@@ -9,7 +9,7 @@ for the session (`state.KEPT`), and every table its rows (`table`).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -45,6 +45,25 @@ def knob_help(knob: Knob) -> str:
     if knob.live:
         text += " Can change while the run trains."
     return text
+
+
+def seed(knob: Knob, key: str) -> None:
+    """Seeds the widget of `key` with the knob's default, unless it holds a value already
+    (a table, its rows: see `table`)."""
+    if knob.type == "rules":
+        st.session_state.setdefault(f"{key}:data", initial(knob, knob.default))
+    else:
+        st.session_state.setdefault(key, initial(knob, knob.default))
+
+
+def field(knob: Knob, key: str, errors: Mapping[str, str]) -> Any:
+    """A form's field: the knob's widget, seeded with its default, and why the value last
+    submitted was refused, if it was, right under it. Train's and Sweep's forms are built
+    of these, so that a run field reads the same, and takes the same values, in both."""
+    seed(knob, key)
+    value = widget(knob, key)
+    show_error(errors, knob.name)
+    return value
 
 
 def widget(knob: Knob, key: str, *, label: str | None = None) -> Any:
@@ -136,24 +155,6 @@ def edited_rows(
     return [row for i, row in enumerate(result) if i not in deleted]
 
 
-def stepper(knob: Knob, key: str, *, label: str | None = None) -> int | None:
-    """A whole-number knob as a number field with − and + (empty: off, for an optional
-    one), bounded by the knob's range; its value read from `st.session_state[key]`."""
-    low = None if knob.low is None else int(knob.low)
-    high = None if knob.high is None else int(knob.high)
-    return st.number_input(
-        label or knob.name,
-        min_value=low,
-        max_value=high,
-        value=None if knob.optional else "min",
-        step=1,
-        key=key,
-        help=knob_help(knob),
-        placeholder="off" if knob.optional else None,
-        persist_state=state.KEPT,
-    )
-
-
 def value(knob: Knob, key: str) -> Any:
     """What the widget of `key` holds now, usable in callbacks (before the widget renders).
 
@@ -181,6 +182,21 @@ def parse(knob: Knob, raw: Any) -> Any:
     return raw
 
 
+def parsed(
+    knobs: Iterable[Knob], key: Callable[[str], str]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """What the widgets of `knobs` hold (knob `name`'s at `key(name)`), parsed: the values
+    that parse, by name, and why each other does not, by name."""
+    values: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    for knob in knobs:
+        try:
+            values[knob.name] = parse(knob, value(knob, key(knob.name)))
+        except ValueError as exc:
+            errors[knob.name] = str(exc)
+    return values, errors
+
+
 def _rules(frame: Any) -> list[dict[str, Any]]:
     rows = frame.to_dict("records") if isinstance(frame, pd.DataFrame) else list(frame or [])
     rules = []
@@ -202,7 +218,7 @@ def _number(value: Any, default: Any) -> Any:
     return value
 
 
-def show_error(errors: dict[str, str], name: str) -> None:
+def show_error(errors: Mapping[str, str], name: str) -> None:
     """The validation error of field `name`, if any, right under its widget."""
     if name in errors:
         error(name, errors[name])

@@ -1,9 +1,11 @@
 """The Sweep page's form for a new sweep: what every trial trains, and what to search.
 
-What every trial trains is a `RunConfig`: its fields are drawn from `run_fields()` through
-`ui.forms`, as Train's are, and what was typed goes through `RunConfig.from_dict`, once;
-the sweep's own settings (the search space, the sampler, the budget) go to `Sweep`, which
-validates them. Every refusal is kept, by field, and shown under the form.
+What every trial trains is a `RunConfig`: the run fields it shows are drawn as Train's are,
+from `run_fields()` through `ui.forms.field` (the same widget, default and help), and what
+was typed goes through `RunConfig.from_dict`, once; the fields it does not show keep
+their defaults. The sweep's own settings (the search space, the sampler, the budget) go
+to `Sweep`, which validates them. Every refusal is kept, by field, and shown under the
+field, or under the form.
 """
 
 from __future__ import annotations
@@ -34,13 +36,18 @@ from ui import forms, roles, state, sweep_actions, sweep_objective, texts
 
 ERRORS = "sweep_errors"
 STARTED = "sweep:started"  # the study this session started last, shown until a pick
-#: The run fields a sweep sets; the others keep their defaults.
-CHOSEN = ("optimizer", "model", "dataset")  # picked from the knob's choices
-STEPPED = ("epochs", "val_every")  # whole numbers, with − and +
-#: Where a sweep's form starts, unlike Train's: a plain optimizer, short trials.
-DEFAULTS = {"optimizer": "sgd", "epochs": 3}
-LABELS = {"val_every": "validate every (steps, empty: each epoch)"}
-LOG_EVERY = 10  # trials log every 10 steps: many runs, compared by their best value
+#: The run fields the form shows, at `RunConfig`'s defaults; the others keep them.
+SHOWN = (
+    "optimizer",
+    "model",
+    "dataset",
+    "batch_size",
+    "epochs",
+    "max_steps",
+    "log_every",
+    "val_every",
+    "telemetry",
+)
 SPACE_COLUMNS = ("name", "low", "high", "log", "points", "choices")
 RANGE_COLUMNS = ("low", "high", "log", "choices")  # what picking a knob fills in
 
@@ -76,36 +83,36 @@ def with_range(optimizer: str, row: dict[str, Any], cells: Mapping[str, Any]) ->
     return {**row, **filled, **cells}
 
 
-def run_field(knob: Knob) -> None:
-    """A run field's widget, seeded with the sweep's default (else the field's)."""
-    st.session_state.setdefault(key(knob.name), DEFAULTS.get(knob.name, knob.default))
-    if knob.name in STEPPED:
-        forms.stepper(knob, key(knob.name), label=LABELS.get(knob.name))
-    else:
-        forms.widget(knob, key(knob.name))
+def run_field(knob: Knob, errors: Mapping[str, str]) -> None:
+    """A run field's widget, as Train draws it (`forms.field`), with why it was refused."""
+    forms.field(knob, key(knob.name), errors)
     if knob.name in ("model", "dataset"):
         st.caption(texts.described(knob.name, st.session_state[key(knob.name)]))
 
 
-def base_config(fields: dict[str, Knob]) -> RunConfig:
+def base_config(fields: Mapping[str, Knob]) -> RunConfig:
     """What every trial trains, from the form; raises `InvalidInput` naming each bad
     field."""
-    values = {
-        name: forms.parse(fields[name], forms.value(fields[name], key(name)))
-        for name in (*CHOSEN, *STEPPED)
-    }
-    return RunConfig.from_dict({**values, "log_every": LOG_EVERY})
+    values, errors = forms.parsed((fields[name] for name in SHOWN), key)
+    try:
+        config = RunConfig.from_dict(values)  # what did not parse at its default
+    except InvalidInput as exc:
+        errors = exc.errors | errors
+    if errors:
+        raise InvalidInput(errors)
+    return config
 
 
 def new_sweep_form(engine: Runs) -> None:
     """The form, folded once this server drives a sweep; "Start sweep" starts one."""
     fields = run_fields()  # read at each run: a plugin loaded since shows
+    errors: dict[str, str] = st.session_state.get(ERRORS, {})
     with st.expander("New sweep", expanded=not state.sweeps()):
         base_col, search_col = st.columns(2)
         with base_col:
             st.markdown("**What every trial trains**")
-            for name in (*CHOSEN, *STEPPED):
-                run_field(fields[name])
+            for name in SHOWN:
+                run_field(fields[name], errors)
         with search_col:
             st.markdown("**What to search**")
             optimizer = st.session_state[key("optimizer")]
@@ -130,8 +137,11 @@ def new_sweep_form(engine: Runs) -> None:
             settings = search_settings() | sweep_objective.settings(key("dataset"))
         if st.button("Start sweep", type="primary", key="sweep:start"):
             start(engine, fields, frame, settings)
-        for name, reason in st.session_state.get(ERRORS, {}).items():
-            forms.error(name, reason)
+            if st.session_state.get(ERRORS):
+                st.rerun()  # each refusal shows under its field, drawn before the click
+        for name, reason in errors.items():
+            if name not in SHOWN:  # shown under its field
+                forms.error(name, reason)
 
 
 def search_settings() -> dict[str, Any]:

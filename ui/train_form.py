@@ -7,6 +7,7 @@ field for the page to show.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import streamlit as st
@@ -61,7 +62,7 @@ def seed_widgets(prefill: dict[str, Any] | None) -> None:
             else:
                 st.session_state[key] = value
     for name, knob in run_fields().items():
-        st.session_state.setdefault(run_key(name), forms.initial(knob, knob.default))
+        forms.seed(knob, run_key(name))
     for task in TASKS:
         st.session_state.setdefault(weight_key(task), "1")
 
@@ -69,11 +70,7 @@ def seed_widgets(prefill: dict[str, Any] | None) -> None:
 def seed_knobs(spec: optimizers.OptimizerSpec) -> None:
     """Widget values for `spec`'s knobs: their defaults, unless set already."""
     for knob in spec.knobs:
-        key = knob_key(spec.name, knob.name)
-        if knob.type == "rules":
-            st.session_state.setdefault(f"{key}:data", forms.initial(knob, knob.default))
-        else:
-            st.session_state.setdefault(key, forms.initial(knob, knob.default))
+        forms.seed(knob, knob_key(spec.name, knob.name))
 
 
 #: The seeds' per-layer decay example, for a transformer (the ViT plugin): no decay on
@@ -144,23 +141,11 @@ def take_suggested_rate() -> None:
 def submit(range_test: bool = False) -> None:
     """Validates the form; starts the run (a learning-rate range test of its config if
     `range_test`), or keeps every error for display, the engine's refusal's too."""
-    errors: dict[str, str] = {}
-    values: dict[str, Any] = {}
-    for name, knob in run_fields().items():
-        try:
-            values[name] = forms.parse(knob, forms.value(knob, run_key(name)))
-        except ValueError as exc:
-            errors[name] = str(exc)
+    values, errors = forms.parsed(run_fields().values(), run_key)
     values["group"] = None  # a clone of a repeat is not one more of its group
     spec = optimizers.get_spec(values["optimizer"])
-    hyperparameters = {}
-    for knob in spec.knobs:
-        try:
-            hyperparameters[knob.name] = forms.parse(
-                knob, forms.value(knob, knob_key(spec.name, knob.name))
-            )
-        except ValueError as exc:
-            errors[knob.name] = str(exc)
+    hyperparameters, knob_errors = forms.parsed(spec.knobs, functools.partial(knob_key, spec.name))
+    errors |= knob_errors
     values["hyperparameters"] = hyperparameters
     weights = {}
     for task in TASKS:

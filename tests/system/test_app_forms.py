@@ -1,10 +1,18 @@
 """The forms' inputs under AppTest (issue 39): a live knob's slider and number field hold
 one value and send nothing until Apply; a paused run's card promises no end; the Train
-and Sweep forms keep what was typed when the user leaves the page and comes back."""
+and Sweep forms keep what was typed when the user leaves the page and comes back. The
+Sweep form's run fields take their defaults and ranges from `FIELDS` (issue 40)."""
 
 from __future__ import annotations
 
-from core.engine import RunConfig
+import re
+from typing import Any
+
+from streamlit.testing.v1 import AppTest
+
+from core.engine import RunConfig, run_fields
+from core.knobs import InvalidInput, Knob
+from core.sweep import list_studies
 from tests.apptest import SHORT, page
 from tests.waiting import wait_for
 
@@ -79,7 +87,7 @@ def test_the_train_form_is_kept_when_the_user_leaves_the_page(lab) -> None:
 def test_the_sweep_form_is_kept_when_the_user_leaves_the_page(lab) -> None:
     at = page("pages/4_Sweep.py").run()
     at.selectbox(key="sweep:optimizer").select("momentum").run()
-    at.number_input(key="sweep:epochs").set_value(2).run()
+    at.text_input(key="sweep:epochs").input("2").run()
     at.radio(key="sweep:sampler").set_value("grid").run()
     at.number_input(key="sweep:n_trials").set_value(5).run()
     at.number_input(key="sweep:parallel").set_value(3).run()
@@ -89,7 +97,7 @@ def test_the_sweep_form_is_kept_when_the_user_leaves_the_page(lab) -> None:
     at.switch_page("pages/4_Sweep.py").run()
     assert not at.exception and not at.warning
     assert at.selectbox(key="sweep:optimizer").value == "momentum"
-    assert at.number_input(key="sweep:epochs").value == 2
+    assert at.text_input(key="sweep:epochs").value == "2"
     assert at.radio(key="sweep:sampler").value == "grid"
     assert at.number_input(key="sweep:n_trials").value == 5
     assert at.number_input(key="sweep:parallel").value == 3
@@ -97,3 +105,75 @@ def test_the_sweep_form_is_kept_when_the_user_leaves_the_page(lab) -> None:
     assert at.toggle(key="sweep:pruning").value is False
     (space,) = at.data_editor  # momentum's, as the form starts it
     assert space.value["name"].tolist() == ["learning_rate"]
+
+
+def form_fields(at: AppTest) -> dict[str, Any]:
+    """The Sweep form's widgets of run fields, by field: those keyed `sweep:NAME`, but
+    `sweep:seed`, the sampler's seed (a trial's runs take theirs from the sweep)."""
+    fields = run_fields()
+    widgets = [*at.text_input, *at.number_input, *at.selectbox, *at.toggle, *at.checkbox]
+    keyed = {w.key.removeprefix("sweep:"): w for w in widgets if w.key.startswith("sweep:")}
+    return {name: w for name, w in keyed.items() if name in fields and name != "seed"}
+
+
+def shown_errors(at: AppTest) -> dict[str, str]:
+    """The refusals the page shows, `**NAME**: reason`, by name, Markdown escapes undone."""
+    shown = (re.fullmatch(r"\*\*(.+?)\*\*: (.*)", e.value, re.S) for e in at.error)
+    return {m[1].replace("\\", ""): m[2].replace("\\", "") for m in shown if m}
+
+
+def fields_errors(values: dict[str, Any]) -> dict[str, str]:
+    """What `RunConfig` itself says of `values` (the others at their defaults)."""
+    try:
+        RunConfig.from_dict(values)
+    except InvalidInput as exc:
+        return exc.errors
+    return {}
+
+
+def test_the_sweep_forms_run_fields_take_their_defaults_and_ranges_from_FIELDS(lab) -> None:
+    """Every run field the Sweep form shows starts at its `FIELDS` default and takes what
+    `FIELDS` takes, no more and no less: typed just outside its range, and at its ends,
+    it is refused (or not) as `RunConfig` refuses the same values."""
+    at = page("pages/4_Sweep.py").run()
+    fields = run_fields()
+    widgets = form_fields(at)
+    # The fields the issue found at odds with FIELDS are among those shown.
+    assert {"epochs", "val_every", "log_every"} <= set(widgets)
+    numbers: dict[str, Knob] = {}
+    for name, widget in widgets.items():
+        knob = fields[name]
+        if widget.type == "selectbox":
+            assert (widget.value, widget.options) == (knob.default, list(knob.choices)), name
+        elif widget.type == "toggle":
+            assert widget.value is knob.default, name
+        elif widget.type == "number_input":  # bounded by the widget: by the knob's range
+            assert (widget.min, widget.max) == (knob.low, knob.high), name
+            assert widget.value == knob.default, name
+        else:  # typed text, which `RunConfig` checks: empty for none, else the default
+            assert knob.type in {"int", "float"}, name
+            assert widget.value == ("" if knob.default is None else f"{knob.default:g}"), name
+            assert f"Valid: {knob.range_text()}." in widget.help.replace("\\", ""), name
+            numbers[name] = knob
+    assert {"epochs", "val_every", "log_every"} <= set(numbers)
+
+    # A search space the sweep refuses: whatever the run fields say, nothing starts.
+    at.session_state["sweep:dimensions:adamw"] = {
+        "edited_rows": {0: {"low": -1.0}},
+        "added_rows": [],
+        "deleted_rows": [],
+    }
+    for typed in (
+        {name: int(knob.low) - 1 for name, knob in numbers.items()},
+        {name: int(knob.low) for name, knob in numbers.items()},
+        {name: int(knob.high) for name, knob in numbers.items()},
+        {name: int(knob.high) + 1 for name, knob in numbers.items()},
+    ):
+        for name, value in typed.items():
+            at.text_input(key=f"sweep:{name}").input(str(value))
+        at.button(key="sweep:start").click().run()
+        assert not at.exception
+        shown = {name: reason for name, reason in shown_errors(at).items() if name in fields}
+        assert shown == fields_errors(typed), typed
+    assert fields_errors({name: int(knob.high) + 1 for name, knob in numbers.items()})
+    assert lab.list() == [] and list_studies(lab) == []

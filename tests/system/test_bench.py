@@ -279,6 +279,30 @@ def test_a_quick_run_of_the_store_figures(tmp_path, capsys) -> None:
     assert text.rstrip().splitlines()[-1] == out[-1]
 
 
+@pytest.mark.slow
+def test_a_quick_run_of_the_sweep_figures(tmp_path, capsys) -> None:
+    """Figures 18 and 19 run `optlab sweep` and the plain Optuna script for real, small,
+    and report what they measured (their targets are the full run's to judge)."""
+    assert (
+        main(["--quick", "--only", "18,19", "--pairs", "1", "--results", str(tmp_path / "r")]) == 0
+    )
+
+    out = capsys.readouterr().out.splitlines()
+    rows = {
+        cells[0]: cells
+        for line in out
+        if line.startswith("| 1")
+        for cells in [[cell.strip() for cell in line.strip("|").split("|")]]
+    }
+    # Measured, each side: a figure that failed shows "—" in its A and B columns.
+    assert rows["18"][2].endswith(" trials/min") and rows["18"][3].endswith(" trials/min")
+    assert rows["19"][2].endswith(" steps") and rows["19"][3].endswith(" steps")
+    notes = "\n".join(out)
+    assert "- 18: " in notes and "the same learning rates on both sides" in notes
+    assert "- 19: " in notes and "best validation accuracy with the pruner / without" in notes
+    assert re.fullmatch(r"bench: [0-2]/2 targets met", out[-1])
+
+
 def test_bad_arguments_exit_with_status_2(capsys) -> None:
     for argv in (["--only", "42"], ["--only", "x"], ["--pairs", "0"]):
         with pytest.raises(SystemExit) as exit_info:
