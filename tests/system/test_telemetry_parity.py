@@ -95,7 +95,7 @@ def computing_ops(depth: int, telemetry: bool) -> int:
     return sum(op.type not in READS for op in graph.get_operations())
 
 
-def test_the_statistics_cost_no_more_ops_on_a_deeper_model() -> None:
+def test_the_statistics_cost_no_more_ops_on_a_model_deeper_in_small_layers() -> None:
     added = {depth: computing_ops(depth, True) - computing_ops(depth, False) for depth in (4, 16)}
     assert added[4] > 0  # the statistics are traced ...
     assert added[16] == added[4]  # ... in as many ops for 12 more layers of that shape
