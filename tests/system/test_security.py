@@ -243,6 +243,8 @@ ALLOWED = {
     # `optlab present` starts the dashboard: a fixed argument list, no shell, the key in
     # its environment.
     ("core/cli/presenting.py", "subprocess"),
+    # Ends a child process the lab started (SIGTERM, then SIGKILL): it starts none.
+    ("core/processes.py", "subprocess"),
 }
 # Rendering user-typed text (run names) as HTML would let it run as script.
 HTML_CALLS = {"html"}  # st.html, components.html
