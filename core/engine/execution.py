@@ -261,11 +261,13 @@ class RunExecution:
             # and a divergence it finds beside the loss that shows it.
             measures = trainer.measures(step)
             log = step % config.log_every == 0 or last_step or measures
-            per_layer = log and self.per_layer.due(step, last=last_step)
+            # Without telemetry there are no per-layer statistics to schedule.
+            timed = log and config.telemetry and not measures  # an instrument's step differs
+            per_layer = log and config.telemetry and self.per_layer.due(step, last=last_step)
             began = time.perf_counter()
             measured = trainer.step(step, log=log, per_layer=per_layer)
-            took = time.perf_counter() - began  # an instrument's step is not a logged one's
-            if log and not measures and self.per_layer.timed(took, per_layer=per_layer):
+            took = time.perf_counter() - began
+            if timed and self.per_layer.timed(took, per_layer=per_layer):
                 writer.add_event(step, PER_LAYER_EVENT, self._per_layer_interval())
             row = dict(measured.values)
             if log:

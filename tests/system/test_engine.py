@@ -87,6 +87,7 @@ def test_a_run_completes_with_its_telemetry(engine) -> None:
 def test_telemetry_off_records_only_the_essentials(engine) -> None:
     run_id = engine.start(config(max_steps=10, telemetry=False))
     engine.wait(run_id, 60)
+    assert not [e for e in engine.events(run_id) if e.kind == PER_LAYER_EVENT]
     assert set(engine.metrics(run_id).keys) == {
         "loss",
         "accuracy",
