@@ -323,8 +323,12 @@ def test_the_op_time_telemetry_adds_to_a_trainer_step_is_profiled() -> None:
     on = RunConfig(model="mlp", dataset="digits", optimizer="adamw", log_every=1, **NO_INSTRUMENTS)
     off = on.replace(telemetry=False, log_every=100)
     with_telemetry, without = training._trainer_ops(on), training._trainer_ops(off)
-    assert with_telemetry.total > without.total > 0
-    assert with_telemetry.excess_over(without).startswith("+")
+    assert with_telemetry.total > 0 and without.total > 0
+    # The statistics' own ops are in the profile (on a model this small their share of
+    # the time is within the noise): the sums that gather variables into layers.
+    assert "UnsortedSegmentSum" in with_telemetry.seconds
+    assert "UnsortedSegmentSum" not in without.seconds
+    assert "UnsortedSegmentSum +" in with_telemetry.excess_over(without, top=1000)
 
 
 def test_the_bench_models_have_the_variables_their_figures_name() -> None:

@@ -241,7 +241,7 @@ def valid_run_configs(draw: st.DrawFn) -> dict[str, Any]:
         split = dataset.train_size
         most = next(knob.high for knob in RUN_FIELDS if knob.name == "batch_size")
         values["batch_size"] = draw(st.integers(1, min(split, most)))
-    if "per_layer_every" in values:  # on logged steps: a multiple of log_every
+    if values.get("per_layer_every") is not None:  # on logged steps: a multiple of log_every
         log_every = values.get("log_every", 1)
         values["per_layer_every"] = max(1, values["per_layer_every"] // log_every) * log_every
     spec = draw(st.sampled_from(SPECS))
