@@ -4,15 +4,16 @@ Each sweep is the command itself (`python -m core sweep`, its own process, with 
 and its study in a new store), read back from that store once it has exited: so the
 figures measure the lab's sweep whichever process drives its trials.
 
-Figure 18, trial throughput: sgd trials of mlp on digits, 100 steps each, validated every
-20 steps, learning rates drawn log-uniformly by Optuna's random sampler: `optlab sweep` at
-its defaults (2 trials at once; telemetry every step) against `bench.plain_study`, the
-same study as a plain Optuna script calling `model.fit`, one trial after the other, in one
-process. Both sides use the same sampler seed, so they train the same learning rates
-(checked). A sample is trials per minute over the study: from its first trial's start to
-its last trial's end, on Optuna's own clock (the trials' `datetime_start` and
-`datetime_complete`), on both sides; each process's start (TensorFlow's import) is left
-out of both, and said in the figure's note.
+Figure 18, trial throughput: sgd trials of mlp on digits, 100 steps each, validated
+every 20 steps, learning rates drawn log-uniformly by Optuna's random sampler: `optlab
+sweep` at its defaults (2 trials at once; telemetry every step, the instruments off, as
+a trial has them unless asked) against `bench.plain_study`, the same study as a plain
+Optuna script calling `model.fit`, one trial after the other, in one process. Both sides
+use the same sampler seed, so they train the same learning rates (checked). A sample is
+trials per minute over the study: from its first trial's start to its last trial's end,
+on Optuna's own clock (the trials' `datetime_start` and `datetime_complete`), on both
+sides; each process's start (TensorFlow's import) is left out of both, and said in the
+figure's note.
 
 Figure 19, pruning: learning rates from 1e-5 to 1, where many trials stall; the same
 sweep (`optlab sweep --pruning`, the lab's default median pruner) and without a pruner,

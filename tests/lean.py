@@ -13,10 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from core.engine import RunConfig
+from core.engine.config import INSTRUMENT_FIELDS
 from core.engine.instruments import INSTRUMENTS
 
 #: Run config fields that turn every instrument off (telemetry stays on).
-NO_INSTRUMENTS: dict[str, int] = {f"{name}_every": 0 for name in INSTRUMENTS}
+NO_INSTRUMENTS: dict[str, int] = dict.fromkeys(INSTRUMENT_FIELDS, 0)
 #: The same, as `python -m core train` / `sweep` flags.
 NO_INSTRUMENTS_FLAGS: list[str] = [
     flag for name in INSTRUMENTS for flag in (f"--{name.replace('_', '-')}-every", "0")

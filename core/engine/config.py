@@ -299,7 +299,9 @@ FIELDS: tuple[Knob, ...] = tuple(
 )
 DEFAULTS: dict[str, Any] = {f.name: f.default for f in FIELDS}
 FIELD_NAMES = tuple(f.name for f in dataclasses.fields(RunConfig))
-if missing := sorted(f"{name}_every" for name in INSTRUMENTS if f"{name}_every" not in DEFAULTS):
+#: Each instrument's interval field, in the order of `INSTRUMENTS`.
+INSTRUMENT_FIELDS = tuple(f"{name}_every" for name in INSTRUMENTS)
+if missing := sorted(name for name in INSTRUMENT_FIELDS if name not in DEFAULTS):
     raise TypeError(f"RunConfig lacks the interval field of an instrument: {', '.join(missing)}")
 
 

@@ -71,6 +71,9 @@ class Engine(RunReader):
         self.owner = owner.current()
         self.interrupted_at_start = self.store.mark_interrupted()
         self._lock = threading.RLock()
+        self._ended = threading.Condition(self._lock)
+        #: How many of this engine's runs have ended so far (see `wait_for_an_end`).
+        self.runs_ended = 0
         self._controls: dict[str, RunControl] = {}
         self._queue: deque[str] = deque()
         self._running: set[str] = set()
@@ -250,12 +253,24 @@ class Engine(RunReader):
             control.done.wait(timeout)
         return self.status(run_id)
 
+    def wait_for_an_end(self, seen: int, timeout: float) -> None:
+        """Blocks until more than `seen` of this engine's runs have ended (`runs_ended`),
+        or `timeout` seconds pass. A sweep's driver waits so between two looks at its
+        trials, and tells a trial's end, and starts the next, as soon as its run ends.
+        Raises `RuntimeError` once the engine is closed: the runs it ended then were cut
+        short, and no other will start."""
+        with self._ended:
+            self._ended.wait_for(lambda: self.runs_ended > seen or self._closed, timeout)
+            if self._closed:
+                raise RuntimeError("the engine is closed")
+
     def close(self, timeout: float = 30.0) -> None:
         """Ends every run that has not ended as interrupted, then closes the store. The
         command listener, and the heartbeat by which other hosts know the runs' process
         alive, stop once the runs have ended (a start it takes meanwhile is refused)."""
         with self._lock:
             self._closed = True
+            self._ended.notify_all()
             while self._queue:
                 run_id = self._queue.popleft()
                 self._end_queued(self._controls[run_id], "interrupted")
@@ -370,6 +385,7 @@ class Engine(RunReader):
                 self._running.discard(control.run_id)
                 del self._controls[control.run_id]
                 control.done.set()
+                self._count_end()
                 if not self._closed:
                     self._schedule()
 
@@ -378,6 +394,12 @@ class Engine(RunReader):
         self.store.finish(control.run_id, status, {"steps": 0})
         del self._controls[control.run_id]
         control.done.set()
+        self._count_end()
+
+    def _count_end(self) -> None:
+        """Counts a run's end and wakes `wait_for_an_end` (lock held)."""
+        self.runs_ended += 1
+        self._ended.notify_all()
 
     def _live(self) -> dict[str, Progress]:
         """(status, step, steps/s) of every run not ended, copied at once."""

@@ -23,8 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from core.engine.config import DEFAULTS, LR_FIND, RunConfig
-from core.engine.instruments import INSTRUMENTS
+from core.engine.config import DEFAULTS, INSTRUMENT_FIELDS, LR_FIND, RunConfig
 from core.store.metrics import Metrics
 
 STEPS = 200
@@ -78,7 +77,7 @@ def _test_fields(steps: int, start: float) -> dict[str, Any]:
         "log_every": 1,
         "val_every": None,
         "checkpoint_every": 0,
-        **{f"{name}_every": 0 for name in INSTRUMENTS},
+        **dict.fromkeys(INSTRUMENT_FIELDS, 0),
     }
 
 

@@ -21,8 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from core.engine.config import RunConfig
-from core.engine.instruments import INSTRUMENTS
+from core.engine.config import INSTRUMENT_FIELDS, RunConfig
 from core.store import Metrics
 
 
@@ -187,7 +186,7 @@ class Recipe:
 def digits_mlp(**fields: Any) -> RunConfig:
     """A run of the MLP on digits (bundled, 1,438 training examples), every instrument
     off and no checkpoints unless `fields` say otherwise: what most recipes train."""
-    off = {f"{name}_every": 0 for name in INSTRUMENTS}
+    off = dict.fromkeys(INSTRUMENT_FIELDS, 0)
     return RunConfig.from_dict(
         {"dataset": "digits", "model": "mlp", "checkpoint_every": 0, **off, **fields}
     )

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, Literal
 
+from core.engine import Engine
 from core.engine.repeats import repeat_configs
 from core.knobs import InvalidInput
 from core.store import UnknownRunError, owner
@@ -75,6 +76,7 @@ class Driver:
             settle_abandoned(self.engine, self.study, driven_here=False)
             self._queue_retries()
             while not self.stop_requested.is_set():
+                ended = self._runs_ended()
                 self._poll()
                 while len(self.in_flight) < self.plan.parallel and self._budget_left():
                     self._launch()
@@ -82,10 +84,23 @@ class Driver:
                     return "done"
                 if self.stop_asked():
                     break
-                self.stop_requested.wait(self.poll_interval)
+                self._rest(ended)
             return "stopped"
         finally:
             self._stop_all()
+
+    def _runs_ended(self) -> int:
+        return self.engine.runs_ended if isinstance(self.engine, Engine) else 0
+
+    def _rest(self, ended: int) -> None:
+        """Waits `poll_interval` before the next look, or less: until a stop is asked
+        for, or (on an engine in this process) until a run ends after `ended` had, so
+        that its trial is told, and the next one started, at once. Waiting out the
+        interval cost a trial of 100 steps of mlp on digits 0.3 s of its 1.6 s."""
+        if isinstance(self.engine, Engine):
+            self.engine.wait_for_an_end(ended, self.poll_interval)
+        else:
+            self.stop_requested.wait(self.poll_interval)
 
     # Trials in flight ---------------------------------------------------------------------
 
@@ -95,7 +110,7 @@ class Driver:
         name = f"sweep {self.study.study_name} #{trial.number}"
         try:
             configs = repeat_configs(
-                self.plan.config_for(trial.params, name=name), self.plan.repeats
+                self.plan.trial_config(trial.params, name=name), self.plan.repeats
             )
             run_ids = []
             for config in configs:

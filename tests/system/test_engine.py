@@ -121,6 +121,43 @@ def test_queue_is_fifo_and_at_most_two_train_at_once(tmp_path) -> None:
         engine.close()
 
 
+def test_waiting_for_an_end_returns_when_a_run_ends_queued_or_trained(tmp_path) -> None:
+    engine = Engine(tmp_path / "lab.sqlite", max_concurrent=1)
+    try:
+        first = engine.start(config(max_steps=100_000))
+        second = engine.start(config(max_steps=10))
+        engine.wait_for_an_end(0, 0.01)  # none has ended: it waits out its timeout
+        assert engine.runs_ended == 0
+        engine.stop(second)  # queued: it ends without training
+        engine.wait_for_an_end(0, 600)
+        assert engine.runs_ended == 1
+        ended = threading.Thread(target=engine.wait_for_an_end, args=(1, 600))
+        ended.start()
+        engine.stop(first)
+        ended.join(600)  # it woke when the stopped run ended, not at its timeout
+        assert not ended.is_alive() and engine.runs_ended == 2
+        assert engine.status(first).status == "stopped"
+    finally:
+        engine.close()
+
+
+def test_waiting_for_an_end_wakes_and_fails_when_the_engine_closes(tmp_path) -> None:
+    engine = Engine(tmp_path / "lab.sqlite")
+    raised: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            engine.wait_for_an_end(0, 600)
+        except RuntimeError as exc:
+            raised.append(exc)
+
+    waiting = threading.Thread(target=wait)
+    waiting.start()
+    engine.close()
+    waiting.join(600)
+    assert not waiting.is_alive() and "closed" in str(raised[0])
+
+
 def test_queued_run_can_be_stopped_before_it_starts(tmp_path) -> None:
     engine = Engine(tmp_path / "lab.sqlite", max_concurrent=1)
     try:

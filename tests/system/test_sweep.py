@@ -14,6 +14,7 @@ import optuna
 import pytest
 
 from core.engine import Engine, RunConfig
+from core.engine.config import INSTRUMENT_FIELDS
 from core.group_comparison import mean_interval
 from core.knobs import InvalidHyperparameters
 from core.optimizers import load_plugins
@@ -112,6 +113,23 @@ def test_a_trial_config_puts_run_fields_and_knobs_in_their_places() -> None:
         hyperparameters={"learning_rate": 0.03}
     )
     assert SweepPlan.from_dict(plan.to_dict()) == plan
+
+
+def test_a_trial_measures_only_the_instruments_its_plan_sets() -> None:
+    asked = dict.fromkeys(INSTRUMENT_FIELDS) | {"sharpness_every": 7}
+    base = BASE.replace(**asked)
+    plan = SweepPlan.create(
+        base, space(LR), n_trials=3, sampler="random", pruning=False, parallel=2, seed=0
+    )
+    trial = plan.trial_config({"learning_rate": 0.03}, name="t")
+    assert {name: getattr(trial, name) for name in INSTRUMENT_FIELDS} == dict.fromkeys(
+        INSTRUMENT_FIELDS, 0
+    ) | {"sharpness_every": 7}
+    assert trial.replace(**asked) == (
+        plan.config_for({"learning_rate": 0.03}, name="t")
+    )
+    # The best config, trained on its own, keeps the defaults.
+    assert plan.config_for({"learning_rate": 0.03}).alpha_every is None
 
 
 @pytest.mark.parametrize(
