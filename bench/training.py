@@ -44,6 +44,7 @@ from core import data, models
 from core.engine import Engine, RunConfig, RunStatus, checkpoints, execution
 from core.engine.config import instrument_intervals
 from core.engine.instruments import INSTRUMENTS
+from core.engine.per_layer_schedule import per_layer_schedule
 
 MODEL = "lenet"
 DATASET = "mnist-5k"
@@ -387,8 +388,9 @@ def _engine_profile(config: RunConfig, first: int, last: int) -> str:
 
 
 def _trainer_ops(config: RunConfig) -> profiling.OpProfile:
-    """The op time of one warm step of a trainer of `config`, logged if it logs every
-    step: the traced step the engine runs, without the engine around it."""
+    """The op time of one warm step of a trainer of `config`, as most of its steps are:
+    logged if it logs every step, with the per-layer statistics unless a budget spaces
+    them (`per_layer_schedule`). The traced step the engine runs, without the engine."""
     import tensorflow as tf
 
     from core.engine.trainer import Trainer
@@ -397,10 +399,15 @@ def _trainer_ops(config: RunConfig) -> profiling.OpProfile:
     trainer = Trainer(config, tf.distribute.get_strategy())
     steps = itertools.count(1)
     log = config.log_every == 1
+    per_layer = log and config.telemetry and not per_layer_schedule(config).budgeted
+
+    def step() -> None:
+        trainer.step(next(steps), log=log, per_layer=per_layer)
+
     try:
         for _ in range(5):  # traced, then warm
-            trainer.step(next(steps), log=log)
-        return profiling.tf_ops(lambda: trainer.step(next(steps), log=log), PROFILED_STEPS)
+            step()
+        return profiling.tf_ops(step, PROFILED_STEPS)
     finally:
         trainer.close()
 

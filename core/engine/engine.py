@@ -71,9 +71,10 @@ class Engine(RunReader):
         self.owner = owner.current()
         self.interrupted_at_start = self.store.mark_interrupted()
         self._lock = threading.RLock()
-        self._ended = threading.Condition(self._lock)
-        #: How many of this engine's runs have ended so far (see `wait_for_an_end`).
-        self.runs_ended = 0
+        self._milestone = threading.Condition(self._lock)
+        #: How many times one of this engine's runs validated or ended (see
+        #: `wait_for_milestone`).
+        self.milestones = 0
         self._controls: dict[str, RunControl] = {}
         self._queue: deque[str] = deque()
         self._running: set[str] = set()
@@ -253,16 +254,23 @@ class Engine(RunReader):
             control.done.wait(timeout)
         return self.status(run_id)
 
-    def wait_for_an_end(self, seen: int, timeout: float) -> None:
-        """Blocks until more than `seen` of this engine's runs have ended (`runs_ended`),
-        or `timeout` seconds pass. A sweep's driver waits so between two looks at its
-        trials, and tells a trial's end, and starts the next, as soon as its run ends.
-        Raises `RuntimeError` once the engine is closed: the runs it ended then were cut
-        short, and no other will start."""
-        with self._ended:
-            self._ended.wait_for(lambda: self.runs_ended > seen or self._closed, timeout)
+    def wait_for_milestone(self, seen: int, timeout: float) -> None:
+        """Blocks until `milestones` passes `seen` (a run of this engine validated, with
+        its metrics stored, or ended), or `timeout` seconds pass. A sweep's driver waits
+        so between two looks at its trials: it reports a validation to the pruner, tells
+        a trial's end and starts the next as soon as they happen. Raises `RuntimeError`
+        once the engine is closed: the runs it ended then were cut short, and no other
+        will start."""
+        with self._milestone:
+            self._milestone.wait_for(lambda: self.milestones > seen or self._closed, timeout)
             if self._closed:
                 raise RuntimeError("the engine is closed")
+
+    def _reached_milestone(self) -> None:
+        """Counts a run's validation or end, and wakes `wait_for_milestone`."""
+        with self._milestone:
+            self.milestones += 1
+            self._milestone.notify_all()
 
     def close(self, timeout: float = 30.0) -> None:
         """Ends every run that has not ended as interrupted, then closes the store. The
@@ -270,7 +278,7 @@ class Engine(RunReader):
         alive, stop once the runs have ended (a start it takes meanwhile is refused)."""
         with self._lock:
             self._closed = True
-            self._ended.notify_all()
+            self._milestone.notify_all()
             while self._queue:
                 run_id = self._queue.popleft()
                 self._end_queued(self._controls[run_id], "interrupted")
@@ -357,7 +365,7 @@ class Engine(RunReader):
 
     def _enqueue(self, run_id: str, config: RunConfig, step: int = 0) -> None:
         """Adds a stored, queued run to the queue, to start after `step` (lock held)."""
-        self._controls[run_id] = RunControl(run_id, config, step)
+        self._controls[run_id] = RunControl(run_id, config, step, validated=self._reached_milestone)
         self._queue.append(run_id)
         self._schedule()
 
@@ -385,7 +393,7 @@ class Engine(RunReader):
                 self._running.discard(control.run_id)
                 del self._controls[control.run_id]
                 control.done.set()
-                self._count_end()
+                self._reached_milestone()
                 if not self._closed:
                     self._schedule()
 
@@ -394,12 +402,7 @@ class Engine(RunReader):
         self.store.finish(control.run_id, status, {"steps": 0})
         del self._controls[control.run_id]
         control.done.set()
-        self._count_end()
-
-    def _count_end(self) -> None:
-        """Counts a run's end and wakes `wait_for_an_end` (lock held)."""
-        self.runs_ended += 1
-        self._ended.notify_all()
+        self._reached_milestone()
 
     def _live(self) -> dict[str, Progress]:
         """(status, step, steps/s) of every run not ended, copied at once."""

@@ -20,6 +20,7 @@ import socket
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +76,8 @@ class RunControl:
     updates: queue.SimpleQueue[tuple[str, float]] = field(default_factory=queue.SimpleQueue)
     wake: threading.Event = field(default_factory=threading.Event)
     done: threading.Event = field(default_factory=threading.Event)
+    #: Called when the run has validated and stored the step's metrics.
+    validated: Callable[[], None] = lambda: None
 
     def request_stop(self, reason: str = "stopped") -> None:
         self.stop_reason = self.stop_reason or reason
@@ -276,11 +279,17 @@ class RunExecution:
             if measured.histograms is not None:
                 writer.add_event(step, HISTOGRAM_EVENT, measured.histograms)
             validate_every = config.val_every or trainer.data.steps_per_epoch
-            if (step % validate_every == 0 or last_step) and self.explosion is None:
+            validates = (step % validate_every == 0 or last_step) and self.explosion is None
+            if validates:
                 row |= trainer.evaluate()
             if row:
                 writer.append(step, row)
                 self._remember(row)
+            if validates:
+                # Stored at once, not at the writer's next flush: a sweep's pruner (which
+                # `validated` wakes) judges a trial by it, and the run trains meanwhile.
+                writer.flush()
+                control.validated()
             self.diverged_at = measured.diverged_at or self.diverged_at
             control.step = step
             if self.explosion is not None and (reason := self._exploded(row)):

@@ -121,33 +121,37 @@ def test_queue_is_fifo_and_at_most_two_train_at_once(tmp_path) -> None:
         engine.close()
 
 
-def test_waiting_for_an_end_returns_when_a_run_ends_queued_or_trained(tmp_path) -> None:
+def test_a_milestone_is_a_stored_validation_or_a_runs_end(tmp_path) -> None:
     engine = Engine(tmp_path / "lab.sqlite", max_concurrent=1)
     try:
-        first = engine.start(config(max_steps=100_000))
-        second = engine.start(config(max_steps=10))
-        engine.wait_for_an_end(0, 0.01)  # none has ended: it waits out its timeout
-        assert engine.runs_ended == 0
-        engine.stop(second)  # queued: it ends without training
-        engine.wait_for_an_end(0, 600)
-        assert engine.runs_ended == 1
-        ended = threading.Thread(target=engine.wait_for_an_end, args=(1, 600))
-        ended.start()
-        engine.stop(first)
-        ended.join(600)  # it woke when the stopped run ended, not at its timeout
-        assert not ended.is_alive() and engine.runs_ended == 2
-        assert engine.status(first).status == "stopped"
+        engine.wait_for_milestone(0, 0.01)  # none yet: it waits out its timeout
+        assert engine.milestones == 0
+        queued = engine.start(config(max_steps=10))  # stopped before it starts: it ends
+        engine.stop(queued)
+        engine.wait_for_milestone(0, 600)
+        assert engine.milestones == 1
+        # Validated at steps 10, 20 and 30 (its last), then ended: four more.
+        run_id = engine.start(config(max_steps=30, val_every=10, log_every=30))
+        seen, stored = 1, []
+        while seen < 5:
+            engine.wait_for_milestone(seen, 600)
+            seen = engine.milestones
+            validated = engine.store.read_metrics(run_id)["val_accuracy"]
+            stored.append((seen - 1, int(np.isfinite(validated).sum())))
+        # Each validation was in the store when its milestone woke the waiter.
+        assert all(count >= min(reached, 3) for reached, count in stored), stored
+        assert engine.milestones == 5 and engine.wait(run_id, 600).status == "completed"
     finally:
         engine.close()
 
 
-def test_waiting_for_an_end_wakes_and_fails_when_the_engine_closes(tmp_path) -> None:
+def test_waiting_for_a_milestone_wakes_and_fails_when_the_engine_closes(tmp_path) -> None:
     engine = Engine(tmp_path / "lab.sqlite")
     raised: list[BaseException] = []
 
     def wait() -> None:
         try:
-            engine.wait_for_an_end(0, 600)
+            engine.wait_for_milestone(0, 600)
         except RuntimeError as exc:
             raised.append(exc)
 
