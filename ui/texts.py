@@ -106,7 +106,7 @@ def described(field: str, name: str, data_dir: str | None = None) -> str:
 
 def per_layer_interval(events: list[Event]) -> str | None:
     """How often a run records its per-layer statistics now, from its latest interval
-    event: "per-layer every 4 steps (within 5% of the step time)"; None before any."""
+    event: "per-layer every 4 steps (within 2% of the step time)"; None before any."""
     latest = next((e.payload for e in reversed(events) if e.kind == PER_LAYER_EVENT), None)
     if latest is None:
         return None

@@ -51,10 +51,11 @@ def per_tensor(measure: Measure, *lists: Sequence[tf.Tensor]) -> tf.Tensor:
     """`measure` of each tensor of `lists[0]` (with the tensors at the same place in the
     other lists), as one float32 vector in their order.
 
-    Small tensors of one static shape and dtype are stacked and measured by one op
-    (`shape_groups`), so the ops traced grow with the distinct small shapes, not with the
-    tensors: a deeper model repeats the shapes it has, and a per-variable statistic costs
-    it no more ops.
+    Small tensors (up to `STACKED_AT_MOST` entries) of one static shape and dtype are
+    stacked and measured by one op (`shape_groups`), so their ops grow with the distinct
+    small shapes, not with the tensors: a deeper model of small layers repeats the shapes
+    it has, and a per-variable statistic costs it no more ops. A larger tensor is measured
+    alone, by ops of its own: there the bytes, not the ops, are the cost.
     """
     groups = shape_groups(*lists)
     alone = [members[0] for members in groups if len(members) == 1]

@@ -17,6 +17,7 @@ import pytest
 from core import optimizers
 from core.data import files
 from core.engine import RunConfig
+from core.engine.per_layer_schedule import BUDGET
 from core.escaping import escape_markdown
 from core.knobs import InvalidInput
 from core.store.metrics import Block
@@ -185,7 +186,7 @@ def test_live_says_how_often_each_run_records_its_per_layer_statistics(lab) -> N
     assert not at.exception
     (caption,) = [c.value for c in at.caption if "per-layer every" in c.value]
     assert "per-layer every 2 steps" in caption
-    assert "(within 5% of the step time)" in caption
+    assert f"(within {BUDGET:.0%} of the step time)" in caption
 
 
 def plotly_array(data: list | dict) -> np.ndarray:

@@ -125,9 +125,7 @@ def test_a_trial_measures_only_the_instruments_its_plan_sets() -> None:
     assert {name: getattr(trial, name) for name in INSTRUMENT_FIELDS} == dict.fromkeys(
         INSTRUMENT_FIELDS, 0
     ) | {"sharpness_every": 7}
-    assert trial.replace(**asked) == (
-        plan.config_for({"learning_rate": 0.03}, name="t")
-    )
+    assert trial.replace(**asked) == (plan.config_for({"learning_rate": 0.03}, name="t"))
     # The best config, trained on its own, keeps the defaults.
     assert plan.config_for({"learning_rate": 0.03}).alpha_every is None
 

@@ -15,6 +15,13 @@ from core.engine.per_layer_schedule import (
 )
 from core.knobs import InvalidInput
 
+#: The budget the timings below are written for (the default is `BUDGET`).
+SHARE = 0.05
+
+
+def budgeted(log_every: int = 1) -> PerLayerSchedule:
+    return PerLayerSchedule(None, log_every=log_every, budget=SHARE)
+
 
 def timed(schedule: PerLayerSchedule, with_them: float, without: float, rounds: int) -> bool:
     """Feeds `rounds` timings of each kind (after the warm-up's); whether the interval
@@ -36,16 +43,16 @@ def timed(schedule: PerLayerSchedule, with_them: float, without: float, rounds: 
     ],
 )
 def test_the_interval_keeps_the_extra_time_within_the_budget(with_them, without, every) -> None:
-    schedule = PerLayerSchedule(None, log_every=1)
-    assert schedule.every == FIRST_INTERVAL and schedule.budget_share == BUDGET
+    schedule = budgeted()
+    assert schedule.every == FIRST_INTERVAL and schedule.budget_share == SHARE
     assert timed(schedule, with_them, without, rounds=5) == (every != FIRST_INTERVAL)
     assert schedule.every == every
     extra_share = (with_them - without) / schedule.every / without
-    assert extra_share <= BUDGET + 1e-9 or schedule.every == LONGEST
+    assert extra_share <= SHARE + 1e-9 or schedule.every == LONGEST
 
 
 def test_warm_up_timings_are_left_out() -> None:
-    schedule = PerLayerSchedule(None, log_every=1)
+    schedule = budgeted()
     # Traces: a hundred times slower, once each; they must not set the interval.
     schedule.timed(0.1, per_layer=False)
     schedule.timed(1.0, per_layer=True)
@@ -54,7 +61,7 @@ def test_warm_up_timings_are_left_out() -> None:
 
 
 def test_small_changes_leave_the_interval_alone() -> None:
-    schedule = PerLayerSchedule(None, log_every=1)
+    schedule = budgeted()
     timed(schedule, 2.0e-3, 1.0e-3, rounds=5)
     assert schedule.every == 20
     # 14 would do now: within the hysteresis, so it stays at 20 ...
@@ -68,7 +75,7 @@ def test_small_changes_leave_the_interval_alone() -> None:
 
 
 def test_the_interval_is_in_logged_steps() -> None:
-    schedule = PerLayerSchedule(None, log_every=3)
+    schedule = budgeted(log_every=3)
     timed(schedule, 1.2e-3, 1.0e-3, rounds=5)  # 4 steps wanted: the next logged one is 6
     assert schedule.every == 6
     assert [s for s in range(3, 20, 3) if schedule.due(s)] == [3, 6, 12, 18]  # the first too
@@ -82,7 +89,7 @@ def test_a_set_interval_is_kept_whatever_the_timings() -> None:
 
 
 def test_a_runs_fields_choose_the_schedule() -> None:
-    assert per_layer_schedule(RunConfig()).budgeted
+    assert per_layer_schedule(RunConfig()).budget_share == BUDGET == 0.02  # checkpoints' share
     assert per_layer_schedule(RunConfig(per_layer_every=10)).every == 10
     explicit_log = per_layer_schedule(RunConfig(log_every=5))  # an explicit log_every wins
     assert explicit_log.every == 5 and not explicit_log.budgeted
