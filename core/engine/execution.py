@@ -270,7 +270,8 @@ class RunExecution:
             began = time.perf_counter()
             measured = trainer.step(step, log=log, per_layer=per_layer)
             took = time.perf_counter() - began
-            if timed and self.per_layer.timed(took, per_layer=per_layer):
+            steps_left = trainer.data.total_steps - step
+            if timed and self.per_layer.timed(took, per_layer=per_layer, steps_left=steps_left):
                 writer.add_event(step, PER_LAYER_EVENT, self._per_layer_interval())
             row = dict(measured.values)
             if log:

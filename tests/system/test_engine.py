@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from core.engine import Engine, RunConfig
+from core.engine.per_layer_schedule import BUDGET
 from core.optimizers import InvalidHyperparameters
 from core.store import PER_LAYER_EVENT
 from tests.threads import new_threads
@@ -82,6 +83,31 @@ def test_a_run_completes_with_its_telemetry(engine) -> None:
     assert logged == [5, 10, 15, 20, 25, 30, 35, 40]
     assert metrics.steps[~np.isnan(metrics["alpha"])].tolist() == [5, 10, 15, 20, 25, 30, 35, 40]
     assert engine.metrics(run_id, since_step=30).steps.tolist() == [35, 40]
+
+
+def test_the_budget_spaces_per_layer_statistics_only_where_the_run_is_long_enough(
+    engine,
+) -> None:
+    short, long = (engine.start(config(max_steps=n, epochs=1000, seed=n)) for n in (20, 2000))
+    for run_id in (short, long):
+        assert engine.wait(run_id, 600).status == "completed"
+
+    def carried(run_id: str) -> np.ndarray:
+        metrics = engine.metrics(run_id)
+        return metrics.steps[~np.isnan(metrics["step_norm/dense1"])]
+
+    def intervals(run_id: str) -> list[int]:
+        return [e.payload["every"] for e in engine.events(run_id) if e.kind == PER_LAYER_EVENT]
+
+    # 20 steps cannot pay for tracing a step without them: every step has them.
+    assert carried(short).tolist() == list(range(1, 21)) and intervals(short) == [1]
+    # 2,000 can: spaced from the fifth step on (then as the budget says), the first and
+    # the last step kept.
+    spaced = carried(long)
+    assert spaced[0] == 1 and spaced[-1] == 2000 and len(spaced) < 2000
+    assert intervals(long)[:2] == [1, 4]
+    budgets = {e.payload["budget"] for e in engine.events(long) if e.kind == PER_LAYER_EVENT}
+    assert budgets == {BUDGET}
 
 
 def test_telemetry_off_records_only_the_essentials(engine) -> None:

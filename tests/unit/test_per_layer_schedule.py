@@ -44,11 +44,26 @@ def timed(schedule: PerLayerSchedule, with_them: float, without: float, rounds: 
 )
 def test_the_interval_keeps_the_extra_time_within_the_budget(with_them, without, every) -> None:
     schedule = budgeted()
-    assert schedule.every == FIRST_INTERVAL and schedule.budget_share == SHARE
-    assert timed(schedule, with_them, without, rounds=5) == (every != FIRST_INTERVAL)
+    assert schedule.every == 1 and schedule.budget_share == SHARE
+    assert timed(schedule, with_them, without, rounds=5)
     assert schedule.every == every
     extra_share = (with_them - without) / schedule.every / without
     assert extra_share <= SHARE + 1e-9 or schedule.every == LONGEST
+
+
+def test_a_run_spaces_them_only_once_the_rest_of_it_pays_for_another_trace() -> None:
+    schedule = budgeted()
+    schedule.timed(0.5, per_layer=True, steps_left=10_000)  # the trace of the step with them
+    # 200 steps left, at 2 ms a step with them: 0.4 s, less than a trace. Every step has
+    # them: the step without would cost more to trace than it saves.
+    for step in range(WARMUP + 3):
+        assert not schedule.timed(2e-3, per_layer=True, steps_left=200 - step)
+        assert schedule.due(step + 2)
+    assert schedule.every == 1
+    # A longer run: 300 steps at 2 ms outlast the trace, so spacing them is timed.
+    assert schedule.timed(2e-3, per_layer=True, steps_left=300)
+    assert schedule.every == FIRST_INTERVAL
+    assert [step for step in range(10, 18) if schedule.due(step)] == [12, 16]
 
 
 def test_warm_up_timings_are_left_out() -> None:
