@@ -1,4 +1,5 @@
-"""An engine's TensorFlow pools: one thread an op when its runs fill the cores."""
+"""An engine's TensorFlow pools: one thread an op, and an op a core at once, when its runs
+fill the cores."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from core.engine import threads
 @pytest.mark.parametrize(
     ("runs", "cores", "pools"),
     [
-        (3, 2, {threads.INTRA_OP: "1", threads.INTER_OP: "1"}),  # the demo race on 2 cores
-        (2, 2, {threads.INTRA_OP: "1", threads.INTER_OP: "1"}),
+        (3, 2, {threads.INTRA_OP: "1", threads.INTER_OP: "2"}),  # the demo race on 2 cores
+        (2, 2, {threads.INTRA_OP: "1", threads.INTER_OP: "2"}),
+        (8, 4, {threads.INTRA_OP: "1", threads.INTER_OP: "4"}),
         (1, 2, {}),  # a core to spare: TensorFlow's defaults
         (2, 16, {}),
     ],
@@ -26,7 +28,7 @@ def test_the_engine_sets_them_unless_the_user_did(monkeypatch) -> None:
     monkeypatch.delenv(threads.INTRA_OP, raising=False)
     monkeypatch.delenv(threads.INTER_OP, raising=False)
     monkeypatch.setattr(threads, "available_cores", lambda: 2)
-    assert threads.share_cores(3) == {threads.INTRA_OP: "1", threads.INTER_OP: "1"}
+    assert threads.share_cores(3) == {threads.INTRA_OP: "1", threads.INTER_OP: "2"}
     assert threads.share_cores(3) == {}  # set now: left as they are
     monkeypatch.setenv(threads.INTRA_OP, "4")
     monkeypatch.delenv(threads.INTER_OP)
