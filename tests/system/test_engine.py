@@ -108,6 +108,10 @@ def test_the_budget_spaces_per_layer_statistics_only_where_the_run_is_long_enoug
     assert intervals(long)[:2] == [1, 4]
     budgets = {e.payload["budget"] for e in engine.events(long) if e.kind == PER_LAYER_EVENT}
     assert budgets == {BUDGET}
+    # An instrument's step carries them whatever the interval: one trace per mix, not two.
+    alpha = engine.metrics(long)["alpha"]
+    measured = engine.metrics(long).steps[~np.isnan(alpha)]
+    assert len(measured) >= 10 and set(measured) <= set(spaced)
 
 
 def test_telemetry_off_records_only_the_essentials(engine) -> None:
