@@ -292,10 +292,11 @@ class RunExecution:
                 writer.append(step, row)
                 self._remember(row)
             if validates:
-                # Stored at once, not at the writer's next flush: a sweep's pruner (which
-                # `validated` wakes) judges a trial by it, and the run trains meanwhile.
-                writer.flush()
-                control.validated()
+                # Committed at once, not at the writer's next interval: a sweep's pruner
+                # (which `validated` wakes once it is) judges a trial by it, and the run
+                # trains meanwhile. The writer's thread commits it, so a locked store
+                # still holds up only that thread.
+                writer.flush_soon(control.validated)
             self.diverged_at = measured.diverged_at or self.diverged_at
             control.step = step
             if self.explosion is not None and (reason := self._exploded(row)):

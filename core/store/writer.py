@@ -5,7 +5,7 @@ rows at once (`Writers`)."""
 import operator
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -57,6 +57,8 @@ class MetricsWriter:
         self._closed = False
         self._flush_lock = threading.Lock()  # one flush at a time keeps chunks in step order
         self._stop = threading.Event()
+        self._wake = threading.Event()  # the flusher's: commit now (see `flush_soon`)
+        self._after_flush: list[Callable[[], None]] = []
         self._thread = threading.Thread(
             target=self._run, name=f"optlab-metrics-{run_id}", daemon=True
         )
@@ -136,6 +138,14 @@ class MetricsWriter:
                     self._error = error
                 raise error from exc
 
+    def flush_soon(self, then: Callable[[], None]) -> None:
+        """Asks the flusher to commit what is buffered now, not at its next interval, and
+        to call `then` (in its thread) once it has; returns at once, so a locked store
+        still holds up only the flusher. `then` is not called if the commit fails."""
+        with self._lock:
+            self._after_flush.append(then)
+        self._wake.set()
+
     def close(self) -> None:
         """Commit everything buffered and stop the flusher; raise if anything was lost."""
         self.shutdown()
@@ -146,6 +156,7 @@ class MetricsWriter:
         with self._lock:
             self._closed = True
         self._stop.set()
+        self._wake.set()
         if threading.current_thread() is not self._thread:
             self._thread.join()
 
@@ -165,11 +176,17 @@ class MetricsWriter:
 
     def _run(self) -> None:
         while True:
-            stopping = self._stop.wait(self.flush_interval)
+            self._wake.wait(self.flush_interval)
+            self._wake.clear()
+            stopping = self._stop.is_set()
+            with self._lock:  # asked for before the rows this flush takes were appended
+                after, self._after_flush = self._after_flush, []
             try:
                 self.flush()
             except StoreError:
                 return  # kept in self._error for the training thread
+            for then in after:
+                then()
             if stopping:
                 return
 

@@ -478,9 +478,9 @@ def test_a_full_disk_fails_the_run_and_the_engine_keeps_serving(small_disk: Smal
         np.testing.assert_array_equal(after.steps[: len(stored_before)], stored_before.steps)
         if small_disk.whole:  # a run started now fails saying so, at once or when it logs
             try:
-                # Whole rows (per-layer statistics every step): the fill leaves them no
-                # room, where a row of fewer values may still fit in a page's slack.
-                doomed = engine.start({**FAST, "max_steps": 20, "per_layer_every": 1})
+                # Whole rows (per-layer statistics every step), 200 of them: the fill
+                # leaves them no room, where 20 rows once fit in a page's slack.
+                doomed = engine.start({**FAST, "max_steps": 200, "per_layer_every": 1})
             except StoreError as exc:
                 assert small_disk.says in str(exc)
             else:

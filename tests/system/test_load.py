@@ -155,10 +155,12 @@ def test_start_stop_cycles_leak_no_thread_file_handle_or_writer(
 @pytest.mark.slow
 def test_start_stop_cycles_leak_no_memory(cycles: tuple[Usage, Usage]) -> None:
     """After 25 start/stop cycles (past 10 warm-up ones) live memory has not grown with
-    them: under 1 MiB and 100 Python objects a cycle (a kept graph is ~3 MiB, 2,000)."""
+    them: under 100 Python objects and 2 MiB a cycle (a kept graph is ~2,000 and ~3 MiB).
+    The heap alone moves by 0.4 to 1.2 MiB a cycle, in a process of its own and with its
+    Python objects flat, so a bound of 1 MiB failed without a leak."""
     before, after = cycles
     assert after.objects - before.objects < 100 * CYCLES
-    assert after.rss_mib - before.rss_mib < 1.0 * CYCLES
+    assert after.rss_mib - before.rss_mib < 2.0 * CYCLES
 
 
 @pytest.mark.slow

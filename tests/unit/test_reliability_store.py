@@ -11,6 +11,7 @@ import contextlib
 import gc
 import re
 import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -131,3 +132,22 @@ def test_a_store_keeps_no_closed_metrics_writer(store: Store) -> None:
             writer.append(1, {"loss": 1.0})
     del writer
     assert alive_writers() - before <= 1
+
+
+def test_a_flush_asked_for_commits_at_once_in_the_writers_thread(tmp_path: Path) -> None:
+    with Store(tmp_path / "lab.sqlite") as store:
+        store.create_run("r1", "r1", {}, status="running")
+        writer = store.metrics_writer("r1", flush_interval=600.0)
+        committed = threading.Event()
+        stored: list[list[int]] = []
+
+        def then() -> None:
+            stored.append(store.read_metrics("r1").steps.tolist())
+            committed.set()
+
+        writer.append(1, {"loss": 1.0})
+        with write_locked(store.path):
+            writer.flush_soon(then)  # returns while the store is locked: the flusher waits
+        assert committed.wait(60)  # long before the writer's own interval
+        assert stored == [[1]]  # called once the row was in the store
+        writer.close()
