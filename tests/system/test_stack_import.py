@@ -57,3 +57,33 @@ def test_threads_that_import_tensorflow_at_once_all_get_it_whole() -> None:
     broke = any(errors_of("unlocked") for _ in range(3))
     assert broke, "the race never broke without the lock"
     assert errors_of("locked") == ""
+
+
+FROZEN = """
+import gc
+from core.engine import stack
+stack.load()
+frozen = gc.get_freeze_count()
+class Cycle:
+    pass
+cycle = Cycle()
+cycle.me = cycle  # garbage made after the load: a full collection still frees it
+del cycle
+stack.load()  # loaded already: freezes nothing more
+print(frozen, gc.get_freeze_count(), gc.collect())
+"""
+
+
+@pytest.mark.slow
+def test_the_loaded_stack_is_frozen_out_of_full_collections_and_later_garbage_is_not() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", FROZEN],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    frozen, frozen_after, collected = map(int, done.stdout.split())
+    assert frozen > 100_000  # TensorFlow's and Keras's objects, which a full collection skips
+    assert frozen_after == frozen and collected >= 1
