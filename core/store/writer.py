@@ -179,7 +179,7 @@ class MetricsWriter:
             self._wake.wait(self.flush_interval)
             self._wake.clear()
             stopping = self._stop.is_set()
-            with self._lock:  # asked for before the rows this flush takes were appended
+            with self._lock:  # their rows, appended before they asked, are in this flush
                 after, self._after_flush = self._after_flush, []
             try:
                 self.flush()

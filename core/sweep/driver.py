@@ -93,12 +93,12 @@ class Driver:
         return self.engine.milestones if isinstance(self.engine, Engine) else 0
 
     def _rest(self, seen: int) -> None:
-        """Waits `poll_interval` before the next look, or less: until a stop is asked
-        for, or (on an engine in this process) until a run validates or ends after
-        `seen` milestones, so that the pruner judges its value, or its trial is told
-        and the next one started, at once. Waiting out the interval cost a trial of 100
-        steps of mlp on digits 0.3 s of its 1.6 s, and a trial the pruner stopped ran
-        on meanwhile."""
+        """Waits `poll_interval` before the next look, or less. On an engine in this
+        process, until a run validates or ends after `seen` milestones, so that the
+        pruner judges its value, or its trial is told and the next one started, at once
+        (a stop asked for meanwhile is seen within the interval). Waiting out the interval
+        cost a trial of 100 steps of mlp on digits 0.3 s of its 1.6 s, and a trial the
+        pruner stopped ran on meanwhile. On another engine, until a stop is asked for."""
         if isinstance(self.engine, Engine):
             self.engine.wait_for_milestone(seen, self.poll_interval)
         else:

@@ -22,7 +22,7 @@ from bench.step_clock import ClockedStore
 from bench.timing import interleave, median_seconds, seconds_per_call
 from core import models
 from core.engine import Engine, RunConfig
-from tests.lean import NO_INSTRUMENTS
+from tests.lean import digits_trial
 
 
 def test_interleave_alternates_and_measures_relative_cost() -> None:
@@ -321,14 +321,7 @@ def test_the_op_time_telemetry_adds_to_a_trainer_step_is_profiled() -> None:
     """What explains figures 1 and 2 when they miss: the traced step's ops with telemetry
     (per-layer norms, sparsity, distance from the initial weights) and without, as the
     run takes most of its steps."""
-    on = RunConfig(
-        model="mlp",
-        dataset="digits",
-        optimizer="adamw",
-        log_every=1,
-        per_layer_every=1,
-        **NO_INSTRUMENTS,
-    )
+    on = digits_trial(optimizer="adamw", per_layer_every=1)  # logs every step
     off = on.replace(telemetry=False, log_every=100, per_layer_every=None)
     with_telemetry, without = training._trainer_ops(on), training._trainer_ops(off)
     assert with_telemetry.total > 0 and without.total > 0
