@@ -66,6 +66,8 @@ class Driver:
         self.stop_requested = stop_requested
         self.stop_asked = stop_asked
         self.in_flight: dict[int, TrialRun] = {}  # by trial number
+        # An engine in this process wakes the driver when a run validates or ends.
+        self.local_engine = engine if isinstance(engine, Engine) else None
 
     def __call__(self) -> Literal["done", "stopped"]:
         """Drives the sweep in the calling thread; returns how it ended. Whatever it
@@ -90,7 +92,7 @@ class Driver:
             self._stop_all()
 
     def _milestones(self) -> int:
-        return self.engine.milestones if isinstance(self.engine, Engine) else 0
+        return self.local_engine.milestones if self.local_engine is not None else 0
 
     def _rest(self, seen: int) -> None:
         """Waits `poll_interval` before the next look, or less. On an engine in this
@@ -99,8 +101,8 @@ class Driver:
         (a stop asked for meanwhile is seen within the interval). Waiting out the interval
         cost a trial of 100 steps of mlp on digits 0.3 s of its 1.6 s, and a trial the
         pruner stopped ran on meanwhile. On another engine, until a stop is asked for."""
-        if isinstance(self.engine, Engine):
-            self.engine.wait_for_milestone(seen, self.poll_interval)
+        if self.local_engine is not None:
+            self.local_engine.wait_for_milestone(seen, self.poll_interval)
         else:
             self.stop_requested.wait(self.poll_interval)
 

@@ -22,7 +22,7 @@ from bench.step_clock import ClockedStore
 from bench.timing import interleave, median_seconds, seconds_per_call
 from core import models
 from core.engine import Engine, RunConfig
-from tests.lean import digits_trial
+from tests.lean import NO_INSTRUMENTS, digits_trial
 
 
 def test_interleave_alternates_and_measures_relative_cost() -> None:
@@ -233,7 +233,7 @@ def clocked_run(tmp_path_factory):
         optimizer="adamw",
         max_steps=2,
         log_every=1,
-        **{f"{name}_every": 0 for name in ("alpha", "sharpness", "noise_scale", "histogram")},
+        **NO_INSTRUMENTS,
     )
     run_id = engine.start(config)
     status = engine.wait(run_id, 120)

@@ -221,7 +221,9 @@ def test_parallel_rows_keep_the_optimizer_and_what_varies() -> None:
 
 
 def test_a_random_sweep_runs_each_trial_as_an_engine_run(engine) -> None:
-    sweep = Sweep(engine, BASE, space(LR), n_trials=4, sampler="random", parallel=2, seed=3, **FAST)
+    # The instruments at their defaults: the trials' runs measure none of them.
+    base = BASE.replace(**dict.fromkeys(INSTRUMENT_FIELDS))
+    sweep = Sweep(engine, base, space(LR), n_trials=4, sampler="random", parallel=2, seed=3, **FAST)
     assert sweep.status().state == "idle"
     sweep.start()
     status = sweep.wait(120)
@@ -236,6 +238,7 @@ def test_a_random_sweep_runs_each_trial_as_an_engine_run(engine) -> None:
         run = runs[trial.user_attrs["run_id"]]
         assert run.name == f"sweep {sweep.study_name} #{trial.number}"
         assert run.config["hyperparameters"]["learning_rate"] == trial.params["learning_rate"]
+        assert {name: run.config[name] for name in INSTRUMENT_FIELDS} == NO_INSTRUMENTS
         assert trial.value == run.final_metrics["best_val_accuracy"]
         assert sorted(trial.intermediate_values) == [11, 22, 33, 44]
     # Never more than `parallel` runs at once, though the engine would take four.
@@ -245,7 +248,7 @@ def test_a_random_sweep_runs_each_trial_as_an_engine_run(engine) -> None:
     best = max(trials, key=lambda t: t.value)
     assert (status.best_value, status.best_params) == (best.value, best.params)
     assert status.best_run_id == best.user_attrs["run_id"]
-    assert sweep.best_config() == BASE.replace(
+    assert sweep.best_config() == base.replace(
         hyperparameters={"learning_rate": best.params["learning_rate"]}
     )
     rows = sweep.results()
