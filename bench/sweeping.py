@@ -42,6 +42,7 @@ from bench.rows import Measured, NotMeasured
 from bench.timing import Paired
 from core.store import Metrics, RunRecord, Store
 from core.sweep.driver import run_ids_of
+from core.sweep.samplers import startup_trials
 
 # Figure 18's study.
 THROUGHPUT_RATES = (1e-3, 0.3)  # every trial trains: none diverges, none is cut short
@@ -53,8 +54,6 @@ PRUNING_STEPS = 200
 #: How close the best validation accuracies of the pruned and unpruned sweeps must be to
 #: be "the same best value": 0.01, about 4 of the 360 examples of digits' test split.
 SAME_BEST = 0.01
-#: Trials that must complete before the lab's default pruner judges any (`default_pruner`).
-STARTUP_TRIALS = 5
 # Seconds a sweep's process may take.
 SWEEP_TIMEOUT = 900
 
@@ -219,7 +218,7 @@ def _where_the_steps_go(pruned: list[dict[str, Any]], trials: int, steps: int) -
         else "no trial was pruned"
     )
     return (
-        f"The median pruner judges no trial until {STARTUP_TRIALS} have completed, then a "
+        f"The median pruner judges no trial until {startup_trials(trials)} have completed, then a "
         "trial's best value so far against the median of the completed trials' at its "
         f"step (pruned ones do not count); of the {trials} trials it stopped {counts}, "
         f"and {where}."

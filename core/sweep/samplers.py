@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import optuna
 
@@ -35,9 +35,22 @@ def make_sampler(plan: SweepPlan, trials_so_far: int) -> optuna.samplers.BaseSam
     return optuna.samplers.TPESampler(seed=seed, constant_liar=True)
 
 
-def default_pruner() -> optuna.pruners.BasePruner:
+#: Trials that finish before the default pruner judges any: a tenth of the budget, within
+#: these bounds. Optuna's own default, 5, would exempt a quarter of a 20-trial sweep; with
+#: 3 the median pruner saved 34-46% of a 20-trial sweep's steps at the same best value,
+#: with 5 only 21-31% (bench figure 19, sampler seeds 0-2).
+STARTUP_TRIALS: Final = (3, 5)
+
+
+def startup_trials(n_trials: int) -> int:
+    """How many trials of a sweep of `n_trials` finish before the default pruner judges any."""
+    low, high = STARTUP_TRIALS
+    return min(high, max(low, n_trials // 10))
+
+
+def default_pruner(n_trials: int) -> optuna.pruners.BasePruner:
     """Median pruning: a trial stops when its best validation accuracy so far is below the
-    median of earlier trials' at the same step. The first five trials always finish, and a
-    trial is judged from its first validation on (the end of its first epoch unless the
-    config's `val_every` is set)."""
-    return optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=0)
+    median of earlier trials' at the same step. The first `startup_trials(n_trials)` trials
+    always finish, and a trial is judged from its first validation on (the end of its first
+    epoch unless the config's `val_every` is set)."""
+    return optuna.pruners.MedianPruner(n_startup_trials=startup_trials(n_trials), n_warmup_steps=0)

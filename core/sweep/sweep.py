@@ -473,7 +473,7 @@ class Sweep:
         from core.sweep.samplers import default_pruner, make_sampler
 
         if self.plan.pruning:
-            pruner = self._pruner or default_pruner()
+            pruner = self._pruner or default_pruner(self.plan.n_trials)
         else:
             pruner = optuna.pruners.NopPruner()
         storage = open_storage(self.storage)

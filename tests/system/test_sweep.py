@@ -32,6 +32,7 @@ from core.sweep import (
     studies,
     varying,
 )
+from core.sweep.samplers import startup_trials
 from tests.lean import NO_INSTRUMENTS
 from tests.waiting import wait_for
 
@@ -306,6 +307,17 @@ def test_a_grid_sweep_enumerates_exactly_the_grid(engine) -> None:
     assert sorted(configs) == sorted(tried)
     capped = Sweep(engine, BASE, grid, sampler="grid", n_trials=100)
     assert capped.plan.n_trials == 6
+
+
+@pytest.mark.parametrize(("n_trials", "startup"), [(1, 3), (20, 3), (40, 4), (50, 5), (500, 5)])
+def test_the_default_pruner_judges_once_a_tenth_of_the_budget_has_finished(
+    engine, n_trials, startup
+) -> None:
+    sweep = Sweep(engine, BASE, space(LR), n_trials=n_trials, sampler="random", pruning=True)
+    sweep.submit()  # opens the study with its pruner; nothing drives it here
+    pruner = sweep.study.pruner
+    assert isinstance(pruner, optuna.pruners.MedianPruner)
+    assert pruner._n_startup_trials == startup == startup_trials(n_trials)  # Optuna's field
 
 
 def test_pruned_trials_stop_their_runs_early(engine) -> None:
