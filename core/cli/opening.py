@@ -7,7 +7,7 @@ from pathlib import Path
 
 from core.cli.exits import UsageError
 from core.cli.quiet import import_tensorflow_quietly
-from core.engine import Engine
+from core.engine import Engine, stack
 from core.engine.cluster import ClusterError, check_reachable
 from core.store import Store, StoreError, canonical, default_location, is_url
 
@@ -17,7 +17,8 @@ def open_engine(args: argparse.Namespace, *, max_concurrent: int, must_exist: bo
     given; `UsageError` if either cannot be used (a cluster that does not answer, before
     the store is opened). Called once a command's input is checked, so TensorFlow, which
     the engine's runs load, is imported here (quietly) and not before a bad flag's error
-    (which would wait for that import) or a location that is no store's."""
+    (which would wait for that import) or a location that is no store's; the rest of the
+    training stack once the store is open, unless the runs train on a cluster."""
     location = canonical(args.store or default_location())
     import_tensorflow_quietly()
     try:
@@ -26,6 +27,10 @@ def open_engine(args: argparse.Namespace, *, max_concurrent: int, must_exist: bo
     except ClusterError as exc:
         raise UsageError(str(exc)) from None
     store = open_store(location, must_exist=must_exist)
+    if not args.ray_address:
+        # Whole before the first run or trial starts, not in the engine's warm-up while a
+        # sweep's first trial, asked of Optuna already, waits for it.
+        stack.load()
     try:
         return Engine(store, max_concurrent=max_concurrent, ray_address=args.ray_address)
     except ClusterError as exc:
