@@ -5,8 +5,9 @@ logged step. The per-layer statistics (step and parameter norms, update ratio, s
 distance from the initial weights) read every variable once more, so they cost more on a
 model of many variables. Unless a run sets `per_layer_every`, they are recorded as often
 as keeps their cost within `BUDGET` of the training time, measured as the run trains: the
-schedule times the logged steps with them and without, and spaces them so that the extra
-time of one, spread over the steps until the next, is at most `BUDGET` of a step.
+schedule times each logged step with them against the logged step just before it, and
+spaces them so that the extra time of one, spread over the steps until the next, is at
+most `BUDGET` of a step.
 
 Leaving them out of a step costs a trace of its own (a step traced without them), which
 a short run cannot win back: a trial of 100 steps of mlp on digits took 0.64 s with the
@@ -33,7 +34,12 @@ BUDGET: Final = 0.02
 #: The interval (in logged steps) while the first timings of the steps without the
 #: statistics come in, once spacing them pays: a few of each kind are timed early.
 FIRST_INTERVAL: Final = 4
-#: Steps timed of each kind, the latest; the interval follows their medians.
+#: Pairs timed, the latest: a step with the statistics and the logged step before it. The
+#: interval follows the median of their ratios. Pairs, not the latest steps of each kind: contention
+#: (another process, a flush, a collection) comes in bursts, and a burst that covered the
+#: 16 latest steps without them, 50 ms on the bench's 100-variable MLP, took the interval
+#: from 30 steps to 1 while the steps with them, spread over the last few hundred, did not
+#: see it. A burst covers both steps of a pair, or moves one pair of the 16.
 WINDOW: Final = 16
 #: Timings of each kind left out at first: the traces, and a warming step after them.
 WARMUP: Final = 2
@@ -57,9 +63,9 @@ class PerLayerSchedule:
         self.budget = budget
         self.budgeted = every is None
         self.every = log_every if every is None else every
-        self._times: dict[bool, collections.deque[float]] = {
-            kind: collections.deque(maxlen=WINDOW) for kind in (True, False)
-        }
+        self._with: collections.deque[float] = collections.deque(maxlen=WINDOW)
+        self._pairs: collections.deque[tuple[float, float]] = collections.deque(maxlen=WINDOW)
+        self._before: float | None = None  # the last logged step without them, if unpaired
         self._seen = {True: 0, False: 0}
         self._first = True
         self._spaced = False  # whether spacing them has paid yet (see the module docstring)
@@ -87,14 +93,20 @@ class PerLayerSchedule:
             self._trace = seconds
         if not self.budgeted or self._seen[per_layer] <= WARMUP:
             return False
-        self._times[per_layer].append(seconds)
+        if not per_layer:
+            self._before = seconds
+            return False
+        self._with.append(seconds)
+        if self._before is not None:
+            self._pairs.append((seconds, self._before))
+            self._before = None
         if not self._spaced:
-            if not per_layer or len(self._times[True]) < 3 or not self._pays(steps_left):
+            if len(self._with) < 3 or not self._pays(steps_left):
                 return False
             self._spaced = True
             self.every = self.log_every * FIRST_INTERVAL
             return True
-        if not per_layer or min(len(times) for times in self._times.values()) < 3:
+        if len(self._pairs) < 3:
             return False
         wanted = self._budgeted_interval()
         if wanted == self.every or self.every > wanted > self.every / HYSTERESIS:
@@ -108,15 +120,15 @@ class PerLayerSchedule:
         if steps_left is None:
             return True
         logged_left = steps_left / self.log_every
-        return logged_left * statistics.median(self._times[True]) > self._trace
+        return logged_left * statistics.median(self._with) > self._trace
 
     def _budgeted_interval(self) -> int:
         """The shortest interval that keeps the statistics within the budget, in whole
         logged steps."""
-        with_them = statistics.median(self._times[True])
-        without = statistics.median(self._times[False])
-        extra = max(with_them - without, 0.0)
-        steps = extra / (self.budget * without) if without > 0 else 1.0
+        # Each pair's extra time as a share of its step without them: a slower machine
+        # slows both alike and leaves the share as it was.
+        extra = statistics.median((w - b) / b if b > 0 else 0.0 for w, b in self._pairs)
+        steps = max(extra, 0.0) / self.budget
         logged = max(1, math.ceil(steps / self.log_every - 1e-9))  # 2.0000000001 is 2
         return min(logged * self.log_every, max(LONGEST, self.log_every))
 

@@ -10,6 +10,7 @@ from core.engine.per_layer_schedule import (
     FIRST_INTERVAL,
     LONGEST,
     WARMUP,
+    WINDOW,
     PerLayerSchedule,
     per_layer_schedule,
 )
@@ -86,6 +87,22 @@ def test_small_changes_leave_the_interval_alone() -> None:
     assert timed(schedule, 1.5e-3, 1.0e-3, rounds=20)
     assert 10 <= schedule.every < 20 / 1.5
     assert timed(schedule, 2.0e-3, 1.0e-3, rounds=20)
+    assert schedule.every == 20
+
+
+def test_a_burst_of_slow_steps_does_not_bring_them_back_to_every_step() -> None:
+    schedule = budgeted()
+    timed(schedule, 2.0e-3, 1.0e-3, rounds=WINDOW)
+    assert schedule.every == 20
+    # Another process takes the cores for a while: the steps without them, a window's
+    # worth, run three times slower, and the step with them that ends the burst too. Its
+    # pair still shows the statistics' cost; the steps before it are not compared.
+    for _ in range(WINDOW):
+        schedule.timed(3.0e-3, per_layer=False)
+    assert not schedule.timed(4.0e-3, per_layer=True)
+    assert schedule.every == 20
+    # Slower throughout, the statistics cost as much more: the same share, the same interval.
+    assert not timed(schedule, 6.0e-3, 3.0e-3, rounds=WINDOW)
     assert schedule.every == 20
 
 
