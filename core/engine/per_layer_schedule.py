@@ -34,12 +34,12 @@ BUDGET: Final = 0.02
 #: The interval (in logged steps) while the first timings of the steps without the
 #: statistics come in, once spacing them pays: a few of each kind are timed early.
 FIRST_INTERVAL: Final = 4
-#: Pairs timed, the latest: a step with the statistics and the logged step before it. The
-#: interval follows the median of their ratios. Pairs, not the latest steps of each kind: contention
-#: (another process, a flush, a collection) comes in bursts, and a burst that covered the
-#: 16 latest steps without them, 50 ms on the bench's 100-variable MLP, took the interval
-#: from 30 steps to 1 while the steps with them, spread over the last few hundred, did not
-#: see it. A burst covers both steps of a pair, or moves one pair of the 16.
+#: Pairs timed, the latest: a step with the statistics and the logged step before it; the
+#: interval follows the median of their extra shares. Pairs, not the latest steps of each
+#: kind: contention (another process, a flush, a collection) comes in bursts, and a burst
+#: that covered the 16 latest steps without them, 50 ms on the bench's 100-variable MLP,
+#: took the interval from 30 steps to 1 while the steps with them, spread over the last
+#: few hundred, did not see it. A burst covers both steps of a pair, or moves one pair.
 WINDOW: Final = 16
 #: Timings of each kind left out at first: the traces, and a warming step after them.
 WARMUP: Final = 2
