@@ -67,6 +67,8 @@ def served(path: Path | str, **engine_args: Any) -> Iterator:
     serves it in its own (driving the sweeps handed to it); yields the `Engine`. The
     dashboard's client finds it and hands it its runs, and nothing is launched.
     `engine_args` go to the `Engine`."""
+    from streamlit.runtime.scriptrunner import script_runner
+
     from core.engine import Engine
     from core.engine.client import use_engine_plugins
     from core.engine.server import EngineService
@@ -77,7 +79,14 @@ def served(path: Path | str, **engine_args: Any) -> Iterator:
     host = functools.partial(SweepHost, poll_interval=0.1, sweep_poll_interval=0.05)
     service = EngineService(engine, warm_up=False, hosts=(host,))
     try:
-        yield engine
+        with pytest.MonkeyPatch.context() as patch:
+            # Streamlit ends each script run with `keras.backend.clear_session()` once Keras
+            # is imported. The dashboard's process never imports it (its runs train in
+            # `python -m core serve`); an engine served in the test's process does, and a
+            # page's run cleared the session while runs traced in their threads:
+            # TensorFlow crashed (a segfault in CI, test_repeats).
+            patch.setattr(script_runner, "_clean_problem_modules", lambda: None)
+            yield engine
     finally:
         service.close()
         engine.close()

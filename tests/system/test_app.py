@@ -64,6 +64,20 @@ def test_home_page_does_not_import_tensorflow(tmp_path) -> None:
     assert out.stdout.strip().splitlines()[-1] == "False"
 
 
+def test_a_page_run_beside_an_engine_in_this_process_leaves_its_keras_session(
+    lab, monkeypatch
+) -> None:
+    """The harness's promise (`tests.conftest.served`): Streamlit clears Keras's session
+    after a script run only where Keras is imported, which the dashboard's process never
+    does; here the engine's runs trace beside the pages, and a clear crashed TensorFlow."""
+    import keras
+
+    cleared = []
+    monkeypatch.setattr(keras.backend, "clear_session", lambda *_, **__: cleared.append(1))
+    page("app.py").run()
+    assert cleared == []
+
+
 def test_train_page_refuses_invalid_input_naming_the_field(lab) -> None:
     at = page("pages/1_Train.py").run()
     assert not at.exception
