@@ -140,9 +140,11 @@ def test_an_optlab_sweep_is_seen_and_stopped_from_another_client(store_path: Pat
         def listed() -> bool:
             if cli.poll() is not None:  # say why it ended, rather than wait on
                 pytest.fail(f"optlab sweep exited {cli.returncode}: {cli.communicate()[1]!r}")
-            return any(s.study_name == "cli" for s in list_studies(client))
+            # Optuna creates the study, then the sweep writes its plan: a study listed
+            # without one is not loadable yet.
+            return any(s.study_name == "cli" and s.sampler for s in list_studies(client))
 
-        wait_for(listed, 240, "the CLI's study (a loaded machine starts it slowly)")
+        wait_for(listed, 240, "the CLI's study and plan (a loaded machine starts it slowly)")
         sweep = Sweep.load(client, "cli")
         wait_for(lambda: training(sweep), 120, "the CLI's first trial trains")
         assert sweep.status().state == "running"

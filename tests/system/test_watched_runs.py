@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from bench.watching import race as demo_race
 from tests.browser import (
@@ -63,8 +64,20 @@ def open_knob_expanders(page: Any) -> None:
     for panel in panels.all():
         # A busy 2-core machine (three runs, the page server, the browser) is slow to
         # answer a click; what is tested is that nothing changes, not how fast.
+        wait_for(lambda p=panel: knob_panel_opened(p), 240, "a knob panel open", interval=0)
+
+
+def knob_panel_opened(panel: Any) -> bool:
+    """Clicks the knob panel open unless it is, and says whether its sliders show within
+    15 s. A page drawn anew meanwhile can show the panel closed again (a CI run waited
+    120 s on one that stayed closed): the next call clicks it again."""
+    if not panel.locator("details").evaluate("d => d.open"):
         panel.get_by_text(KNOB_PANEL).click(timeout=120_000)
-        panel.get_by_role("slider").first.wait_for(state="visible", timeout=120_000)
+    try:
+        panel.get_by_role("slider").first.wait_for(state="visible", timeout=15_000)
+    except PlaywrightTimeoutError:
+        return False
+    return True
 
 
 def watch(page: Any, client: Any, run_ids: list[str], steps: int) -> None:
