@@ -7,7 +7,7 @@ from pathlib import Path
 
 from core.cli.exits import UsageError
 from core.cli.quiet import import_tensorflow_quietly
-from core.engine import Engine, stack
+from core.engine import Engine, stack, threads
 from core.engine.cluster import ClusterError, check_reachable
 from core.store import Store, StoreError, canonical, default_location, is_url
 
@@ -18,8 +18,12 @@ def open_engine(args: argparse.Namespace, *, max_concurrent: int, must_exist: bo
     the store is opened). Called once a command's input is checked, so TensorFlow, which
     the engine's runs load, is imported here (quietly) and not before a bad flag's error
     (which would wait for that import) or a location that is no store's; the rest of the
-    training stack once the store is open, unless the runs train on a cluster."""
+    training stack once the store is open, unless the runs train on a cluster. Runs that
+    train here get TensorFlow's pools `threads.share_cores` chooses for `max_concurrent`
+    runs, set before TensorFlow makes them."""
     location = canonical(args.store or default_location())
+    if not args.ray_address:
+        threads.share_cores(max_concurrent)
     import_tensorflow_quietly()
     try:
         if args.ray_address:

@@ -21,7 +21,7 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from core.cli import build_parser, main, render_progress, run_config
-from core.engine import Engine, RunStatus
+from core.engine import Engine, RunStatus, threads
 from core.export import LEADING_COLUMNS
 from core.knobs import InvalidInput
 from core.store import HISTOGRAM_EVENT, Store
@@ -683,6 +683,28 @@ def test_a_commands_engine_opens_with_the_training_stack_loaded(tmp_path, log_le
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "['core.engine.trainer', 'keras']"
+
+
+@pytest.mark.parametrize("runs_at_once", [1, 3])
+def test_a_commands_engine_sets_the_thread_pools_its_runs_at_once_need(
+    tmp_path, runs_at_once
+) -> None:
+    """`optlab sweep --parallel 3` (or `optlab recipes`) on 2 cores trains with one thread
+    an op, as the dashboard's engine does; one run keeps TensorFlow's defaults."""
+    unset = (threads.INTRA_OP, threads.INTER_OP)
+    env = {k: v for k, v in os.environ.items() if k not in unset}
+    probe = (
+        "import argparse, os; from core.cli.opening import open_engine; "
+        "from core.engine import threads; threads.available_cores = lambda: 2; "
+        f"args = argparse.Namespace(store={str(tmp_path / 'lab.sqlite')!r}, ray_address=None); "
+        f"engine = open_engine(args, max_concurrent={runs_at_once}, must_exist=False); "
+        f"print({{k: os.environ[k] for k in {unset!r} if k in os.environ}}); engine.close()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == str(threads.pool_sizes(runs_at_once, 2))
 
 
 def test_bad_input_is_refused_before_tensorflow_loads_and_training_prints_none_of_its_logs(

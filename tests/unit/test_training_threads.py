@@ -25,6 +25,9 @@ def test_pools_follow_the_runs_and_the_cores(runs, cores, pools) -> None:
 
 
 def test_the_engine_sets_them_unless_the_user_did(monkeypatch) -> None:
+    # A copy of the environment: what `share_cores` sets would otherwise stay for the
+    # engines the worker's later tests start.
+    monkeypatch.setattr(os, "environ", dict(os.environ))
     monkeypatch.delenv(threads.INTRA_OP, raising=False)
     monkeypatch.delenv(threads.INTER_OP, raising=False)
     monkeypatch.setattr(threads, "available_cores", lambda: 2)
