@@ -12,7 +12,7 @@ from fractions import Fraction
 import pytest
 
 from bench import models as bench_models
-from bench import report, synthetic, training
+from bench import per_layer_ways, report, synthetic, training
 from bench.__main__ import main
 from bench.figures import FIGURES, select
 from bench.profiling import OpProfile
@@ -301,6 +301,24 @@ def test_a_quick_run_of_the_sweep_figures(tmp_path, capsys) -> None:
     assert "- 18: " in notes and "the same learning rates on both sides" in notes
     assert "- 19: " in notes and "best validation accuracy with the pruner / without" in notes
     assert re.fullmatch(r"bench: [0-2]/2 targets met", out[-1])
+
+
+def test_the_per_layer_ways_agree_and_stacking_cuts_the_deep_models_ops(capsys) -> None:
+    """`python -m bench.per_layer_ways`, small: the three ways are checked against each
+    other before they are timed, and the deep MLP's repeated shapes take fewer ops stacked."""
+    per_layer_ways.main(
+        ["--models", "lenet", bench_models.DEEP_MLP, "--calls", "1", "--pairs", "1"]
+    )
+
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "lenet (10 variables)" and out[4] == "deep_mlp (100 variables)"
+    ops = {
+        found[1]: int(found[2])
+        for line in out[5:8]
+        for found in [re.match(r"  (.+?) +(\d+) ops ", line)]
+        if found
+    }
+    assert ops["stacked by shape"] < ops["per variable"] / 1.5, ops
 
 
 def test_bad_arguments_exit_with_status_2(capsys) -> None:
