@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import optuna
+import psycopg
 import pytest
 
 from core.store import Store
@@ -20,6 +21,7 @@ from core.sweep.analysis import importance_lines, importances, load_study
 from tests.app_server import free_port
 from tests.cli import run_main
 from tests.lean import NO_INSTRUMENTS_FLAGS
+from tests.postgres_server import PostgresServer
 from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,6 +30,8 @@ BASE = [
     *("--dataset", "digits", "--model", "mlp", "--optimizer", "sgd", "--val-every", "11"),
     *NO_INSTRUMENTS_FLAGS,
 ]
+# The application name of the second driver's connections (libpq reads `PGAPPNAME`).
+SECOND = "optlab second driver"
 SEARCH = ["--param", "learning_rate=0.01:1:log", "--sampler", "random"]
 
 
@@ -237,20 +241,29 @@ def test_two_machines_work_one_study_on_a_postgresql_store(postgres) -> None:
     )
     try:
         assert first.stdout.readline() == "sweep shared: 8 trials\n"  # the study exists
-        second = subprocess.run(
-            [*command, "--study", "shared", "--sampler-seed", "2"],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        # Hold the study's trials until the second driver, started, waits for them: the
+        # first could otherwise run all 8 while the second starts (on CI it once did).
+        with psycopg.connect(url) as held:
+            held.execute("LOCK TABLE trials IN EXCLUSIVE MODE")  # reads go on, writes wait
+            second = subprocess.Popen(
+                [*command, "--study", "shared", "--sampler-seed", "2"],
+                cwd=ROOT,
+                env={**env, "PGAPPNAME": SECOND},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            wait_for(lambda: SECOND in waiting(postgres), 300, "the second driver waiting")
+        try:
+            second_out, second_errors = second.communicate(timeout=600)
+        finally:
+            second.kill()
         rest, errors = first.communicate(timeout=600)
     finally:
         first.kill()
     assert first.returncode == 0, errors
-    assert second.returncode == 0, second.stderr
-    assert second.stdout.startswith("sweep shared: 8 trials\n")
+    assert second.returncode == 0, second_errors
+    assert second_out.startswith("sweep shared: 8 trials\n")
     with Store(url) as store:
         runs = store.list_runs()
     assert sorted(run.name for run in runs) == sorted(f"sweep shared #{n}" for n in range(8))
@@ -258,6 +271,16 @@ def test_two_machines_work_one_study_on_a_postgresql_store(postgres) -> None:
     drivers = {run.owner.split(":")[1] for run in runs}  # the processes that trained them
     assert len(drivers) == 2 and str(first.pid) in drivers
     # Each driver is done when the budget is spent; the other's last trial may still run.
-    for output in (rest, second.stdout):
+    for output in (rest, second_out):
         assert re.search(r"^sweep shared done: [1-8]/8 trials finished", output, re.MULTILINE)
         assert "best validation accuracy: " in output
+
+
+def waiting(postgres: PostgresServer) -> set[str]:
+    """The application names of the server's connections that wait for a lock."""
+    with psycopg.connect(postgres.url(), autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT DISTINCT a.application_name FROM pg_locks l "
+            "JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted"
+        ).fetchall()
+    return {name for (name,) in rows}
