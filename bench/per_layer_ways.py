@@ -20,10 +20,10 @@ import tensorflow as tf
 from bench import models as bench_models
 from bench.timing import interleave, seconds_per_call
 from core import models
+from core.engine.telemetry import ZERO
 from core.optimizers import transforms
 
 MODELS = ("lenet", bench_models.DEEP_MLP, bench_models.DEEP_VIT)
-ZERO = 1e-6
 # Ops that move no numbers: reads of the variables and constants, not measuring work.
 BOOKKEEPING = {"ReadVariableOp", "Placeholder", "Const", "Identity", "NoOp"}
 

@@ -239,6 +239,7 @@ def test_two_machines_work_one_study_on_a_postgresql_store(postgres) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
+    second: subprocess.Popen[str] | None = None
     try:
         assert first.stdout.readline() == "sweep shared: 8 trials\n"  # the study exists
         # Hold the study's trials until the second driver, started, waits for them: the
@@ -254,13 +255,12 @@ def test_two_machines_work_one_study_on_a_postgresql_store(postgres) -> None:
                 text=True,
             )
             wait_for(lambda: SECOND in waiting(postgres), 300, "the second driver waiting")
-        try:
-            second_out, second_errors = second.communicate(timeout=600)
-        finally:
-            second.kill()
+        second_out, second_errors = second.communicate(timeout=600)
         rest, errors = first.communicate(timeout=600)
     finally:
-        first.kill()
+        for driver in (first, second):
+            if driver is not None:
+                driver.kill()
     assert first.returncode == 0, errors
     assert second.returncode == 0, second_errors
     assert second_out.startswith("sweep shared: 8 trials\n")
