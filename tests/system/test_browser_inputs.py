@@ -5,9 +5,12 @@ the form, its table too, is there again after the user leaves the page and comes
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+from playwright.sync_api import expect
 
 from tests.browser import NEEDS_CHROMIUM, open_live, screenshot, settle
 from tests.waiting import wait_for
@@ -72,6 +75,28 @@ def test_a_knobs_slider_and_number_field_move_together(watched_lab) -> None:
         client.settle(client.stop(run_id))
 
 
+def open_editor(page: Any, canvas: Any, knob_cell: Any, timeout: float = 60.0) -> None:
+    """Opens the selectbox of the first row's knob cell: a click on the cell, then Enter.
+
+    On a busy machine a rerun can remount the grid between the click and the key, which
+    then go nowhere; so each step is checked (the cell selected, the editor open) and the
+    pair is tried again until the editor opens or `timeout` seconds pass."""
+    editor = page.locator("[id^='gdg-overlay'] .glide-select")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        box = canvas.bounding_box()
+        if box is not None:
+            page.mouse.click(box["x"] + 40, box["y"] + 35 + 17)  # below the header
+            try:
+                expect(knob_cell).to_have_attribute("aria-selected", "true", timeout=5_000)
+                page.keyboard.press("Enter")
+                editor.wait_for(timeout=5_000)
+                return
+            except (AssertionError, PlaywrightTimeoutError):
+                page.keyboard.press("Escape")  # whatever half-opened, closed
+    pytest.fail(f"the knob's selectbox: not open within {timeout:g} s")
+
+
 def test_a_knob_picked_in_the_search_space_fills_in_its_range_kept_across_pages(
     watched_lab,
 ) -> None:
@@ -90,13 +115,7 @@ def test_a_knob_picked_in_the_search_space_fills_in_its_range_kept_across_pages(
         return [cell.text_content() for cell in cells]
 
     assert row(0) == ["learning_rate", "0.0001", "0.01", "true"]  # adamw's, the default
-    # The knob cell of the first row (below the header), then its selectbox, from the keys.
-    box = canvas.bounding_box()
-    assert box is not None
-    page.mouse.click(box["x"] + 40, box["y"] + 35 + 17)
-    page.keyboard.press("Enter")
-    editor = page.locator("[id^='gdg-overlay'] .glide-select")
-    editor.wait_for(timeout=TIMEOUT)
+    open_editor(page, canvas, grid.locator("[data-testid='glide-cell-1-0']"))
     page.keyboard.type("batch_size")  # the options narrowed to it
     page.get_by_role("option", name="batch_size", exact=True).wait_for(timeout=TIMEOUT)
     page.keyboard.press("Enter")
