@@ -185,7 +185,7 @@ class RayCluster:
 
         done = actor.train.remote()
         relayed = None  # the relay call in flight
-        sent: list[tuple[str, float]] = []  # the knob changes it carries
+        sent: list[dict[str, float]] = []  # the knob changes it carries
         placed = False  # whether the actor has answered one
         while not ray.wait([done], timeout=RELAY_SECONDS)[0]:
             if relayed is None:
@@ -255,7 +255,7 @@ class RunActor:
         return None
 
     def relay(
-        self, stop_reason: str | None, paused: bool, updates: list[tuple[str, float]]
+        self, stop_reason: str | None, paused: bool, updates: list[dict[str, float]]
     ) -> tuple[str, int, float]:
         """Takes the engine's requests; returns (status, step, training seconds)."""
         if stop_reason is not None:
@@ -359,7 +359,7 @@ def _passed_env() -> dict[str, str]:
     return {name: os.environ[name] for name in PASSED_VARS if os.environ.get(name)}
 
 
-def _drain(control: RunControl) -> list[tuple[str, float]]:
+def _drain(control: RunControl) -> list[dict[str, float]]:
     updates = []
     while True:
         try:

@@ -225,8 +225,8 @@ class Engine(RunReader):
         its own public API, guards the value it is handed too."""
         control = self._active(run_id)
         values = checked_changes(control.config.to_dict(), self.status(run_id).knobs, knobs)
-        for name, value in values.items():
-            control.updates.put((name, value))
+        if values:
+            control.updates.put(values)  # one change: all its knobs at one step
 
     # Reading --------------------------------------------------------------------------
 

@@ -73,7 +73,8 @@ class RunControl:
     node: str = field(default_factory=socket.gethostname)  # the machine that trains it
     _trained_seconds: float = 0.0  # finished training intervals, pauses excluded
     _resumed_at: float | None = None  # start of the current training interval
-    updates: queue.SimpleQueue[tuple[str, float]] = field(default_factory=queue.SimpleQueue)
+    # Each item the knobs of one change, applied together at one step.
+    updates: queue.SimpleQueue[dict[str, float]] = field(default_factory=queue.SimpleQueue)
     wake: threading.Event = field(default_factory=threading.Event)
     done: threading.Event = field(default_factory=threading.Event)
     #: Called when the run has validated and stored the step's metrics.
@@ -202,10 +203,13 @@ class RunExecution:
     def _branch(self, trainer: Any) -> None:
         """A fork starting from its parent's state: the knobs its config changes become
         live changes at its first step, marked on its charts where the branch begins."""
+        changes = {}
         for knob in trainer.optimizer.knobs:
             value = self.config.hyperparameters.get(knob.name)
             if knob.live and value is not None and value != trainer.optimizer.get_knob(knob.name):
-                self.control.updates.put((knob.name, value))
+                changes[knob.name] = value
+        if changes:
+            self.control.updates.put(changes)
 
     def _checkpoint(self, step: int, val_accuracy: float | None = None) -> None:
         """Saves the checkpoint of `step` (unless checkpoints are off), with the step's
@@ -337,13 +341,16 @@ class RunExecution:
         """Live knob changes, each recorded as an event at the first step that uses it."""
         while True:
             try:
-                name, value = self.control.updates.get_nowait()
+                changes = self.control.updates.get_nowait()
             except queue.Empty:
                 return
-            holder = trainer.knob_holder(name)
-            previous = holder.get_knob(name)
-            value = holder.set_knob(name, value)
-            writer.add_event(step, KNOB_EVENT, {"name": name, "value": value, "previous": previous})
+            for name, value in changes.items():
+                holder = trainer.knob_holder(name)
+                previous = holder.get_knob(name)
+                value = holder.set_knob(name, value)
+                writer.add_event(
+                    step, KNOB_EVENT, {"name": name, "value": value, "previous": previous}
+                )
 
     def _set_status(self, status: str) -> None:
         self.control.status = status
