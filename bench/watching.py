@@ -90,7 +90,8 @@ def lab_with_a_browser() -> Iterator[tuple[EngineClient, str, Any, dict[str, set
         client = EngineClient(Store(store))
         stack.callback(client.close)
         deadline = time.monotonic() + 60
-        while not (client.engine() or {}).info.get("ready"):  # type: ignore[union-attr]
+        # Its lock file is written before its row: the row may not be there yet.
+        while (service := client.engine()) is None or not service.info.get("ready"):
             if time.monotonic() > deadline:
                 raise NotMeasured("the engine did not warm up within 60 s")
             time.sleep(0.2)

@@ -17,6 +17,8 @@ NEEDS_CHROMIUM = pytest.mark.skipif(
     "`apt-get install chromium` (as .ci/run does) to run the end-to-end tests",
 )
 
+KNOB_PANEL = "Change knobs while it trains"  # Live's expander of a run's knobs
+
 
 @contextmanager
 def chromium() -> Iterator[Any]:
@@ -122,3 +124,18 @@ def record(line: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     with (ARTIFACTS / "watching.txt").open("a") as file:
         file.write(line + "\n")
+
+
+def knob_panel_opened(panel: Any) -> bool:
+    """Clicks the knob panel open unless it is, and says whether its sliders show within
+    15 s. A page drawn anew meanwhile can show the panel closed again (a CI run waited
+    120 s on one that stayed closed): the next call clicks it again."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
+    if not panel.locator("details").evaluate("d => d.open"):
+        panel.get_by_text(KNOB_PANEL).click(timeout=120_000)
+    try:
+        panel.get_by_role("slider").first.wait_for(state="visible", timeout=15_000)
+    except PlaywrightTimeoutError:
+        return False
+    return True

@@ -8,11 +8,12 @@ import statistics
 import threading
 import time
 from fractions import Fraction
+from types import SimpleNamespace
 
 import pytest
 
 from bench import models as bench_models
-from bench import per_layer_ways, report, synthetic, training
+from bench import per_layer_ways, report, synthetic, timing, training
 from bench.__main__ import main
 from bench.figures import FIGURES, select
 from bench.profiling import OpProfile
@@ -25,24 +26,27 @@ from core.engine import Engine, RunConfig
 from tests.lean import NO_INSTRUMENTS, digits_trial
 
 
-def test_interleave_alternates_and_measures_relative_cost() -> None:
+def test_interleave_alternates_and_measures_relative_cost(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A clock that only the calls move: real sleeps overshoot on a loaded machine.
+    now = [0.0]
+    monkeypatch.setattr(timing, "time", SimpleNamespace(perf_counter=lambda: now[0]))
     order: list[str] = []
 
     def sleeper(name: str, seconds: float):
         def call() -> None:
             order.append(name)
-            time.sleep(seconds)
+            now[0] += seconds
 
         return seconds_per_call(call, calls=3)
 
-    # Exactly 5 pairs: on a loaded machine the sleeps' spread would ask for more.
     paired = interleave(sleeper("a", 0.004), sleeper("b", 0.008), pairs=5, warmup=1, most=5)
 
     assert order == ["a", "a", "a", "b", "b", "b"] * 6
     assert len(paired.a) == len(paired.b) == 5
-    # B sleeps twice as long; sleep overshoots a little, which pulls the ratio toward 1.
-    assert 1.5 <= 1 / paired.ratio <= 2.1
-    assert 0.004 <= paired.a_median <= 0.008
+    assert 1 / paired.ratio == pytest.approx(2.0)
+    assert paired.a_median == pytest.approx(0.004)
 
 
 def test_interleave_drops_the_warmup_and_takes_medians() -> None:

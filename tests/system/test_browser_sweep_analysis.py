@@ -102,7 +102,9 @@ def test_the_views_are_redrawn_in_place_while_the_page_drives_a_sweep(
     page.goto(f"{url}/Sweep")
     settle(page)
     page.wait_for_function(f"() => ({POINTS})(['sweep/history', 'trial']) === 2", timeout=60_000)
-    assert page.evaluate(POINTS, ["sweep/importance", "fANOVA"]) == 0  # 2 trials: not yet
+    importance = ["sweep/importance", "fANOVA"]
+    page.wait_for_function(f"() => ({POINTS})({importance}) >= 0", timeout=60_000)  # drawn
+    assert page.evaluate(POINTS, importance) == 0  # 2 trials: no importance yet
     page.evaluate("() => { window.notReloaded = true; }")
     page.get_by_role("button", name="Resume the sweep").click()
     # Its 4 trials train in the app's engine; the views tick along, with no reload.

@@ -65,7 +65,10 @@ FREEZE_ON_PATHS = ("(.*){25}@", "(.*.*.*.*)*@")
 @pytest.mark.slow
 def test_runs_with_catastrophic_rules_never_freeze_the_servers(tmp_path) -> None:
     """Runs whose layer rules would freeze a backtracking matcher train to the end, while
-    the app's health endpoint answers within 1 s and the engine's heartbeat stays fresh."""
+    the app's health endpoint answers within 3 s and the engine's heartbeat stays fresh.
+    A frozen matcher holds the interpreter for minutes; the bounds leave a loaded machine
+    room (idle, the answers took 1.4 ms at the median, 7 ms at most, and the heartbeat was
+    at most 1.1 s old)."""
     from core.engine.client import EngineClient
     from core.engine.server import HEARTBEAT_SECONDS
 
@@ -100,8 +103,8 @@ def test_runs_with_catastrophic_rules_never_freeze_the_servers(tmp_path) -> None
         client.close()
         app_server.stop(app)
         app_server.end(engine)
-    assert len(answers) > 10 and max(answers) < 1.0, max(answers)
-    assert max(stale) < 3 * HEARTBEAT_SECONDS + 1.0, max(stale)
+    assert len(answers) > 10 and max(answers) < 3.0, max(answers)
+    assert max(stale) < 5 * HEARTBEAT_SECONDS + 2.0, max(stale)
 
 
 @pytest.mark.parametrize("pattern", [r"(a)\1", "(?=dense)", "(?<!bias)kernel"])

@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -151,25 +152,31 @@ def test_a_viewers_live_follows_the_presenters_within_a_refresh(room: Room) -> N
         presenter.get_by_role("button", name="Start the demo race").wait_for()
         presenter.locator("[data-testid=stSidebar] a", has_text="Live").click()
         presenter.wait_for_url("**/Live**")
-        presenter.get_by_role("radio", name="Per layer").click()
+        choose(presenter, "Per layer")
         viewer = browser.new_page(viewport={"width": 1024, "height": 768})
         viewer.goto(f"{room.audience}Live?runs={RUN_ID}")
         # The presenter's run replaces the viewer's, and its group of charts follows.
         viewer.get_by_text("the presenter's run", exact=False).first.wait_for(timeout=60_000)
         picked(viewer, "Per layer", "the viewer's Live to show Per layer")
-        presenter.get_by_role("radio", name="Instruments").click()
+        choose(presenter, "Instruments")
         picked(viewer, "Instruments", "the viewer's Live to follow within a refresh", 30)
         for page, who in ((presenter, "presenter"), (viewer, "viewer")):
             settle(page)
             page.screenshot(path=str(ARTIFACTS / f"present-live-{who}.png"))
-        viewer.get_by_role("radio", name="Training").click()  # its own: following stops
+        choose(viewer, "Training")  # its own: following stops
         viewer.get_by_role("button", name="Follow the presenter").click()
         picked(viewer, "Instruments", "the viewer's Live to follow again", 30)
 
 
 def picked(page: Any, group: str, what: str, seconds: float = 60) -> None:
-    """Waits until Live's one group picker shows `group` picked (while a page runs again,
-    the last picker lingers beside the new one)."""
+    """Waits until Live's one group picker shows `group` picked."""
+    if not shows_picked(page, group, seconds):
+        pytest.fail(f"{what}: not within {seconds:.0f} s")
+
+
+def shows_picked(page: Any, group: str, seconds: float) -> bool:
+    """Whether Live's one group picker shows `group` picked within `seconds` (while a page
+    runs again, the last picker lingers beside the new one)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     try:
@@ -183,7 +190,21 @@ def picked(page: Any, group: str, what: str, seconds: float = 60) -> None:
             timeout=seconds * 1000,
         )
     except PlaywrightTimeout:
-        pytest.fail(f"{what}: not within {seconds:.0f} s")
+        return False
+    return True
+
+
+def choose(page: Any, group: str, seconds: float = 120) -> None:
+    """Picks `group` in Live's group picker. The page refreshes every few seconds in a
+    room, and a click that lands during a refresh can go nowhere: it is made again until
+    the picker shows `group`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        settle(page)
+        page.get_by_role("radio", name=group, exact=True).first.click()
+        if shows_picked(page, group, 10):
+            return
+    pytest.fail(f"{group} picked on {page.url}: not within {seconds:.0f} s")
 
 
 def test_sigterm_stops_the_dashboard(room: Room) -> None:

@@ -111,6 +111,9 @@ def test_live_sessions_share_a_refresh_until_a_new_step_is_logged_and_it_ages(
         assert not at.exception
         return live_specs(at)
 
+    # Three sessions' runs of the page can take longer than FRESH_SECONDS on a busy
+    # machine; the window is what is tested, not how fast AppTest runs.
+    monkeypatch.setattr(shared_figures, "FRESH_SECONDS", 3600.0)
     first = session()
     assert session() == first and len(built) == 1  # a second session: the same drawing
     lab.store.append_metrics(run_id, Block(("loss",), np.array([40]), np.array([[0.1]])))

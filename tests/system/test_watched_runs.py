@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from bench.watching import race as demo_race
 from tests.browser import (
+    KNOB_PANEL,
     NEEDS_CHROMIUM,
+    knob_panel_opened,
     open_live,
     record,
     screenshot,
@@ -53,7 +54,6 @@ WATCHED = (
     {"optimizer": "projected_gd", "hyperparameters": {"learning_rate": 0.05, "radius": 12.0}},
 )
 UNASKED = ("knob", "paused", "resumed")
-KNOB_PANEL = "Change knobs while it trains"
 # Steps each watched run trains in the first tab's window (twice as many in the second's):
 # about 15 s on an idle 2-core machine, several refreshes of every chart and slider.
 WATCH_STEPS = 1500
@@ -65,19 +65,6 @@ def open_knob_expanders(page: Any) -> None:
         # A busy 2-core machine (three runs, the page server, the browser) is slow to
         # answer a click; what is tested is that nothing changes, not how fast.
         wait_for(lambda p=panel: knob_panel_opened(p), 240, "a knob panel open", interval=0)
-
-
-def knob_panel_opened(panel: Any) -> bool:
-    """Clicks the knob panel open unless it is, and says whether its sliders show within
-    15 s. A page drawn anew meanwhile can show the panel closed again (a CI run waited
-    120 s on one that stayed closed): the next call clicks it again."""
-    if not panel.locator("details").evaluate("d => d.open"):
-        panel.get_by_text(KNOB_PANEL).click(timeout=120_000)
-    try:
-        panel.get_by_role("slider").first.wait_for(state="visible", timeout=15_000)
-    except PlaywrightTimeoutError:
-        return False
-    return True
 
 
 def watch(page: Any, client: Any, run_ids: list[str], steps: int) -> None:
@@ -113,7 +100,10 @@ def test_the_demo_race_starts_at_once_and_ends_watched(watched_lab) -> None:
         + " s after it"
     )
     assert {r.status for r in race} == {"completed"}
-    assert max(starts) < 2.0, "the three runs did not start at once"
+    # Together, none queued behind another. From the click it is about 1 s here (0.2-1.1 s
+    # measured); on a loaded machine the page's answer to the click comes later.
+    assert max(starts) - min(starts) < 2.0, "the three runs did not start at once"
+    assert max(starts) < 10.0, "the race started late"
     assert max(ends) <= RACE_GUARD
 
     for run in race:  # every instrument measured
