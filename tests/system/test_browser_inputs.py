@@ -83,17 +83,17 @@ def test_a_knobs_slider_and_number_field_move_together(watched_lab) -> None:
         client.settle(client.stop(run_id))
 
 
-def slide_up(slider: Any, field: Any, start: str, to: str, timeout: float = 60.0) -> None:
+def slide_up(slider: Any, field: Any, start: str, to: str) -> None:
     """Moves `slider` one step up from `start`, from the keyboard, and waits for `field`
     to show `to`. A key that a redraw swallowed left the slider at `start`: it is pressed
     again; one taken is not, so the slider never moves two steps."""
-    deadline = time.monotonic() + timeout
-    while field.input_value() != to:
-        if time.monotonic() > deadline:
-            pytest.fail(f"the field at the value slid to ({to}): not met within {timeout:g} s")
+
+    def slid() -> bool:
         if shown(slider) == start:
             slider.press("ArrowRight")
-        time.sleep(0.2)
+        return field.input_value() == to
+
+    wait_for(slid, what=f"the field at the value slid to ({to})", interval=0.2)
 
 
 def open_editor(page: Any, canvas: Any, knob_cell: Any, timeout: float = 60.0) -> None:

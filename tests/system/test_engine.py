@@ -3,8 +3,10 @@ divergence, determinism across threads, live knob changes, strategies, learning 
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
+from typing import Any
 
 import numpy as np
 import pytest
@@ -306,6 +308,29 @@ def test_live_knob_change_is_applied_and_recorded(engine) -> None:
     assert np.all(metrics["param_norm"][after] <= 2.0 * 1.00001)
     assert metrics["projection_active"][metrics.steps == step][0] == 1.0
     assert np.all(metrics["learning_rate"][after] == np.float32(0.05))
+
+
+class StepBetweenPuts(queue.SimpleQueue):
+    """A run's queue of knob changes whose `put` returns once the training thread has
+    taken the item: a step falls between any two puts, as a busy machine may make it."""
+
+    def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
+        super().put(item, block, timeout)
+        wait_for(self.empty, what="the run to take the change")
+
+
+def test_the_knobs_of_one_change_take_effect_at_one_step(engine) -> None:
+    run_id = engine.start(
+        config(epochs=10_000, hyperparameters={"learning_rate": 0.1, "radius": 100.0})
+    )
+    wait_for(lambda: engine.status(run_id).step >= 10)
+    engine._active(run_id).updates = StepBetweenPuts()
+    engine.update(run_id, radius=2.0, learning_rate=0.05)
+    wait_for(lambda: len([e for e in engine.events(run_id) if e.kind == "knob"]) == 2)
+    engine.stop(run_id)
+    changes = [e for e in engine.events(run_id) if e.kind == "knob"]
+    assert {e.payload["name"] for e in changes} == {"radius", "learning_rate"}
+    assert len({e.step for e in changes}) == 1, [(e.payload["name"], e.step) for e in changes]
 
 
 def test_invalid_config_writes_nothing(engine) -> None:
