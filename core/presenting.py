@@ -32,6 +32,16 @@ KEY_VARIABLE = "OPTLAB_PRESENTER_KEY"
 KEY_PARAMETER = "key"
 #: The least a key given in `OPTLAB_PRESENTER_KEY` may be, in characters.
 SHORTEST_KEY = 16
+#: The fewest different characters such a key may hold. Sixteen random characters of the
+#: URL-safe alphabet (`openssl rand -base64 12`) hold 11 or more 99 times in 100; a key
+#: with fewer repeats a short pattern (`abcdabcd…`, sixteen `a`s) or a word twice
+#: (`passwordpassword`: 7), the first things a guesser tries.
+FEWEST_DISTINCT = 10
+#: What a chosen key needs, as its error says it.
+KEY_NEEDS = (
+    f"a key needs at least {SHORTEST_KEY} characters, at least {FEWEST_DISTINCT} of them "
+    f"different; unset {KEY_VARIABLE} for a new random key at each start"
+)
 
 
 class Role(enum.Enum):
@@ -48,12 +58,23 @@ def new_key() -> str:
 
 def key_from_environment() -> str | None:
     """The key the dashboard was started with, or None when it presents to no room.
-    Raises `ValueError` naming the variable when it is set but too short to guess at."""
+    Raises `ValueError` naming the variable when it is set but weak (`checked_key`)."""
     key = os.environ.get(KEY_VARIABLE)
-    if key is None:
-        return None
-    if len(key) < SHORTEST_KEY:
-        raise ValueError(f"{KEY_VARIABLE}: at least {SHORTEST_KEY} characters (got {len(key)})")
+    return None if key is None else checked_key(key)
+
+
+def checked_key(key: str) -> str:
+    """`key` if it is strong enough to steer a room; else a `ValueError` that names the
+    variable and says what a key needs, and never quotes the key.
+
+    A chosen key is judged by its length and its different characters, what a person's
+    weak choices lack (sixteen `a`s has 16 characters, 1 of them different); the key
+    made at each start (`new_key`, 256 random bits) always passes."""
+    distinct = len(set(key))
+    if len(key) < SHORTEST_KEY or distinct < FEWEST_DISTINCT:
+        raise ValueError(
+            f"{KEY_VARIABLE}: {KEY_NEEDS} (this one has {len(key)}, {distinct} different)"
+        )
     return key
 
 

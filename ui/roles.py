@@ -7,30 +7,42 @@ server refuses it every action, whatever it sends: `runs` hands it a read-only `
 (`core.engine.read_only`), and what acts without `Runs` (a sweep's driver) is wrapped in
 `presenter_only`. Pages hide the controls a viewer cannot use, with `presents`. Without a
 key (`make run`) every session is the presenter.
+
+What the server does outside a session's script asks `may_upload`: the upload route
+(`ui.upload_guard`) runs on the server's event loop, where no session state is at hand,
+so the sessions admitted as the presenter are also kept in `ADMITTED`, server-wide. Wrong
+keys are limited per client address (`core.guesses`): 5 a minute, then a wait.
 """
 
 from __future__ import annotations
 
 import functools
+import math
+import threading
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from core import presenting
 from core.engine.api import Runs
 from core.engine.read_only import NotAllowed, ReadOnlyRuns
 from core.escaping import escape_markdown
+from core.guesses import Guesses, TooManyGuesses
 
 SHOWN = "presenter:key"  # the key this session showed, kept once the address drops it
+#: What `st.context.ip_address` leaves unnamed: a browser on this machine (the loopback
+#: addresses), which guesses as one address.
+THIS_MACHINE = "this machine"
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 
 def configured_key() -> str | None:
-    """The presenter's key this server was started with, or None; a key too short to
-    trust stops every page, so that no session steers by default."""
+    """The presenter's key this server was started with, or None; a weak key
+    (`presenting.checked_key`) stops every page, so that no session steers by default."""
     try:
         return presenting.key_from_environment()
     except ValueError as exc:
@@ -38,10 +50,49 @@ def configured_key() -> str | None:
         st.stop()
 
 
+class Sessions:
+    """A set of session ids, safe to use from any thread."""
+
+    def __init__(self) -> None:
+        self._ids: set[str] = set()
+        self._lock = threading.Lock()
+
+    def add(self, session_id: str) -> None:
+        with self._lock:
+            self._ids.add(session_id)
+
+    def discard(self, session_id: str) -> None:
+        with self._lock:
+            self._ids.discard(session_id)
+
+    def __contains__(self, session_id: object) -> bool:
+        with self._lock:
+            return session_id in self._ids
+
+
+#: The sessions that showed the presenter's key, in this server: `admit` adds one, and the
+#: upload manager forgets it as Streamlit shuts the session down (`ui.upload_guard`).
+ADMITTED = Sessions()
+#: The wrong keys shown of late, by client address.
+GUESSES = Guesses("presenter key")
+
+
+def may_upload(session_id: str) -> bool:
+    """Whether the session `session_id` may upload a file: it was admitted as the
+    presenter, or the lab presents to no room. Safe on any thread, outside a script run;
+    a weak key lets no one upload, as it lets no one steer."""
+    try:
+        key = presenting.key_from_environment()
+    except ValueError:
+        return False
+    return key is None or session_id in ADMITTED
+
+
 def admit() -> None:
     """Takes a key given in the address (`?key=…`, the presenter URL): kept in the
     session when it is the presenter's, said to be wrong when not; dropped from the
-    address bar either way. The frame calls it before every page."""
+    address bar either way. An address that showed 5 wrong keys in the last minute is
+    told to wait, its key not compared. The frame calls it before every page."""
     given = st.query_params.get(presenting.KEY_PARAMETER)
     if given is None:
         return
@@ -49,14 +100,43 @@ def admit() -> None:
     key = configured_key()
     if key is None:
         return  # no room: everyone presents already
-    if presenting.role_of(given, key) is presenting.Role.PRESENTER:
+    try:
+        right = GUESSES.check(
+            client_address(), lambda: presenting.role_of(given, key) is presenting.Role.PRESENTER
+        )
+    except TooManyGuesses as refused:
+        if not presents():
+            st.warning(
+                f"Too many wrong keys from this address: try again in "
+                f"{math.ceil(refused.wait)} s. This session watches meanwhile.",
+                icon=":material/timer:",
+            )
+        return
+    if right:
         st.session_state[SHOWN] = given
+        ADMITTED.add(_session_id())
     elif not presents():
         st.warning(
             "That is not the presenter's key: this session watches. Ask the presenter for "
             "the presenter URL to steer the runs.",
             icon=":material/key_off:",
         )
+
+
+def client_address() -> str:
+    """The address this session's browser connects from, as the server sees it (behind a
+    proxy on this machine, the address the proxy forwards); `THIS_MACHINE` for the
+    loopback addresses, and where no connection is known (a script run under AppTest)."""
+    address = st.context.ip_address
+    return address if isinstance(address, str) else THIS_MACHINE
+
+
+def _session_id() -> str:
+    """This session's id, which names it in the upload route's addresses."""
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        raise RuntimeError("roles: no session: called outside a script run")
+    return ctx.session_id
 
 
 def role() -> presenting.Role:

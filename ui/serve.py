@@ -8,6 +8,9 @@ does. A server whose first visitor opened a page's address (a bookmark of
 without the frame: no page config, no sidebar, Streamlit's own page list instead of the
 lab's, until someone opened Home. The lab routes with `st.navigation` only, so it says so
 before the server starts.
+
+It also puts the server's uploads in the presenter's hands, within bounds
+(`ui.upload_guard`): Streamlit's upload route takes a file from any session.
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ import sys
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.web.cli import main
 
+from ui import upload_guard
+
 if __name__ == "__main__":
     PagesManager.uses_pages_directory = False
+    upload_guard.install()
     sys.argv = ["streamlit", *sys.argv[1:]]
     main(prog_name="streamlit")

@@ -19,7 +19,7 @@ import time
 import urllib.request
 from types import FrameType
 
-from core import presenting, processes
+from core import guesses, presenting, processes
 from core.cli.exits import EXIT_FAILED, UsageError
 from core.cli.flags import Common, Subparsers
 from core.store import Store, StoreError, default_location
@@ -39,8 +39,10 @@ def add_present(commands: Subparsers, common: Common) -> None:
         help="Serve the dashboard to a room: you steer, everyone else watches.",
         description="Serve the dashboard on the network for a live demo. It prints the "
         "audience URL (and its QR code), which anyone may open to watch, and the presenter "
-        f"URL, which carries a secret key (new at each start, or ${presenting.KEY_VARIABLE}) "
-        "and alone lets a browser start, steer or delete runs. Ctrl-C or SIGTERM stops it.",
+        f"URL, which carries a secret key (new at each start, or ${presenting.KEY_VARIABLE}: "
+        f"at least {presenting.SHORTEST_KEY} characters, {presenting.FEWEST_DISTINCT} of them "
+        f"different) and alone lets a browser start, steer or delete runs; {guesses.LIMIT} wrong "
+        "keys a minute from an address, then it waits. Ctrl-C or SIGTERM stops it.",
     )
     command.add_argument(
         "--port",

@@ -5,26 +5,20 @@ no log, no command line and no output but the banner's one presenter URL."""
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from core.engine.client import log_path
-from core.presenting import KEY_VARIABLE
 from core.store import Store
-from tests import app_server
 from tests.apptest import written_run
 from tests.browser import ARTIFACTS, NEEDS_CHROMIUM, chromium, screenshot, settle
+from tests.room import Room, served
 from tests.viewer_actions import CONTROLS
 from tests.waiting import wait_for
 
@@ -37,41 +31,14 @@ PAGES = ("", f"Live?runs={RUN_ID}", f"Compare?runs={RUN_ID}", "Sweep", "Optimize
 INPUTS = "[data-testid=stFileUploader], [data-testid=stSlider], [data-testid=stNumberInput]"
 
 
-@dataclass
-class Room:
-    process: subprocess.Popen
-    output: Path
-    store: Path
-    audience: str
-    presenter: str
-    key: str
-
-
 @pytest.fixture(scope="module")
 def room(tmp_path_factory) -> Iterator[Room]:
     folder = tmp_path_factory.mktemp("room")
     store = folder / "lab.sqlite"
     written_run(Store(store), RUN_ID, "an ended run")
     written_run(Store(store), OTHER_ID, "the presenter's run")
-    output = folder / "present.out"
-    port = app_server.free_port()
-    env = {name: value for name, value in os.environ.items() if name != KEY_VARIABLE}
-    flags = ["--address", "127.0.0.1", "--port", str(port), "--store", str(store)]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "core", "present", *flags],
-        cwd=app_server.ROOT,
-        env=env,
-        stdout=output.open("w"),
-        stderr=subprocess.STDOUT,
-    )
-    wait_for(lambda: "Presenter URL" in output.read_text(), 120, "the banner")
-    text = output.read_text()
-    audience = re.search(r"Audience URL.*?(http://\S+)", text)[1]
-    presenter = re.search(r"Presenter URL.*?(http://\S+)", text)[1]
-    key = urllib.parse.parse_qs(urllib.parse.urlsplit(presenter).query)["key"][0]
-    yield Room(process, output, store, audience, presenter, key)
-    app_server.end(process)
-    app_server.stop_engine(store)
+    with served(folder, store) as room:
+        yield room
 
 
 def buttons(page) -> set[str]:
