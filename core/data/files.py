@@ -34,6 +34,7 @@ import numpy as np
 from core.data import npz_archive
 from core.data.dataset import Dataset, DatasetInfo, frozen, stratified_split
 from core.data.held import KEPT
+from core.store import modes
 
 #: The largest file the lab reads: each process that trains on it holds it in memory.
 MAX_BYTES = 200 * 2**20
@@ -117,13 +118,14 @@ def keep(folder: Path, filename: str, content: bytes) -> str:
     check_bytes(kind, content)
     stem = re.sub(r"[^A-Za-z0-9_-]+", "_", Path(filename).stem).strip("_")[:60] or "data"
     digest = hashlib.sha256(content).hexdigest()[:_DIGEST_CHARS]
-    folder.mkdir(parents=True, exist_ok=True)
+    modes.make_folder(folder)
     path = folder / f"{stem}.{digest}.{kind}"
     if not path.exists():
         # A partial file of its own: two uploads of the same content at once both land.
         handle, partial = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".partial")
         with os.fdopen(handle, "wb") as file:
             file.write(content)
+        modes.settle(partial)  # mkstemp's 0600, or the group's too
         os.replace(partial, path)  # whole, or not there: a run reading it never sees half
     return f"{kind}:{path.resolve()}"
 

@@ -9,7 +9,8 @@ count. Together with the run's config and seed they are the run's whole state, s
 resumed from one continues exactly as it would have. Once asked for, the trained model of
 a checkpoint joins its files as `step-S.keras` (see `core.engine.model_file`).
 
-This module reads and writes files only; the trainer makes and reads the TensorFlow
+This module reads and writes files only, at the modes of the lab's files (its owner's
+alone by default: `core.store.modes`); the trainer makes and reads the TensorFlow
 checkpoint itself (`Trainer.save`, `Trainer.restore`).
 """
 
@@ -24,6 +25,8 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from core.store import modes
 
 # A run keeps its last few checkpoints (and those a fork was taken from, and its best).
 KEEP = 3
@@ -110,9 +113,10 @@ class RunCheckpoints:
         then the `.json` marks it complete. A step saved already is kept as it is."""
         if (saved := self.find(step)) is not None:
             return saved
-        self.folder.mkdir(parents=True, exist_ok=True)
+        modes.make_folder(self.folder)
         prefix = self._prefix(step)
         write(prefix)
+        modes.settle(*self._files(step))  # TensorFlow made them at the umask's mode
         info = {
             "step": step,
             "seconds": round(seconds, 3),
@@ -121,7 +125,8 @@ class RunCheckpoints:
         }
         marker = Path(f"{prefix}.json")
         temporary = marker.with_suffix(".json.tmp")
-        temporary.write_text(json.dumps(info))
+        with modes.open_file(temporary, "w") as file:
+            file.write(json.dumps(info))
         os.replace(temporary, marker)
         return self._checkpoint(step, info)
 
@@ -138,10 +143,10 @@ class RunCheckpoints:
         """Copies the checkpoint of `step` into `folder` (a fork's), its marker last;
         returns the copy."""
         target = RunCheckpoints(folder)
-        target.folder.mkdir(parents=True, exist_ok=True)
+        modes.make_folder(target.folder)
         files = sorted(self._files(step), key=lambda path: path.suffix == ".json")
         for path in files:
-            shutil.copy2(path, target.folder / path.name)
+            modes.settle(shutil.copy2(path, target.folder / path.name))  # not the original's
         copied = target.find(step)
         if copied is None:
             raise FileNotFoundError(f"no checkpoint of step {step} in {self.folder}")

@@ -33,7 +33,7 @@ from core.engine import stack
 from core.engine.checkpoints import RunCheckpoints
 from core.engine.config import RunConfig
 from core.knobs import InvalidInput
-from core.store import Store
+from core.store import Store, modes
 
 POINTS = 41  # along each 1-D slice
 GRID = 15  # per side of the 2-D surface
@@ -67,7 +67,8 @@ class Landscape:
 
     def save(self, path: Path) -> None:
         partial = path.with_name(f"{path.name}.partial{os.getpid()}.npz")
-        np.savez(partial, **{k: np.asarray(v) for k, v in self.__dict__.items()})
+        with modes.open_file(partial, "wb") as file:
+            np.savez(file, **{k: np.asarray(v) for k, v in self.__dict__.items()})
         os.replace(partial, path)  # a reader never sees a file half written
 
     @classmethod
@@ -104,7 +105,8 @@ def kept_landscape(store: Store, run_id: str, step: int) -> Landscape:
     progress = progress_path(store, run_id, step)
 
     def report(done: float) -> None:
-        progress.write_text(json.dumps({"done": round(done, 3)}))
+        with modes.open_file(progress, "w") as file:
+            file.write(json.dumps({"done": round(done, 3)}))
 
     try:
         landscape = compute(store, run_id, step, report)

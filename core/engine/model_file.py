@@ -20,7 +20,7 @@ from core.engine import stack
 from core.engine.checkpoints import Checkpoint, RunCheckpoints
 from core.engine.config import RunConfig
 from core.knobs import InvalidInput
-from core.store import Store, UnknownRunError
+from core.store import Store, UnknownRunError, modes
 
 #: Which checkpoint to save: the last, the best validated, or a step given as text.
 CHOICES = ("last", "best")
@@ -62,6 +62,7 @@ def kept_model(store: Store, run_id: str, checkpoint: str = "last") -> Path:
         partial = path.with_name(f"{path.stem}.partial{os.getpid()}.keras")
         try:
             save_model(store, run_id, partial, str(chosen.step))
+            modes.settle(partial)  # Keras made it at the umask's mode, as for a user's path
             os.replace(partial, path)
         finally:
             partial.unlink(missing_ok=True)

@@ -20,7 +20,9 @@ Below them: `schema` (tables, and refusing foreign files), `sqlite` and `postgre
 two databases), `connections` (a pool: one connection per thread at a time), `chunks`
 (the on-disk metrics format), `summaries` (metrics at several resolutions), `metrics`
 (what reads return), `records` (runs, events, commands, services, statuses), `owner`
-(whether a run's process lives), `paths` (where a store lives).
+(whether a run's process lives), `paths` (where a store lives), `urls` (a PostgreSQL
+store's URL, checked whole before anything reads it), `modes` (the files the lab makes,
+its owner's alone).
 """
 
 from core.store.db import LOCK_PATIENCE, Database

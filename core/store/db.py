@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from core.store import schema
+from core.store import modes, schema
 from core.store.connections import Connection, ConnectionPool
 from core.store.errors import ConstraintError, DatabaseError, StoreError
 from core.store.paths import (
@@ -51,7 +51,8 @@ class Database:
     def __init__(self, location: Location | None = None, *, timeout: float = LOCK_PATIENCE) -> None:
         """Open (or create) the store at `location`, a file's path or a `postgresql://`
         URL (see `paths.canonical`, which refuses any other URL before anything is
-        created); by default `paths.default_location()`.
+        created); by default `paths.default_location()`. Its files, and those beside it,
+        are made for their owner alone, or its group too (see `modes`).
 
         `timeout` is how long a write waits for another connection's write lock
         (retrying with growing pauses, as SQLite's busy handler does) before it fails.
@@ -62,6 +63,7 @@ class Database:
         self.name = shown(self.location)
         #: The path its side files are named after (see `paths.files_base`).
         self.path = files_base(self.location)
+        modes.sharing()  # a bad OPTLAB_SHARED is refused before any file is made
         open_connection: Callable[[], Connection]
         if is_url(self.location):
             from core.store import postgres  # imports the driver only for such a store

@@ -1,5 +1,8 @@
-"""The exceptions of the store: `StoreError` for its users, and the database's own
-errors as the two backends (SQLite, PostgreSQL) share them inside the store."""
+"""The exceptions of the store: `StoreError` for its users, `LocationError` for a location
+that is no store's, and the database's own errors as the two backends (SQLite,
+PostgreSQL) share them inside the store."""
+
+from core.knobs import InvalidInput
 
 
 class StoreError(Exception):
@@ -8,6 +11,14 @@ class StoreError(Exception):
     The message says which store or run, and why; the database error behind it, if any,
     is the exception's `__cause__`.
     """
+
+
+class LocationError(InvalidInput, StoreError):
+    """A store's location that is neither a path nor a URL of a store; its field is
+    `store`, and its message quotes no part of the location that may hold a secret."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__({"store": why})
 
 
 class UnknownRunError(StoreError, LookupError):

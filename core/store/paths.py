@@ -3,22 +3,22 @@
 A store's location is a path or a PostgreSQL URL. Beside it live the files that are not
 rows (checkpoints, uploaded datasets, the engine's lock and log): next to a SQLite file,
 or, for a PostgreSQL store, in a local folder named after the server and database.
-`canonical` reads every location the lab is given, in one way. A run id becomes a folder
-(its checkpoints, a TensorBoard export) only through `run_folder`, which refuses any id
-that could lead elsewhere: a store may come from elsewhere, and anyone who can write it
-can write any id.
+`canonical` reads every location the lab is given, in one way (a PostgreSQL URL checked
+whole by `core.store.urls`). A run id becomes a folder (its checkpoints, a TensorBoard
+export) only through `run_folder`, which refuses any id that could lead elsewhere: a
+store may come from elsewhere, and anyone who can write it can write any id.
 """
 
 import os
 import re
 from pathlib import Path
 from typing import Final
-from urllib.parse import parse_qs, urlsplit
 
 from core.confined import safe_path
 from core.knobs import InvalidInput
 from core.redaction import redacted
-from core.store.errors import StoreError
+from core.store import urls
+from core.store.errors import LocationError
 
 #: Environment variable that overrides the default location.
 ENV_VAR = "OPTLAB_STORE"
@@ -49,38 +49,47 @@ RUN_ID: Final = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_RUN_ID}}}")
 Location = str | os.PathLike[str]
 
 
-class LocationError(InvalidInput, StoreError):
-    """A store's location that is neither a path nor a URL of a store; its field is
-    `store`, and its message quotes no part of the location that may hold a secret."""
-
-    def __init__(self, why: str) -> None:
-        super().__init__({"store": why})
-
-
 def canonical(location: Location) -> str:
     """`location` as the lab opens it: a PostgreSQL URL with the scheme `postgresql://`
     (written `postgresql://`, `postgres://` or `postgresql+psycopg://`), or a path (a
-    `sqlite:///PATH` URL's, `~` expanded). Raises `LocationError` for a URL of another
-    kind, or a text that starts like one (a file so named is `./NAME:...`): such a
-    location is never taken for a path, which would create files named after it."""
+    `sqlite:///PATH` URL's, `~` expanded). Raises `LocationError` for a PostgreSQL URL
+    that `urls.parse` refuses, before anything reads it; for a URL of another kind, or a
+    text that starts like one (a file so named is `./NAME:...`): such a location is never
+    taken for a path, which would create files named after it. Its message quotes a
+    scheme only when a '/' follows it (`mysql://`): in `lab:PASSWORD@host` what stands
+    before the ':' is a user's name."""
     text = os.fspath(location)
     start = _SCHEME.match(text)
     if start is None:
         return os.path.expanduser(text)
     scheme, rest = start["scheme"].lower(), text[start.end() :]
     if scheme in POSTGRES_SCHEMES and rest.startswith("//"):
-        return f"{POSTGRES_SCHEMES[0]}:{rest}"
+        url = f"{POSTGRES_SCHEMES[0]}:{rest}"
+        urls.parse(url)
+        return url
     if scheme == SQLITE_SCHEME and rest.startswith("///"):
         return _sqlite_path(rest.removeprefix("///"))
+    if rest.startswith("/"):
+        raise LocationError(
+            f"{start[0]}... is not a store's URL: give {FORMS} (./{start[0]}... for a file "
+            "so named)"
+        )
     raise LocationError(
-        f"{start[0]}... is not a store's URL: give {FORMS} (./{start[0]}... for a file so named)"
+        f"starts like a URL (a name, then ':') and is not a store's: give {FORMS} (./NAME:... "
+        "for a file so named)"
     )
 
 
 def default_location() -> str:
-    """`$OPTLAB_STORE` if set and non-empty (see `canonical`), else `default_path()`."""
+    """`$OPTLAB_STORE` if set and non-empty (see `canonical`), else `default_path()`.
+    A location there that is no store's is refused saying where it came from."""
     override = os.environ.get(ENV_VAR)
-    return canonical(override) if override else str(default_path())
+    if not override:
+        return str(default_path())
+    try:
+        return canonical(override)
+    except LocationError as exc:
+        raise LocationError(f"{exc.errors['store']} (in ${ENV_VAR})") from None
 
 
 def default_path() -> Path:
@@ -89,8 +98,10 @@ def default_path() -> Path:
 
 
 def is_url(location: Location) -> bool:
-    """Whether `location` is a PostgreSQL URL rather than a file's path."""
-    return isinstance(location, str) and urlsplit(location).scheme in POSTGRES_SCHEMES
+    """Whether `location` is a PostgreSQL URL rather than a file's path (by its scheme
+    alone: `canonical` has read the rest)."""
+    start = _SCHEME.match(location) if isinstance(location, str) else None
+    return start is not None and start["scheme"].lower() in POSTGRES_SCHEMES
 
 
 def shown(location: Location) -> str:
@@ -103,13 +114,14 @@ def files_base(location: Location) -> Path:
     """The path the store's side files are named after (`<base>.checkpoints/`, ...): a
     SQLite store's file itself; for a PostgreSQL store,
     `<host>_<port>_<database>[_<schema>].postgresql` in `$OPTLAB_FILES`, else in `runs/`
-    under the project root, on each machine that uses it."""
+    under the project root, on each machine that uses it. Raises `LocationError` for a
+    URL that `urls.parse` refuses."""
     if not is_url(location):
         return Path(location).expanduser()
     assert isinstance(location, str)
-    parts = urlsplit(location)
-    name = f"{parts.hostname or 'local'}_{parts.port or 5432}_{parts.path.lstrip('/')}"
-    options = " ".join(parse_qs(parts.query).get("options", []))
+    parts = urls.parse(location)
+    name = f"{parts.host.lower() or 'local'}_{parts.port or 5432}_{parts.database}"
+    options = " ".join(parts.parameter("options"))
     if schema := re.search(r"search_path\s*=\s*([\w$]+)", options):
         name += f"_{schema[1]}"
     folder = Path(os.environ.get(FILES_VAR) or PROJECT_ROOT / "runs").expanduser()

@@ -14,7 +14,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Final
 
-from core.store import summaries
+from core.store import modes, summaries
 from core.store.connections import Connection
 from core.store.errors import StoreError
 from core.store.records import STATUSES
@@ -179,12 +179,13 @@ def connect(path: Path, timeout: float, *, read_only: bool = False) -> sqlite3.C
 def prepare(path: Path, timeout: float) -> None:
     """Make sure `path` is a store of the current schema in WAL mode; create it if needed.
 
-    Creates the parent folder and upgrades a store of an older schema. Raises `StoreError`
+    Creates the file and its folder (for their owner alone: see `core.store.modes`), and
+    upgrades a store of an older schema. Raises `StoreError`
     for a file that is not SQLite, another application's database, or a store of a newer
     schema version, leaving it untouched.
     """
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        modes.make_folder(path.parent)
         exists = path.exists() and path.stat().st_size > 0
     except OSError as exc:
         raise StoreError(f"cannot use {path}: {exc.strerror or exc}") from exc
@@ -192,6 +193,10 @@ def prepare(path: Path, timeout: float) -> None:
     if exists:
         _check_magic(path)
     _check_writable(path)
+    try:
+        modes.make_file(path)  # SQLite gives its -wal and -shm the file's mode
+    except OSError as exc:
+        raise StoreError(f"cannot create {path}: {exc.strerror or exc}") from exc
     if exists:
         with closing(connect(path, timeout, read_only=True)) as conn:
             version = _inspect(conn, path)
