@@ -33,6 +33,7 @@ from core.engine.live import checked_changes
 from core.engine.model_file import choose_checkpoint
 from core.engine.reading import MAX_TAGS as MAX_TAGS  # where tests and scripts read it
 from core.engine.reading import RunReader
+from core.engine.serving import DASHBOARD, ENGINE, live_service
 from core.engine.status import RunStatus
 from core.knobs import InvalidInput
 from core.optimizers.catalog import OptimizerSpec, Plugins
@@ -40,8 +41,6 @@ from core.plugin_shelf import Published
 from core.store import Command, Service, Store, StoreError, owner
 from core.store.paths import Location, files_base
 
-ENGINE = "engine"  # the service role of a process that takes new runs
-DASHBOARD = "dashboard"  # the role of a dashboard process, which keeps an engine alive
 POLL_SECONDS = 0.1
 #: How long one read of the engine's service row answers for what it published (its
 #: plugins): one script run of a page asks for them many times.
@@ -91,8 +90,9 @@ class EngineClient(RunReader):
     # The engine process ---------------------------------------------------------------
 
     def engine(self) -> Service | None:
-        """The live engine process serving the store, if any (dead or silent ones are
-        forgotten: see `live_service`)."""
+        """The engine process serving the store, if any: one on this host that holds the
+        store's engine lock counts however late it beats (dead ones are forgotten: see
+        `core.engine.serving`)."""
         return live_service(self.store, ENGINE)
 
     def ensure_engine(self, *, wait: bool = True) -> Service | None:
@@ -356,20 +356,6 @@ def _beat_while_used(client: weakref.ref[EngineClient], identity: str) -> None:
         with contextlib.suppress(StoreError):  # the store busy or failing: the next beat
             used.store.heartbeat(identity, DASHBOARD)
         del used  # not held while asleep
-
-
-def live_service(store: Store, role: str) -> Service | None:
-    """The most recently started service of `role` whose process lives (see
-    `core.store.owner`) and whose row of that role beats, wherever it runs; the rows of
-    the others are removed, so a row written by hand, or left by a process that died,
-    never takes a run (a row naming a live process that beats in another role, a CLI
-    run's, neither)."""
-    alive, beating = store.liveness(), store.beating(role)
-    for service in store.services(role):
-        if service.owner in beating and alive(service.owner):
-            return service
-        store.remove_service(service.owner, role)
-    return None
 
 
 def use_engine_plugins(client: EngineClient | None) -> None:

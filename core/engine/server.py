@@ -6,12 +6,12 @@ stalls every thread of its process; a run that trains there crawls while it is w
 So the dashboard never trains: it hands runs to this process through the store and reads
 them back from it (see `core.engine.client`).
 
-One engine serves a store at a time: it holds an exclusive lock on `STORE.engine.lock`
-beside the store's file (for a PostgreSQL store, an advisory lock in the database, from
-whichever machine) for its whole life, so a second one exits at once. It registers
-itself in the store's `services` table (the dashboard finds it there, after a reload or a
-restart of Streamlit), beats a heartbeat every second (a dashboard trusts the row only
-while it beats), takes over the runs of processes that died, on any host, every
+One engine serves a store at a time: it holds the store's engine lock for its whole life
+(see `core.engine.lock`), so a second one exits at once. It registers itself in the
+store's `services` table (the dashboard finds it there, after a reload or a restart of
+Streamlit), beats a heartbeat every second (a dashboard on another host trusts the row
+only while it beats; on this host, also while the engine's process holds the lock: see
+`core.engine.serving`), takes over the runs of processes that died, on any host, every
 `UPKEEP_SECONDS` (see `core.store.owner`), and imports TensorFlow, loads the
 plugins and the default dataset in the background at start, so that the first run does
 not wait for them; the optimizer plugins it loaded are published in its service row for the
@@ -24,7 +24,6 @@ hosted is at work, and no dashboard process of the store lives, after a grace pe
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import signal
 import subprocess
@@ -34,19 +33,17 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import IO, TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from core import presenting
-from core.engine import stack, threads
-from core.engine.client import DASHBOARD, ENGINE, live_service, log_path
+from core.engine import lock, serving, stack, threads
+from core.engine.client import log_path
 from core.engine.engine import Engine
-from core.store import Store, StoreError, canonical, is_url, owner, shown
-from core.store.errors import DatabaseError
+from core.engine.lock import lock_path as lock_path  # where tests and scripts read it
+from core.engine.serving import DASHBOARD, ENGINE, live_service
+from core.store import Store, StoreError, canonical, is_url, modes, shown
 from core.store.owner import HEARTBEAT_SECONDS, LIVENESS_SECONDS
-from core.store.paths import ENV_VAR, PROJECT_ROOT, Location, files_base
-
-if TYPE_CHECKING:
-    from core.store.postgres import PostgresConnection
+from core.store.paths import ENV_VAR, PROJECT_ROOT, Location
 
 #: How often the serving engine ends the runs of processes found dead since (its own
 #: start did it once) and takes the queue of a dead engine: a run handed to an engine
@@ -67,11 +64,6 @@ class Hosted(Protocol):
 
 #: What makes a `Hosted` for the serving engine (`core.sweep.hosting.SweepHost`).
 Host = Callable[[Engine], Hosted]
-
-
-def lock_path(location: Location) -> Path:
-    base = files_base(location)
-    return base.with_name(base.name + ".engine.lock")
 
 
 def absolute(location: Location) -> str:
@@ -150,10 +142,11 @@ class EngineService:
     def _take_over(self) -> None:
         """Ends the runs of the processes that died (on this host or, silent for
         `LIVENESS_SECONDS`, on another), takes the queue an engine left, and forgets the
-        rows of silent services."""
+        rows of services that died (its own stays while it holds the lock, however late
+        its heartbeat: see `core.engine.serving`)."""
         self.store.mark_interrupted()
         self.store.requeue(self.owner)
-        self.store.forget_silent_services()
+        serving.forget_dead(self.store)
 
     def _publish_cluster(self) -> None:
         """The Ray cluster's nodes and free CPUs and GPUs, for the Home page."""
@@ -224,8 +217,8 @@ def serve(
     train on that Ray cluster; `hosts` make what it hosts beside them (see `Hosted`).
     Returns an exit status: 0, also when another engine serves the store already."""
     location = absolute(location)
-    lock = _lock(location)
-    if lock is None:
+    held = lock.hold(location)
+    if held is None:
         print(f"an engine already serves {shown(location)}", file=sys.stderr, flush=True)
         return 0
     stop = stop or threading.Event()
@@ -253,7 +246,7 @@ def serve(
         engine.close()
         print(f"engine {engine.owner} stopped", file=sys.stderr, flush=True)
     finally:
-        lock.close()
+        held.close()
     return 0
 
 
@@ -264,8 +257,7 @@ def launch(location: Location, *, max_concurrent: int) -> subprocess.Popen[bytes
     command-line arguments are."""
     location = absolute(location)
     log_file = log_path(location)
-    log_file.parent.mkdir(parents=True, exist_ok=True)
-    log = log_file.open("ab")
+    log = modes.open_file(log_file, "ab")  # its owner's alone (see `core.store.modes`)
     command = [
         sys.executable,
         "-m",
@@ -285,31 +277,6 @@ def launch(location: Location, *, max_concurrent: int) -> subprocess.Popen[bytes
             start_new_session=True,
             env={**presenting.without_key(os.environ), ENV_VAR: location},
         )
-
-
-def _lock(location: str) -> IO[str] | PostgresConnection | None:
-    """The engine lock of the store, held until the file (or, for a PostgreSQL store,
-    the database connection) is closed; None if taken."""
-    if is_url(location):
-        from core.store.postgres import hold_engine_lock
-
-        try:
-            return hold_engine_lock(location)
-        except DatabaseError as exc:
-            raise StoreError(f"cannot use the store {shown(location)}: {exc}") from exc
-    path = lock_path(location)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    file = path.open("a+")
-    try:
-        fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        file.close()
-        return None
-    file.seek(0)
-    file.truncate()
-    file.write(f"{owner.current()}\n")
-    file.flush()
-    return file
 
 
 def _setter(event: threading.Event) -> Any:

@@ -73,10 +73,10 @@ def load_plugins(folder: Path | None = None) -> dict[str, str]:
     """Imports the `*.py` files of the plugins folder not imported yet; returns the errors.
 
     A plugin that fails to import (with any exception, `SystemExit` included), does not
-    import within `probe.PROBE_SECONDS` in a child process (one for all the files, see
-    `core.optimizers.probe`), or registers a taken name is
-    reported by file, not raised, so one broken file never hides the other optimizers
-    (see `core.optimizers.probe`). A folder or file others can write to, and links, are
+    import in a child process within its deadline (one child for all the files; the
+    deadline follows the machine's speed: see `core.optimizers.probe.DEADLINE`), or
+    registers a taken name is reported by file, not raised, so one broken file never hides
+    the other optimizers. A folder or file others can write to, and links, are
     refused. Files whose name starts with `_` are skipped.
     """
     folder = Path(folder) if folder is not None else plugins_folder()

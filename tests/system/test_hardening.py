@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -239,7 +240,7 @@ def test_a_plugin_that_hangs_or_exits_is_reported_and_skipped(tmp_path) -> None:
         tmp_path,
         {
             # Waits as on a server that never answers (one that spins is tried below, with
-            # a 3-s deadline: this one's 20 s would take a core from the other tests).
+            # a 3-s deadline: this one's 20 s or more would take a core from the other tests).
             "hangs.py": "import threading\nthreading.Event().wait()\n",
             "exits.py": "import sys\nsys.exit('no thanks')\n",
             "good.py": GOOD_PLUGIN,
@@ -247,8 +248,18 @@ def test_a_plugin_that_hangs_or_exits_is_reported_and_skipped(tmp_path) -> None:
     )
     started = time.monotonic()
     errors = registry.load_plugins(folder)
-    assert time.monotonic() - started < 60
-    assert "did not finish importing within 20 s" in errors[str(folder / "hangs.py")]
+    elapsed = time.monotonic() - started
+    # The deadline follows the machine (issue 51: under load, the good plugin took more
+    # than a fixed 20 s): four times the child's import of Keras, and at least 20 s.
+    said = re.fullmatch(
+        r"did not finish importing within ([\d.]+) s \((?:the floor; )?4x the ([\d.]+) s this"
+        r" machine took to import keras in the same child process(?: is less)?\)",
+        errors[str(folder / "hangs.py")],
+    )
+    assert said, errors[str(folder / "hangs.py")]
+    seconds, keras_seconds = map(float, said.groups())
+    assert seconds == pytest.approx(max(20.0, 4 * keras_seconds), abs=0.3)
+    assert elapsed < 3 * seconds  # one hang costs its deadline, once
     assert "no thanks" in errors[str(folder / "exits.py")]
     assert str(folder / "good.py") not in errors
     assert optimizers.get_spec("hardening_good").source.endswith("good.py")
@@ -273,7 +284,9 @@ def test_one_child_tries_every_file_and_a_new_one_those_after_a_hang_or_a_crash(
     )
     paths = sorted(folder.glob("*.py"))
     started = time.monotonic()
-    results = {path.name: why for path, why in probe.probe(paths, timeout=3).items()}
+    results = {
+        path.name: why for path, why in probe.probe(paths, probe.Deadline(floor=3.0)).items()
+    }
     assert time.monotonic() - started < 15  # one hang costs its deadline, once
     assert results == {
         "a_fine.py": None,

@@ -122,7 +122,8 @@ def test_a_missing_postgresql_store_is_a_usage_error_without_its_password(postgr
 
 @pytest.mark.slow
 def test_one_engine_serves_a_postgresql_store_from_any_machine(postgres, tmp_path) -> None:
-    """The engine lock is in the database (no file is locked), so a second `serve` exits
+    """The engine lock is in the database (a file beside the store's files on each machine
+    only tells that machine which process holds it), so a second `serve` exits
     whichever machine it runs on; the runs handed over train, and `stop` from another
     process reaches them through the store."""
     url = postgres.create_schema()
