@@ -1,7 +1,8 @@
 """Optimizer Lab: the frame around every page (`streamlit run app.py`).
 
 It sets the page's title and layout, draws the sidebar, checks the store once (an unusable
-store stops every page with the reason), and runs the page the address names. The pages
+store stops every page with the reason), cleans the address's parameters
+(`ui.address`), and runs the page the address names. The pages
 themselves (`ui.nav.PAGES`) hold only their view.
 """
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import nav, presentation, roles, state
+from ui import address, nav, presentation, roles, state
 
 # A file, sent inline: a Material icon as the page icon is fetched from fonts.gstatic.com,
 # which a lab without internet cannot reach (the sidebar's icons come with Streamlit).
@@ -26,5 +27,5 @@ st.set_page_config(
 )
 roles.admit()  # before the sidebar, which shows a viewer less
 nav.sidebar()
-state.engine()
+address.clean(state.engine())  # before the page, which reads it
 page.run()

@@ -1,8 +1,13 @@
-"""Exports of one run's metrics: a CSV table, and TensorBoard event files.
+"""Exports of one run's metrics: a CSV table, and TensorBoard event files; and the pages'
+tables as CSV.
 
     metrics = store.read_metrics(run_id)
     write_csv(metrics, "loss.csv")
     write_tensorboard(metrics, run_folder("tb", run_id), events=store.events(run_id))
+    table_csv([{"name": run.name, "loss": 0.25} for run in runs])
+
+Every CSV cell passes through `core.escaping.spreadsheet_safe`: a run's name, a tag or a
+metric's key that begins like a formula is text in a spreadsheet, never a formula.
 
 Where a user names the output and the caller confines exports to a folder,
 `core.confined.safe_path` turns the name into a path that cannot lead out of it; a run id
@@ -12,17 +17,20 @@ becomes a folder only through `core.store.paths.run_folder`, and a run's name ne
 from __future__ import annotations
 
 import csv
+import datetime as dt
+import io
 import json
 import math
 import os
 import secrets
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from core.escaping import spreadsheet_safe
 from core.store import HISTOGRAM_EVENT, KNOB_EVENT, Event, Metrics
 
 #: The CSV's first columns after `step`, those a run logged, in this order.
@@ -65,9 +73,10 @@ def column_order(keys: Iterable[str]) -> list[str]:
 def write_csv(metrics: Metrics, path: str | os.PathLike[str]) -> Path:
     """Writes `metrics` as a CSV table, one row per logged step, and returns its path.
 
-    Columns: `step`, then `column_order(metrics.keys)`. A value the step did not log (NaN)
-    is an empty cell; the others are written exactly (Python's shortest round-trip repr),
-    so reading the file back gives the stored float64 values. The table is written to a
+    Columns: `step`, then `column_order(metrics.keys)`, each key made `spreadsheet_safe`
+    (a key is any text the store took). A value the step did not log (NaN) is an empty
+    cell; the others are numbers, written exactly (Python's shortest round-trip repr), so
+    reading the file back gives the stored float64 values. The table is written to a
     new file next to `path` (see `_claim`) and renamed into place, so `path` never holds
     half a table, and nothing planted there is written through. Missing parent folders
     are created.
@@ -80,13 +89,44 @@ def write_csv(metrics: Metrics, path: str | os.PathLike[str]) -> Path:
     try:
         with os.fdopen(descriptor, "w", newline="", encoding="utf-8") as file:
             writer = csv.writer(file)
-            writer.writerow(["step", *columns])
+            writer.writerow(safe_cells(["step", *columns]))
             for step, values in zip(metrics.steps.tolist(), table, strict=True):
-                writer.writerow([step, *("" if math.isnan(v) else repr(v) for v in values)])
+                writer.writerow([step, *(None if math.isnan(v) else v for v in values)])
         part.replace(path)
     finally:
         part.unlink(missing_ok=True)
     return path
+
+
+def table_csv(rows: Sequence[Mapping[str, object]]) -> str:
+    """`rows` (a page's table: one mapping a row, column to value) as CSV text, for a
+    spreadsheet. A column for each key, in the order keys first appear; a row without
+    one has an empty cell there, as has None or NaN. A list (a run's tags) is one cell,
+    its items joined by commas; a time is written `YYYY-MM-DD HH:MM:SS`; numbers stay
+    numbers; and every cell, the header's included, is made `spreadsheet_safe`."""
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(safe_cells(columns))
+    for row in rows:
+        writer.writerow(safe_cells(_plain(row.get(column)) for column in columns))
+    return text.getvalue()
+
+
+def safe_cells(cells: Iterable[object]) -> list[object]:
+    """A CSV row's cells, each made `spreadsheet_safe`."""
+    return [spreadsheet_safe(cell) for cell in cells]
+
+
+def _plain(value: object) -> object:
+    """A table's value as a CSV cell holds it: see `table_csv`."""
+    if isinstance(value, list | tuple):
+        return ", ".join(str(item) for item in value)
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ", timespec="seconds")
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
 
 
 def write_tensorboard(

@@ -76,8 +76,11 @@ differ = [k for k in varying(flat) if k != "optimizer"]  # the optimizer has its
 # A metric no run shown has (MAE for classifiers, accuracy for regressions) has no column.
 finals = [run.final_metrics or {} for run in chosen]
 metrics = [k for k in METRICS if any(final.get(k) is not None for final in finals)]
+table = [
+    table_row(run, setting, metrics, differ) for run, setting in zip(chosen, flat, strict=True)
+]
 st.dataframe(
-    [table_row(run, setting, metrics, differ) for run, setting in zip(chosen, flat, strict=True)],
+    table,
     hide_index=True,
     column_config={
         "run": st.column_config.TextColumn("run", pinned=True),
@@ -85,6 +88,7 @@ st.dataframe(
         **{k: SETTING for k in differ if numeric(flat, k)},
     },
 )
+downloads.csv_download(table, "optlab-compare.csv", key="compare:csv")
 if same := alike(chosen[0], differ):
     st.caption(f"Alike in every run: {escape_markdown(same)}")
 # A download writes the model on the server's disk first: the presenter's (`ui.roles`).

@@ -12,7 +12,7 @@ from core.demo_race import DEFAULT_LENGTH, LENGTHS, RUNNERS, SHOWS, race_configs
 from core.escaping import escape_markdown
 from core.knobs import InvalidInput
 from core.store import ACTIVE_STATUSES, FINAL_STATUSES
-from ui import roles, runs_table, state
+from ui import downloads, roles, runs_table, state
 
 RACE_REPEATS = "home:race_repeats"
 RACE_LENGTH = "home:race_length"
@@ -142,14 +142,16 @@ def every_run(was_active: bool) -> None:
             help="Continue every run a crash or a shutdown interrupted, from its last "
             "checkpoint, oldest first.",
         )
+    table = runs_table.rows(engine, shown)
     selection = st.dataframe(
-        runs_table.rows(engine, shown),
+        table,
         hide_index=True,
         key="runs_table",
         on_select="rerun",
         selection_mode="multi-row",
         column_config=runs_table.COLUMNS,
     )
+    downloads.csv_download(table, "optlab-runs.csv", key="runs_table:csv")
     runs_table.actions(engine, [shown[i] for i in selection.selection.rows if i < len(shown)])
     if was_active and not any(run.active for run in runs):
         st.rerun()  # everything ended: a full rerun turns the refresh timer off

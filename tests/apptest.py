@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
+from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
 from core.engine import RunConfig
@@ -28,6 +30,20 @@ SHORT = {
 def live_specs(at: AppTest) -> list[str]:
     """The Plotly JSON of each live chart (`ui.live_chart`) the page drew, in order."""
     return [json.loads(chart.proto.json)["figure"] for chart in at.get("bidi_component")]
+
+
+def framed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Has `page`'s pages run inside the frame (app.py: its sidebar, `ui.roles.admit`,
+    `ui.address.clean`), as `ui.serve` has the server run them. AppTest resets
+    `PagesManager.uses_pages_directory` before each run, and a pages/ folder then runs a
+    page switched to bare, its script alone."""
+    init = PagesManager.__init__
+
+    def without_pages_directory(manager: PagesManager, *args: Any, **kwargs: Any) -> None:
+        init(manager, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", without_pages_directory)
 
 
 def page(name: str) -> AppTest:

@@ -1,10 +1,12 @@
 """A sweep's study written straight into a lab's store, for the pages' analysis views:
 Optuna's ask-and-tell with the plan's own distributions (the trials train nothing; their
-values follow the learning rate, and those at the low end of its range are pruned)."""
+values follow the learning rate, and those at the low end of its range are pruned); and
+one with a trial its driver abandoned."""
 
 from __future__ import annotations
 
 import math
+import socket
 from typing import Any
 
 import optuna
@@ -13,6 +15,7 @@ from core.engine import RunConfig
 from core.sweep import Dimension, SearchSpace, SweepPlan
 from core.sweep.objective import OBJECTIVE_ATTR
 from core.sweep.studies import PLAN_ATTR, open_storage, storage_url
+from core.sweep.trial_run import DRIVER, RUN_ID
 from tests.lean import NO_INSTRUMENTS
 
 BASE = RunConfig(
@@ -64,4 +67,14 @@ def stored_study(
                 break
         else:
             study.tell(trial, final)
+    return study
+
+
+def abandoned_trial(engine: Any, name: str, run_id: str) -> optuna.Study:
+    """`stored_study` `name` of three trials, two ended and the third left running by a
+    driver whose process is gone, its run `run_id` (ended): a trial to settle."""
+    study = stored_study(engine, name, n_trials=3, written=2)
+    trial = study.ask()
+    trial.set_user_attr(DRIVER, f"{socket.gethostname()}:{2**31 - 1}:0")  # no such process
+    trial.set_user_attr(RUN_ID, run_id)
     return study

@@ -1,9 +1,10 @@
 """Every path by which the dashboard acts, called as its page calls it, for the tests that
-hand each one a viewer's session (tests/system/test_presenter_roles.py).
+hand each one a viewer's session (tests/system/test_presenter_roles.py); and every page
+load, which must write nothing either.
 
 A path takes the session's `Runs` (`ui.state.engine()`) and the id of an ended run; it
 does what the page's button, slider, form or uploader does.
-A new action on a page gets a line here.
+A new action on a page gets a line here; a new page gets its line in `ui.nav.PAGES`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from core.engine import run_fields
 from core.engine.api import Runs
 from core.recipes import RECIPES
 from core.recipes import start as start_recipe
-from ui import live_panel, runs_table, sweep_actions, sweep_form, train_form
+from ui import live_panel, nav, runs_table, sweep_actions, sweep_form, train_form
 
 Path = Callable[[Runs, str], Any]
 
@@ -114,3 +115,11 @@ PATHS: dict[str, Path] = {
     "Sweep: Resume the sweep": lambda e, r: sweep_actions.resume(e, "a-sweep"),
     "Sweep: Stop the sweep": lambda e, r: sweep_actions.stop(SimpleNamespace(stop=None)),
 }
+
+
+def page_loads(run_id: str) -> dict[str, dict[str, str]]:
+    """Every page of the app (`ui.nav.PAGES`), by file, with the address parameters a
+    viewer opens it with: Live and Compare on the ended run `run_id`; the Sweep page
+    opens the newest study by itself."""
+    shown = {"pages/2_Live.py", "pages/3_Compare.py"}
+    return {path: {"runs": run_id} if path in shown else {} for path, _, _ in nav.PAGES}

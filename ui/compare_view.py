@@ -21,10 +21,9 @@ from core.group_comparison import (
     time_to_target,
     value_at,
 )
-from ui import texts, views
+from ui import address, texts
 
 GROUPS, RUNS = "compare_groups", "compare_runs"  # the two multiselects' keys
-GROUPS_PARAM = "groups"  # the URL query parameter of the groups picked
 NEWEST_GROUPS, NEWEST_RUNS = 2, 4  # what a first visit picks: groups if any, else runs
 GROUP_METRICS = ("val_accuracy", "val_loss", "accuracy", "loss", "val_mae")
 AT = ("the end", "a step", "time to reach")
@@ -69,7 +68,7 @@ def pick(engine: Runs, handed_over: str) -> Picked:
     singles = right.multiselect(
         "Runs", list(runs), key=RUNS, format_func=lambda run_id: texts.label(runs[run_id])
     )
-    for param, values in ((GROUPS_PARAM, picked), (views.RUNS_PARAM, singles)):
+    for param, values in ((address.GROUPS, picked), (address.RUNS, singles)):
         if values:
             st.query_params[param] = ",".join(values)
         else:
@@ -80,8 +79,9 @@ def pick(engine: Runs, handed_over: str) -> Picked:
 
 
 def from_url() -> tuple[list[str], list[str]] | None:
-    """The groups and runs a shared URL names; None when it names neither."""
-    given = [st.query_params.get(param, "") for param in (GROUPS_PARAM, views.RUNS_PARAM)]
+    """The groups and runs a shared URL names (cleaned by `ui.address`); None when it
+    names neither."""
+    given = [st.query_params.get(param, "") for param in (address.GROUPS, address.RUNS)]
     if not any(given):
         return None
     picked, singles = (text.split(",") if text else [] for text in given)

@@ -1,12 +1,34 @@
-"""A run's trained model to keep: a `.keras` download on the Live and Compare pages."""
+"""What the pages offer to keep: a run's trained model (a `.keras` download on the Live
+and Compare pages), and a table as CSV."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
 
 import streamlit as st
 
 from core.engine import RunStatus
 from core.engine.api import Runs
 from core.engine.checkpoints import Checkpoint, best_of
+from core.export import table_csv
+
+
+def csv_download(rows: Sequence[Mapping[str, object]], file_name: str, key: str) -> None:
+    """A "Download as CSV" button for a table's `rows`, for every session, viewers'
+    included (it writes nothing). It stands in for the table's own toolbar download,
+    which is off (`client.disableDataExport`): that one wrote each cell as it is, so a
+    run named `=HYPERLINK(...)` opened as a formula; `core.export.table_csv` makes every
+    cell `spreadsheet_safe`."""
+    st.download_button(
+        "Download as CSV",
+        data=lambda: table_csv(rows),  # built at the click, not at each refresh
+        file_name=file_name,
+        mime="text/csv",
+        on_click="ignore",
+        icon=":material/download:",
+        type="tertiary",
+        key=key,
+    )
 
 
 def checkpoint_choices(saved: list[Checkpoint]) -> dict[str, Checkpoint]:

@@ -17,10 +17,8 @@ import streamlit as st
 from core.engine import RunStatus
 from core.engine.api import Runs
 from core.escaping import escape_markdown
-from ui import state, texts
+from ui import address, state, texts
 
-PARAM: Final = "view"
-PRESENTATION: Final = "presentation"
 SWITCH: Final = "presentation:on"  # the toggle's key
 PER_ROW: Final = "presentation:per_row"  # charts a row, for the session
 # Sizes in px that a projected 1024×768 page shows legibly from ten metres (the page's
@@ -38,7 +36,7 @@ HEIGHT: Final = 360
 
 def on() -> bool:
     """Whether the page is in the presentation view (as its address says)."""
-    return st.query_params.get(PARAM) == PRESENTATION
+    return st.query_params.get(address.VIEW) == address.PRESENTATION
 
 
 def sidebar_state() -> str:
@@ -49,9 +47,9 @@ def sidebar_state() -> str:
 
 def _follow_toggle() -> None:
     if st.session_state[SWITCH]:
-        st.query_params[PARAM] = PRESENTATION
+        st.query_params[address.VIEW] = address.PRESENTATION
     else:
-        st.query_params.pop(PARAM, None)
+        st.query_params.pop(address.VIEW, None)
 
 
 def toggle() -> tuple[bool, int]:

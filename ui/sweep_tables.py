@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.sweep import Sweep, SweepPlan, SweepStatus, SweepSummary, TrialRow, numeric
-from ui import texts
+from ui import downloads, texts
 from ui.sweep_form import STARTED
 
 TRIAL_COLUMNS = {
@@ -83,21 +83,22 @@ def plan_text(plan: SweepPlan) -> str:
 def trials_table(sweep: Sweep, rows: list[TrialRow]) -> TrialRow | None:
     """Every trial, with its run; returns the one picked in the table."""
     params = [row.params for row in rows]
+    table = [
+        {
+            "trial": r.number,
+            "state": r.state,
+            "value": r.value,
+            "± (95%)": r.spread,
+            **r.params,
+            "run": r.run_id,
+            "run status": r.run_status,
+            "step": r.step,
+            "reason": r.reason,
+        }
+        for r in rows
+    ]
     event = st.dataframe(
-        [
-            {
-                "trial": r.number,
-                "state": r.state,
-                "value": r.value,
-                "± (95%)": r.spread,
-                **r.params,
-                "run": r.run_id,
-                "run status": r.run_status,
-                "step": r.step,
-                "reason": r.reason,
-            }
-            for r in rows
-        ],
+        table,
         hide_index=True,
         key=f"sweep:trials:{sweep.study_name}",  # a pick belongs to its sweep
         on_select="rerun",
@@ -105,5 +106,6 @@ def trials_table(sweep: Sweep, rows: list[TrialRow]) -> TrialRow | None:
         column_config=TRIAL_COLUMNS
         | {a.name: SETTING for a in sweep.plan.axes if numeric(params, a.name)},
     )
+    downloads.csv_download(table, "optlab-sweep-trials.csv", key="sweep:trials:csv")
     picked = event.selection.rows
     return rows[picked[0]] if picked and picked[0] < len(rows) else None

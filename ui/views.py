@@ -13,10 +13,9 @@ from core.engine.api import Runs
 from core.engine.repeats import group_label, groups
 from core.escaping import escape_markdown
 from core.store import Metrics, UnknownRunError, summaries
-from ui import state, texts
+from ui import address, state, texts
 from ui.live_chart import live_chart
 
-RUNS_PARAM = "runs"  # the URL query parameter that holds a page's selected run ids
 GROUP_KEYS = ("loss", "val_accuracy")  # the metrics a group of repeats is drawn by
 
 
@@ -150,23 +149,24 @@ def pick_runs(
 ) -> tuple[dict[str, RunStatus], list[str]]:
     """Every run by id, and the ones picked in a multiselect stored under `key`.
 
-    The pick lives in the URL too (`?runs=ID,ID`), so a page can be shared and survives a
-    reload. Runs handed over by another page (session state `handed_over`) replace it;
-    else the URL's; the first time, `default(runs)` picks; runs that no longer exist drop
-    out.
+    The pick lives in the URL too (`?runs=ID,ID`, cleaned by `ui.address`), so a page can
+    be shared and survives a reload. Runs handed over by another page (session state
+    `handed_over`) replace it; else the URL's; the first time, `default(runs)` picks; runs
+    that no longer exist drop out, and a run handed over twice is picked once.
     """
     runs = {run.id: run for run in engine.list()}
     if handed_over in st.session_state:
         st.session_state[key] = st.session_state.pop(handed_over)
-    elif key not in st.session_state and st.query_params.get(RUNS_PARAM):
-        st.session_state[key] = st.query_params[RUNS_PARAM].split(",")
+    elif key not in st.session_state and st.query_params.get(address.RUNS):
+        st.session_state[key] = st.query_params[address.RUNS].split(",")
     st.session_state.setdefault(key, default(list(runs.values())))
-    st.session_state[key] = [run_id for run_id in st.session_state[key] if run_id in runs]
+    kept = dict.fromkeys(st.session_state[key])  # a multiselect takes an option once
+    st.session_state[key] = [run_id for run_id in kept if run_id in runs]
     picked = st.multiselect(
         "Runs", list(runs), key=key, format_func=lambda run_id: texts.label(runs[run_id])
     )
     if picked:
-        st.query_params[RUNS_PARAM] = ",".join(picked)
+        st.query_params[address.RUNS] = ",".join(picked)
     else:
-        st.query_params.pop(RUNS_PARAM, None)
+        st.query_params.pop(address.RUNS, None)
     return runs, picked

@@ -19,7 +19,8 @@ Modules: `space` (dimensions, checked against knobs), `objective` (what scores a
 and which way), `plan` (a sweep's storable definition), `trial_run` (one trial as one
 run, and how each run's end is told), `driver` (the driver thread's loop), `control` (the
 commands and driver records in a study, through which any process steers a sweep),
-`hosting` (the engine process's drives), `samplers` (the Optuna sampler and pruner),
+`hosting` (the engine process's drives, and its settling of the trials a killed
+driver left), `samplers` (the Optuna sampler and pruner),
 `studies` (storages and listing), `sweep` (the `Sweep` facade), `coordinates` (runs and trials as
 rows of settings, for tables and parallel coordinates). Importing `core.sweep` imports
 neither TensorFlow nor Optuna.

@@ -149,7 +149,7 @@ class Driver:
     def _stop_all(self) -> None:
         """Stops every in-flight run, waits for them to end, and tells their trials. It
         runs on every way out, an error's included, so it raises nothing itself: a trial
-        that storage cannot update is left running, for a resume to settle."""
+        that storage cannot update is left running, for the engine (or a resume) to settle."""
         for trial_run in self.in_flight.values():
             with contextlib.suppress(Exception):  # e.g. a closed store; the poll drops it
                 trial_run.stop(self.engine, SWEEP_STOPPED)

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, Final
 from core.knobs import InvalidInput
 from core.redaction import redacted
 from core.store import StoreError, is_url, owner
-from core.sweep.driver import abandoned, settle_abandoned
 from core.sweep.trial_run import TrialCounts
 
 if TYPE_CHECKING:
@@ -111,8 +110,38 @@ def _opened(url: str) -> optuna.storages.BaseStorage:
         except Exception:  # another process created the tables meanwhile: they are there
             return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
     except Exception as exc:
-        message = redacted(f"cannot open {url}: {exc}", url)
-        raise InvalidInput({"storage": message}) from _cause(exc, url)
+        raise _unopenable(url, exc) from _cause(exc, url)
+
+
+#: The storages seen to hold Optuna's tables (see `has_studies`).
+_TABLES_SEEN: set[str] = set()
+
+
+def has_studies(url: str) -> bool:
+    """Whether the storage at `url` holds Optuna's tables, looked up without making them:
+    opening a storage (`open_storage`) creates them, a write that a reader of the studies
+    (a viewer's page), or an engine that serves a store where no sweep was ever made,
+    must not make. Once seen, they are taken to stay. Raises `InvalidInput` naming
+    `storage`, as `open_storage` does, when the URL cannot be opened."""
+    if url in _TABLES_SEEN:
+        return True
+    import sqlalchemy
+    from sqlalchemy.pool import NullPool
+
+    try:
+        # No pool: a storage that never holds a sweep keeps no connection open.
+        probe = sqlalchemy.create_engine(url, poolclass=NullPool)
+        found = sqlalchemy.inspect(probe).has_table("studies")
+    except Exception as exc:
+        raise _unopenable(url, exc) from _cause(exc, url)
+    if found:
+        _TABLES_SEEN.add(url)
+    return found
+
+
+def _unopenable(url: str, exc: Exception) -> InvalidInput:
+    """Why the storage at `url` cannot be opened, naming `storage`, without its secrets."""
+    return InvalidInput({"storage": redacted(f"cannot open {url}: {exc}", url)})
 
 
 @contextlib.contextmanager
@@ -138,25 +167,21 @@ def _cause(exc: BaseException, url: str) -> BaseException | None:
 
 
 def list_studies(engine: Runs, storage: str | None = None) -> list[SweepSummary]:
-    """Every study in `storage` (default: `engine`'s store), the most recent first.
-    Raises `InvalidInput` naming `storage` if it cannot be opened, `StoreError` (see
-    `storage_errors`) if it fails."""
+    """Every study in `storage` (default: `engine`'s store), the most recent first; none
+    where no sweep was ever made. It only reads: trials a killed driver left running
+    are the engine's to settle (`core.sweep.hosting`), so a page that lists the sweeps,
+    a viewer's, writes nothing. Raises `InvalidInput` naming `storage` if it cannot be
+    opened, `StoreError` (see `storage_errors`) if it fails."""
     url = storage_url(engine, storage)
+    if not has_studies(url):
+        return []
     result = []
     with storage_errors(url):
         opened = open_storage(url)
         for study in opened.get_all_studies():
             # What `optuna.get_all_study_summaries` reads (its trials by `_study_id`, as it
-            # does), counted by state here; trials a killed sweep left running are settled.
+            # does), counted by state here.
             trials = opened.get_all_trials(study._study_id, deepcopy=False)
-            driven_here = DRIVERS.driving(url, study.study_name)
-            # Loading a study costs a page refresh much: only for a trial to settle.
-            if any(abandoned(engine, t, driven_here=driven_here) for t in trials) and (
-                settle_abandoned(
-                    engine, stored_study(study.study_name, opened), driven_here=driven_here
-                )
-            ):
-                trials = opened.get_all_trials(study._study_id, deepcopy=False)
             result.append(_summary(study, trials))
     return sorted(result, key=lambda s: s.started or datetime.max, reverse=True)
 

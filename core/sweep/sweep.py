@@ -15,7 +15,7 @@ from core.redaction import redacted
 from core.store import StoreError, UnknownRunError, owner, shown
 from core.sweep import control
 from core.sweep.control import DriverRecord
-from core.sweep.driver import Driver, run_ids_of, settle_abandoned
+from core.sweep.driver import Driver, run_ids_of
 from core.sweep.objective import OBJECTIVE_ATTR, Objective
 from core.sweep.plan import MAX_SEED, SweepPlan
 from core.sweep.studies import (
@@ -234,8 +234,9 @@ class Sweep:
 
         `n_trials` and `parallel` replace the stored ones (to extend a finished sweep);
         `pruner` replaces the default one of a sweep with pruning. Trials its last
-        driver left running end as their runs did (`settle_abandoned`, in `status` and
-        on `start`); those cut short run again on `start`.
+        driver left running end as their runs did (`settle_abandoned`), told by the
+        engine process (`core.sweep.hosting`) and on `start`, never by a reader; those
+        cut short run again on `start`.
 
         Raises `InvalidInput` naming `study_name` if there is no such study or
         no `Sweep` made it, or the stored plan's field that is no longer valid;
@@ -425,14 +426,12 @@ class Sweep:
 
     def status(self) -> SweepStatus:
         """Where the sweep stands, read from its study (which other machines may share);
-        `StoreError` if its storage fails."""
+        it writes nothing, so that any reader may ask. `StoreError` if its storage fails."""
         with self._lock:
             state, error, study = self._state, self._error, self._study
             here = self._thread is not None
         if study is not None and not here:
             state, error = self._stored_state(study), self._stored_error(study)
-        if study is not None and state not in ACTIVE_STATES:
-            self._settle(study)
         trials = self._trials(study)
         counts = TrialCounts.of(trials)
         best = _best(trials, self.plan.objective)
@@ -516,13 +515,6 @@ class Sweep:
             return []
         with storage_errors(self.storage):
             return study.get_trials(deepcopy=False)
-
-    def _settle(self, study: optuna.Study) -> None:
-        """Settles the trials a killed driver left running (see `settle_abandoned`)."""
-        driving = DRIVERS.driving(self.storage, self.study_name)
-        # The engine closed, or the storage failed: they wait for a reader.
-        with contextlib.suppress(StoreError), storage_errors(self.storage):
-            settle_abandoned(self.engine, study, driven_here=driving)
 
     def _drive(self, driver: Driver, record: DriverRecord) -> None:
         state: SweepState

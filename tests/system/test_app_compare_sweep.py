@@ -146,7 +146,7 @@ def test_compare_shows_the_optimizer_and_every_knob_that_differs(lab: EngineClie
     # Each ran to its end and saved a checkpoint there: its model can be downloaded.
     assert len(at.selectbox(key="compare:model").options) == 3
     assert at.radio(key=f"model:checkpoint:{ids[0]}").options[0].startswith("last · step")
-    (button,) = at.get("download_button")
+    (button,) = [b for b in at.get("download_button") if b.proto.label == "Download .keras"]
     assert button.proto.HasField("deferred_file_id")  # written at the click, not per refresh
 
     (parcoords,) = json.loads(at.get("plotly_chart")[0].proto.spec)["data"]

@@ -10,10 +10,15 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core.escaping import escape_markdown
+from core.guesses import LIMIT, Guesses
 from core.presenting import KEY_VARIABLE
 from core.store import Store
-from tests.apptest import page, written_run
-from tests.viewer_actions import CONTROLS, PATHS
+from core.sweep.hosting import SweepHost
+from tests.apptest import framed, page, written_run
+from tests.sweep_studies import abandoned_trial
+from tests.viewer_actions import CONTROLS, PATHS, page_loads
+from ui import roles
 
 KEY = "the-presenters-key-0123456789"
 # Calls a path of tests/viewer_actions.py in the session, as its page would.
@@ -36,15 +41,15 @@ def room(app_store: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
 
 
 def snapshot(store: Path) -> tuple[list[tuple], list[str]]:
-    """What the lab keeps: every row of the store but the processes' heartbeats, and
-    every file beside it but the database's own and logs."""
+    """What the lab keeps: the store's schema and every row of it but the processes'
+    heartbeats (the sweeps' studies, in Optuna's tables, among them), and every file
+    beside it but the database's own and logs."""
     with sqlite3.connect(store) as db:
-        tables = [
-            name
-            for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-            if name != "services"
+        schema = sorted(db.execute("SELECT type, name, sql FROM sqlite_master"))
+        tables = [name for kind, name, _ in schema if kind == "table" and name != "services"]
+        rows = schema + [
+            (t, *row) for t in sorted(tables) for row in db.execute(f"SELECT * FROM {t}")
         ]
-        rows = [(t, *row) for t in sorted(tables) for row in db.execute(f"SELECT * FROM {t}")]
     files = sorted(
         str(p.relative_to(store.parent))
         for p in store.parent.rglob("*")
@@ -141,3 +146,66 @@ def test_without_a_key_every_session_presents(app_store) -> None:
     at = page("app.py").run()
     assert "Start the demo race" in buttons(at)
     assert not any("Share with the room" in e.label for e in at.expander)
+
+
+def test_the_sixth_wrong_key_of_a_minute_waits_the_right_one_included(room, monkeypatch) -> None:
+    """Five wrong keys from this machine in a minute (a clock of the test's): the sixth
+    key shown, the right one, is refused unchecked, saying how long to wait; a minute
+    after the first wrong one, the right key admits."""
+    now = [0.0]
+    monkeypatch.setattr(roles, "GUESSES", Guesses("presenter key", clock=lambda: now[0]))
+
+    def shown(key: str) -> AppTest:
+        at = page("app.py")
+        at.query_params["key"] = key
+        return at.run()
+
+    for _ in range(LIMIT):
+        assert any("not the presenter's key" in w.value for w in shown("not-the-key").warning)
+        now[0] += 1
+    at = shown(KEY)
+    assert [w.value for w in at.warning] == [
+        f"Too many wrong keys from this address: try again in {60 - LIMIT} s. This session "
+        "watches meanwhile."
+    ]
+    assert not buttons(at) & CONTROLS and "Train" not in sidebar_links(at)
+    now[0] += 60 - LIMIT
+    assert "Start the demo race" in buttons(shown(KEY))
+
+
+@pytest.mark.parametrize("weak", ["a" * 16, "passwordpassword"])
+def test_a_dashboard_started_with_a_weak_key_stops_every_page(app_store, monkeypatch, weak) -> None:
+    monkeypatch.setenv(KEY_VARIABLE, weak)
+    at = page("app.py").run()
+    (error,) = at.error
+    assert error.value.startswith(
+        "The lab is misconfigured: "
+        + escape_markdown(f"{KEY_VARIABLE}: a key needs at least 16 characters")
+    )
+    assert weak not in error.value and not buttons(at) & CONTROLS
+    assert not roles.may_upload("any session")  # nor does anyone upload
+
+
+@pytest.mark.parametrize("sweeps", ["no sweep", "an abandoned trial"])
+@pytest.mark.parametrize("name", sorted(page_loads("ended")))
+def test_each_page_a_viewer_opens_writes_nothing(room, monkeypatch, name, sweeps) -> None:
+    """A viewer's page load, refreshed once, leaves the store and its sweeps' studies as
+    they were: a store without sweeps gets no table of Optuna's, and a trial left
+    running is the engine's to settle, never a page's (the engine's settling is held
+    off here, so that what changes would be the page's doing)."""
+    store, run_id = room
+    framed(monkeypatch)
+    monkeypatch.setattr(SweepHost, "_settle", lambda *args: None, raising=False)
+    if sweeps == "an abandoned trial":
+        abandoned_trial(Store(store), "abandoned", run_id)
+    before = snapshot(store)
+    at = page(name)
+    for key, value in page_loads(run_id)[name].items():
+        at.query_params[key] = value
+    at.run().run()
+    assert not at.exception, at.exception
+    after = snapshot(store)
+    assert [row for row in after[0] if row not in before[0]] == [], name  # rows written
+    assert after == before, name  # nor any deleted, nor a file
+    if name == "pages/home.py":  # the table's download: a viewer's too
+        assert [b.proto.label for b in at.get("download_button")] == ["Download as CSV"]

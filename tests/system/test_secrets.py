@@ -2,8 +2,8 @@
 the sweeps' (Optuna's and SQLAlchemy's included) and the Sweep page. Against a real
 PostgreSQL server, with a role that logs in only with its password, so that the errors
 are the driver's own: a wrong password, a database that is gone, a URL libpq cannot parse
-(its error quotes the part it cannot read, the password too), a role that may use the
-lab's tables but not create Optuna's."""
+(the lab refuses it first: libpq's error quotes the part it cannot read, the password
+too), a role that may use the lab's tables but not create Optuna's."""
 
 from __future__ import annotations
 
@@ -48,7 +48,8 @@ def bad_urls(url: str) -> dict[str, tuple[str, str]]:
             url.replace(encoded, f"{SECRET}-wrong"),
             "password authentication failed",
         ),
-        "typed unencoded": (url.replace(encoded, PASSWORD), "invalid percent-encoded token"),
+        # Refused before libpq reads it: its error would quote the password.
+        "typed unencoded": (url.replace(encoded, PASSWORD), "the PostgreSQL URL holds a blank"),
         "password as a parameter, no database": (
             url.replace(f":{encoded}@", "@").replace("/postgres?", f"/gone?password={encoded}&"),
             'database "gone" does not exist',
@@ -140,12 +141,14 @@ def test_the_sweep_page_shows_a_storage_that_fails_as_a_message_without_the_pass
     postgres, role_url, monkeypatch
 ) -> None:
     """The role may use the lab's tables, not create Optuna's beside them: the page says
-    so, in a message, not a traceback, without the password."""
+    so, in a message, not a traceback, without the password. (One of Optuna's tables is
+    there: without one, a store holds no sweep, and the page opens no storage.)"""
     Store(role_url).close()  # the lab's tables, the role's own
     role = urlsplit(role_url).username
     with psycopg.connect(postgres.url(), autocommit=True) as conn:
         conn.execute(f"ALTER SCHEMA {role} OWNER TO postgres")
         conn.execute(f"GRANT USAGE ON SCHEMA {role} TO {role}")
+        conn.execute(f"CREATE TABLE {role}.studies (study_id INTEGER)")
     with app_serving(role_url, monkeypatch):
         at = page("pages/4_Sweep.py").run()
     assert not at.exception

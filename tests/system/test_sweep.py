@@ -32,8 +32,12 @@ from core.sweep import (
     studies,
     varying,
 )
+from core.sweep.driver import settle_abandoned
+from core.sweep.hosting import SweepHost
 from core.sweep.samplers import startup_trials
+from tests.apptest import written_run
 from tests.lean import NO_INSTRUMENTS
+from tests.sweep_studies import abandoned_trial
 from tests.waiting import wait_for
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -506,8 +510,9 @@ def start_and_kill_a_sweep(path: Path, name: str, engine_kind: str, base: RunCon
 
 
 def test_a_killed_sweeps_trials_end_as_their_runs_do(tmp_path) -> None:
-    """The driver dies, the runs train on in the engine process: each trial is told its
-    run's result once the run ends, and not before."""
+    """The driver dies, the runs train on in the engine process: the engine tells each
+    trial its run's result once the run ends, and not before; listing the studies tells
+    none (a reader writes nothing)."""
     from tests.conftest import served
 
     path = tmp_path / "lab.sqlite"
@@ -520,11 +525,13 @@ def test_a_killed_sweeps_trials_end_as_their_runs_do(tmp_path) -> None:
             time.sleep(0.05)
         for run_id in runs:
             engine.pause(run_id)  # still training: the trials must wait for them
+        assert settle_abandoned(engine, load_study(engine, "killed"), driven_here=False) == 0
         [summary] = list_studies(engine)
         assert (summary.running, summary.finished) == (2, 0)
         for run_id in runs:
             engine.resume(run_id)
             assert engine.wait(run_id, 120).status == "completed"
+        wait_for(lambda: list_studies(engine)[0].running == 0, 60, "the engine's settling")
         [summary] = list_studies(engine)
         assert (summary.running, summary.finished, summary.failed) == (0, 2, 0)
         best = {run_id: engine.status(run_id).final_metrics["best_val_accuracy"] for run_id in runs}
@@ -533,11 +540,45 @@ def test_a_killed_sweeps_trials_end_as_their_runs_do(tmp_path) -> None:
         assert all(t.state.name == "COMPLETE" for t in trials)
 
 
+def test_only_the_engine_settles_an_abandoned_trial(tmp_path) -> None:
+    """Reading a sweep (listing the studies, loading one, its status and trials) tells a
+    trial its driver abandoned nothing, though its run has ended; the engine's sweep
+    host tells it how the run went (issue 51, item 6: a viewer's Sweep page did)."""
+    path = tmp_path / "lab.sqlite"
+    run_id = written_run(Store(path), "ended", "an ended run", val_loss=0.2)
+    engine = Engine(Store(path))
+    try:
+        trials = abandoned_trial(engine, "abandoned", run_id).get_trials
+        before = trials()
+        [summary] = list_studies(engine)
+        sweep = Sweep.load(engine, "abandoned")
+        assert (summary.running, sweep.status().running, sweep.results()[2].state) == (
+            1,
+            1,
+            "RUNNING",
+        )
+        assert trials() == before
+
+        host = SweepHost(engine, poll_interval=0.05)
+        try:
+            wait_for(lambda: trials()[2].state.name == "COMPLETE", 30, "the host's settling")
+        finally:
+            host.close()
+        assert trials()[2].value == engine.status(run_id).final_metrics["best_val_accuracy"]
+        assert trials()[:2] == before[:2]
+    finally:
+        engine.close()
+
+
 def test_a_sweep_killed_with_its_engine_runs_its_trials_again_on_resume(tmp_path) -> None:
+    """The engine that starts next (on the store, with its sweep host) settles the
+    trials: their runs were interrupted, so they are cut short, and run again on resume."""
+    from tests.conftest import served
+
     path = tmp_path / "lab.sqlite"
     start_and_kill_a_sweep(path, "killed", "own engine", BASE.replace(max_steps=20_000))
-    engine = Engine(Store(path, flush_interval=0.05))  # marks the dead engine's runs
-    try:
+    with served(path) as engine:  # marks the dead engine's runs interrupted
+        wait_for(lambda: list_studies(engine)[0].running == 0, 60, "the engine's settling")
         [summary] = list_studies(engine)
         assert (summary.running, summary.finished, summary.failed) == (0, 0, 0)
         killed = load_study(engine, "killed").trials
@@ -554,8 +595,6 @@ def test_a_sweep_killed_with_its_engine_runs_its_trials_again_on_resume(tmp_path
         assert {t.params["learning_rate"] for t in retried} == {
             t.params["learning_rate"] for t in killed
         }
-    finally:
-        engine.close()
 
 
 def test_a_sweep_over_repeats_values_each_trial_by_the_mean_of_its_seeds(engine) -> None:

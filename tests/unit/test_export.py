@@ -1,6 +1,8 @@
 """Tests of `core.export` (the CSV table, the TensorBoard event files) and `safe_path`."""
 
 import csv
+import datetime as dt
+import io
 import math
 
 import numpy as np
@@ -8,7 +10,8 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from core.confined import safe_path
-from core.export import LEADING_COLUMNS, column_order, write_csv, write_tensorboard
+from core.escaping import spreadsheet_safe
+from core.export import LEADING_COLUMNS, column_order, table_csv, write_csv, write_tensorboard
 from core.store import Metrics, Store
 
 LAYERS = ("conv1", "dense", "logits")
@@ -199,3 +202,27 @@ def test_planted_links_are_never_written_through(run, tmp_path) -> None:
     write_tensorboard(metrics, out / "tb")
     assert victim.read_text() == "keep me"
     assert not (out / "run.csv").is_symlink() and (out / "run.csv").read_text().startswith("step")
+
+
+@pytest.mark.parametrize(
+    "text", ["=1+2", "+1", "-x", "@SUM(1+1)", "\t=1", "\r=1", '=HYPERLINK("a")']
+)
+def test_text_that_begins_like_a_formula_is_made_text(text):
+    assert spreadsheet_safe(text) == "'" + text
+
+
+@pytest.mark.parametrize("value", [-0.5, -3, 0.0, None, True, "loss", "a=1", " =1", ""])
+def test_numbers_and_other_text_pass_unchanged(value):
+    assert spreadsheet_safe(value) is value
+
+
+def test_a_pages_table_as_csv_keeps_numbers_and_makes_text_safe():
+    when = dt.datetime(2026, 1, 2, 3, 4, 5)
+    rows = [
+        {"name": "=1+2", "tags": ["@SUM(1+1)", "x"], "value": -0.5, "created": when},
+        {"name": "plain", "=key": float("nan"), "value": None},
+    ]
+    header, first, second = list(csv.reader(io.StringIO(table_csv(rows), newline="")))
+    assert header == ["name", "tags", "value", "created", "'=key"]
+    assert first == ["'=1+2", "'@SUM(1+1), x", "-0.5", "2026-01-02 03:04:05", ""]
+    assert second == ["plain", "", "", "", ""]
