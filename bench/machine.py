@@ -14,7 +14,7 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-from core.engine.threads import available_cores
+from core.training.threads import available_cores
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 

@@ -15,7 +15,7 @@ from typing import Final
 import keras
 
 from core import models
-from core.models.registry import PLUGINS
+from core.models.model_catalog import PLUGINS
 
 DEEP_MLP: Final = "deep_mlp"
 DEEP_VIT: Final = "tiny_vit_8"

@@ -20,8 +20,8 @@ import tensorflow as tf
 from bench import models as bench_models
 from bench.timing import interleave, seconds_per_call
 from core import models
-from core.engine.telemetry import ZERO
 from core.optimizers import transforms
+from core.training.telemetry import ZERO
 
 MODELS = ("lenet", bench_models.DEEP_MLP, bench_models.DEEP_VIT)
 # Ops that move no numbers: reads of the variables and constants, not measuring work.

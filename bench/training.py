@@ -42,9 +42,9 @@ from bench.step_clock import ClockedStore
 from bench.timing import Paired, Sampler
 from core import data, models
 from core.engine import Engine, RunConfig, RunStatus, checkpoints, execution
-from core.engine.config import instrument_intervals
-from core.engine.instruments import INSTRUMENTS
-from core.engine.per_layer_schedule import per_layer_schedule
+from core.training.config import instrument_intervals
+from core.training.instruments import INSTRUMENTS
+from core.training.per_layer_schedule import per_layer_schedule
 
 MODEL = "lenet"
 DATASET = "mnist-5k"
@@ -91,7 +91,7 @@ def telemetry_cost(settings: Settings, model: str = MODEL, epochs: int = LONG_RU
     their budget's interval), and with it off, over `epochs` epochs after the first.
 
     The runs are long: a run spaces its per-layer statistics only once the rest of it can
-    pay for tracing a step without them (`core.engine.per_layer_schedule`), and on the
+    pay for tracing a step without them (`core.training.per_layer_schedule`), and on the
     100-variable MLP that trace takes 2.2 s, so a run of 5 epochs keeps them at every step
     (it ends sooner so) and would show their whole cost, not the budget's."""
     first, last = _window(settings, epochs)
@@ -401,7 +401,7 @@ def _trainer_ops(config: RunConfig) -> profiling.OpProfile:
     them (`per_layer_schedule`). The traced step the engine runs, without the engine."""
     import tensorflow as tf
 
-    from core.engine.trainer import Trainer
+    from core.training.trainer import Trainer
 
     gc.collect()
     trainer = Trainer(config, tf.distribute.get_strategy())

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from core.engine.config import RunConfig
 from core.engine.repeats import repeat_configs
+from core.training.config import RunConfig
 
 MODEL, DATASET = "lenet", "mnist-5k"
 

@@ -154,7 +154,7 @@ def _tuples(described: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _plugins_folder() -> Path:
-    from core.optimizers.catalog import plugins_folder as folder
+    from core.optimizers.optimizer_catalog import plugins_folder as folder
 
     return folder()
 

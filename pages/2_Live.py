@@ -10,7 +10,7 @@ from core.charts import INSTRUMENT_HELP, instrument_figures, layer_figures, trai
 from core.engine import RunStatus
 from core.engine.api import Runs
 from core.engine.repeats import groups
-from ui import following, live_panel, presentation, shared_figures, state, texts, views
+from ui import follow_presenter, live_panel, presentation, shared_figures, state, texts, views
 from ui.live_chart import drawn
 
 presenting, per_row = presentation.toggle()
@@ -21,8 +21,8 @@ CHARTS = "live_charts"  # the group of charts picked
 FIRST_POINT_WAIT = 30.0  # seconds a new run's charts are looked at every second
 engine = state.engine()
 
-following.offer(engine)
-following.follow_page(engine, SELECTION, state.WATCH, CHARTS)
+follow_presenter.offer(engine)
+follow_presenter.follow_page(engine, SELECTION, state.WATCH, CHARTS)
 # In the presentation view the run picker goes under the charts (drawn first, shown last).
 above, below = st.container(), st.container()
 with below if presenting else above:
@@ -65,7 +65,7 @@ waiting = {i for i in selected if runs[i].active and runs[i].step == 0 and recen
 # each tick, and a viewer follows it at each of its own.
 @st.fragment(
     run_every=state.refresh_interval(
-        any_active or following.in_room(),
+        any_active or follow_presenter.in_room(),
         state.REFRESH_SECONDS if waiting else state.CHART_REFRESH_SECONDS,
     )
 )
@@ -85,10 +85,10 @@ def charts(
         pick, zoom = st.columns([4, 1], vertical_alignment="bottom")
     else:
         pick, zoom = st.container(), st.container()
-    following.lead_charts(engine, CHARTS)
+    follow_presenter.lead_charts(engine, CHARTS)
     view = pick.segmented_control("Charts", names, default="Training", key=CHARTS)
     view = view or "Training"  # a click on the chosen one deselects it
-    following.publish(engine, run_ids, view)
+    follow_presenter.publish(engine, run_ids, view)
     with zoom:
         start, end = views.step_range("live")
     watching = [engine.status(run_id) for run_id in run_ids]

@@ -14,7 +14,7 @@ from core.knobs import InvalidInput
 from core.redaction import redacted
 from core.store import StoreError, UnknownRunError
 from core.sweep import Sweep, SweepStatus, TrialRow, list_studies, parallel_rows
-from ui import roles, state, sweep_actions, sweep_analysis, sweep_form, sweep_tables
+from ui import roles, state, sweep_actions, sweep_analysis_view, sweep_form, sweep_tables
 from ui.live_chart import live_chart
 
 st.title(":material/explore: Sweep")
@@ -135,7 +135,7 @@ def sweep_view(sweep: Sweep) -> None:
         figure_rows = parallel_rows([r.params for r in scored], target, [r.value for r in scored])
         live_chart(hyperparameter_figure(figure_rows, target), key="chart:sweep")
     actions(sweep, status, rows, picked)
-    sweep_analysis.analysis_view(sweep)
+    sweep_analysis_view.analysis_view(sweep)
 
 
 def sweeps_view(was_active: bool) -> None:

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from core.engine import RunConfig
-from core.engine.config import INSTRUMENT_FIELDS
-from core.engine.instruments import INSTRUMENTS
+from core.training.config import INSTRUMENT_FIELDS
+from core.training.instruments import INSTRUMENTS
 
 #: Run config fields that turn every instrument off (telemetry stays on).
 NO_INSTRUMENTS: dict[str, int] = dict.fromkeys(INSTRUMENT_FIELDS, 0)

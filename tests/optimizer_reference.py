@@ -1,7 +1,7 @@
 """A float64 NumPy reference of every optimizer and knob, written from the documented rule.
 
 It shares no code with `core.optimizers` except the noise draws, which the reference takes
-as inputs: the order of the knobs (the `base.py` docstring), each algorithm's formula and
+as inputs: the order of the knobs (the `lab_optimizer.py` docstring), each algorithm's formula and
 each knob's definition are written again here, plainly, one step at a time.
 """
 

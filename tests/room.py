@@ -16,7 +16,7 @@ from typing import Any
 
 import psutil
 
-from core.presenting import KEY_VARIABLE
+from core.presenter import KEY_VARIABLE
 from tests import app_server
 from tests.waiting import wait_for
 

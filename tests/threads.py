@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 
-from core.engine.trainer import RELEASE_THREAD
+from core.training.trainer import RELEASE_THREAD
 
 
 def new_threads(before: set[threading.Thread], timeout: float = 0.0) -> list[str]:

@@ -18,13 +18,13 @@ import streamlit as st
 from core.engine import RunConfig, RunStatus
 from core.engine.api import Runs
 from core.engine.client import EngineUnavailable
-from core.engine.config import LR_FIND
-from core.engine.live import TASK_WEIGHT, live_knobs
 from core.engine.lr_find import training_config
 from core.escaping import escape_markdown
 from core.knobs import InvalidInput, Knob
 from core.store import Command, UnknownRunError
-from ui import downloads, landscape, range_test, roles, state, texts, views
+from core.training.config import LR_FIND
+from core.training.live import TASK_WEIGHT, live_knobs
+from ui import downloads, landscape_view, range_test, roles, state, texts, views
 
 LIVE_PAGE = "pages/2_Live.py"
 TRAIN_PAGE = "pages/1_Train.py"
@@ -342,7 +342,7 @@ def run_panel(engine: Runs, run: RunStatus, listed: Mapping[str, RunStatus]) -> 
             st.caption("The process that trains this run has ended; it cannot be steered.")
         elif saved := engine.checkpoints(run.id):
             with st.expander("Loss landscape", icon=":material/landscape:"):
-                landscape.panel(engine, run.id, [checkpoint.step for checkpoint in saved])
+                landscape_view.panel(engine, run.id, [checkpoint.step for checkpoint in saved])
 
 
 def progress_text(run: RunStatus) -> str:

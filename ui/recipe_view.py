@@ -12,7 +12,7 @@ from core.engine.api import Runs
 from core.escaping import escape_markdown
 from core.knobs import InvalidInput
 from core.recipes import RECIPES, Launch, Recipe, Verdict, results, start
-from core.recipes.base import format_number
+from core.recipes.recipe import format_number
 from core.store import UnknownRunError
 from ui import roles, state, views
 

@@ -25,7 +25,7 @@ from typing import ParamSpec, TypeVar
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from core import presenting
+from core import presenter
 from core.engine.api import Runs
 from core.engine.read_only import NotAllowed, ReadOnlyRuns
 from core.escaping import escape_markdown
@@ -42,9 +42,9 @@ R = TypeVar("R")
 
 def configured_key() -> str | None:
     """The presenter's key this server was started with, or None; a weak key
-    (`presenting.checked_key`) stops every page, so that no session steers by default."""
+    (`presenter.checked_key`) stops every page, so that no session steers by default."""
     try:
-        return presenting.key_from_environment()
+        return presenter.key_from_environment()
     except ValueError as exc:
         st.error(f"The lab is misconfigured: {escape_markdown(str(exc))}", icon=":material/key:")
         st.stop()
@@ -82,7 +82,7 @@ def may_upload(session_id: str) -> bool:
     presenter, or the lab presents to no room. Safe on any thread, outside a script run;
     a weak key lets no one upload, as it lets no one steer."""
     try:
-        key = presenting.key_from_environment()
+        key = presenter.key_from_environment()
     except ValueError:
         return False
     return key is None or session_id in ADMITTED
@@ -93,16 +93,16 @@ def admit() -> None:
     session when it is the presenter's, said to be wrong when not; dropped from the
     address bar either way. An address that showed 5 wrong keys in the last minute is
     told to wait, its key not compared. The frame calls it before every page."""
-    given = st.query_params.get(presenting.KEY_PARAMETER)
+    given = st.query_params.get(presenter.KEY_PARAMETER)
     if given is None:
         return
-    del st.query_params[presenting.KEY_PARAMETER]
+    del st.query_params[presenter.KEY_PARAMETER]
     key = configured_key()
     if key is None:
         return  # no room: everyone presents already
     try:
         right = GUESSES.check(
-            client_address(), lambda: presenting.role_of(given, key) is presenting.Role.PRESENTER
+            client_address(), lambda: presenter.role_of(given, key) is presenter.Role.PRESENTER
         )
     except TooManyGuesses as refused:
         if not presents():
@@ -139,14 +139,14 @@ def _session_id() -> str:
     return ctx.session_id
 
 
-def role() -> presenting.Role:
+def role() -> presenter.Role:
     """This session's role, from the key it showed (compared in constant time)."""
-    return presenting.role_of(st.session_state.get(SHOWN), configured_key())
+    return presenter.role_of(st.session_state.get(SHOWN), configured_key())
 
 
 def presents() -> bool:
     """Whether this session may act: start, steer, delete, upload, export."""
-    return role() is presenting.Role.PRESENTER
+    return role() is presenter.Role.PRESENTER
 
 
 def runs(client: Runs) -> Runs:
@@ -188,7 +188,7 @@ def share_panel() -> None:
     if configured_key() is None or not presents():
         return
     address = str(st.get_option("server.address") or "127.0.0.1")
-    url = presenting.audience_url(presenting.room_host(address), int(st.get_option("server.port")))
+    url = presenter.audience_url(presenter.room_host(address), int(st.get_option("server.port")))
     with st.expander("Share with the room", icon=":material/qr_code_2:", expanded=True):
         text, code = st.columns([3, 1])
         text.markdown(
@@ -196,4 +196,4 @@ def share_panel() -> None:
             f"**{escape_markdown(url)}**"
         )
         text.caption("Viewers see Home, Live, Compare, the optimizers, sweeps and recipes.")
-        code.image(presenting.qr_svg(url), width=180)
+        code.image(presenter.qr_svg(url), width=180)

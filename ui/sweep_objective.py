@@ -56,6 +56,6 @@ def settings(dataset_key: str) -> dict[str, Any]:
 def _metric(dataset: str) -> str:
     """The metric the dataset's problem logs (a classification's, for one not known)."""
     try:
-        return PROBLEM_METRICS[data.registry.info(dataset).problem]
+        return PROBLEM_METRICS[data.dataset_catalog.info(dataset).problem]
     except ValueError:  # a file not readable here, say: the sweep names the field
         return PROBLEM_METRICS["classification"]

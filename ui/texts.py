@@ -93,9 +93,9 @@ def described(field: str, name: str, data_dir: str | None = None) -> str:
         return ""
     try:
         if field == "model":
-            info = models.registry.info(name)
+            info = models.model_catalog.info(name)
         else:
-            info = data.registry.info(name, data_dir=data_dir)
+            info = data.dataset_catalog.info(name, data_dir=data_dir)
     except ValueError as exc:
         return escape_markdown(str(exc).removeprefix(f"{field}: "))
     plugin = (

@@ -50,14 +50,14 @@ from core.charts.style import (
     ColourBook,
 )
 from core.charts.traces import RunView, Traces
-from core.charts.training import (
+from core.charts.training_panels import (
     CHECKPOINTS,
     TASK_LOSS,
     layer_figures,
     live_figures,
     training_figures,
 )
-from core.engine.instruments.specs import Scale
+from core.training.instruments.specs import Scale
 
 __all__ = [
     "CHECKPOINTS",

@@ -25,8 +25,8 @@ from core.charts.style import (
     TICK_FORMAT,
 )
 from core.charts.traces import RunView, Trace, Traces
-from core.engine.instruments.specs import Scale
 from core.series import robust_range
+from core.training.instruments.specs import Scale
 
 
 @dataclass(frozen=True)

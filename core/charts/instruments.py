@@ -1,5 +1,5 @@
 """The Instruments panel: distance from init, then every instrument's charts, drawn from
-what each declares (`core.engine.instruments.specs`): a chart of every run's lines, or a
+what each declares (`core.training.instruments.specs`): a chart of every run's lines, or a
 heat strip of the first run's histograms. A new instrument brings its charts with it."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from core.charts.drawing import Chart, draw
 from core.charts.layout import figure
 from core.charts.style import TOTAL_COLOUR
 from core.charts.traces import RunView, Trace, Traces, layer_lines, metric_line, reference
-from core.engine.instruments import INSTRUMENTS
-from core.engine.instruments.specs import ChartSpec, HeatStrip, Line, LineChart, Reference
 from core.escaping import escape_html
 from core.series import downsample
 from core.store import HISTOGRAM_EVENT, Event
+from core.training.instruments import INSTRUMENTS
+from core.training.instruments.specs import ChartSpec, HeatStrip, Line, LineChart, Reference
 
 #: How far the weights have moved from where they started: a telemetry series, not an
 #: instrument, drawn first on the panel.

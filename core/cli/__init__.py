@@ -53,7 +53,7 @@ from core.cli.progress import ProgressBar, format_summary, render_progress
 from core.cli.quiet import import_tensorflow_quietly
 from core.cli.stored import format_runs, run_json
 from core.knobs import InvalidInput
-from core.optimizers import catalog
+from core.optimizers import optimizer_catalog
 from core.store import StoreError
 
 __all__ = [
@@ -82,11 +82,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # once its input is checked (`open_engine`).
         import_tensorflow_quietly()
         specs = optimizers.specs()
-        errors = catalog.plugin_errors() | models.registry.PLUGINS.errors()
-        for path, reason in (errors | data.registry.PLUGINS.errors()).items():
+        errors = optimizer_catalog.plugin_errors() | models.model_catalog.PLUGINS.errors()
+        for path, reason in (errors | data.dataset_catalog.PLUGINS.errors()).items():
             print(f"warning: plugin {path} was not loaded: {reason}", file=sys.stderr)
     else:
-        specs = list(catalog.BUILTIN)
+        specs = list(optimizer_catalog.BUILTIN)
     parser = build_parser(specs, plugins=plugins)
     try:
         args = parser.parse_args(argv)

@@ -16,7 +16,7 @@ from core.cli.exits import EPILOG, UsageError
 from core.engine import FIELDS, RunConfig, fields
 from core.engine.cluster import ADDRESS_VAR
 from core.knobs import Knob, read_number
-from core.optimizers.catalog import OptimizerSpec
+from core.optimizers.optimizer_catalog import OptimizerSpec
 
 HYPERPARAMETER = "hyperparameters."  # argparse dest prefix of optimizer knobs
 RUN_FIELDS = frozenset(knob.name for knob in FIELDS)

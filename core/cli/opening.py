@@ -7,9 +7,10 @@ from pathlib import Path
 
 from core.cli.exits import UsageError
 from core.cli.quiet import import_tensorflow_quietly
-from core.engine import Engine, stack, threads
+from core.engine import Engine
 from core.engine.cluster import ClusterError, check_reachable
 from core.store import Store, StoreError, canonical, default_location, is_url
+from core.training import tf_import, threads
 
 
 def open_engine(args: argparse.Namespace, *, max_concurrent: int, must_exist: bool) -> Engine:
@@ -34,7 +35,7 @@ def open_engine(args: argparse.Namespace, *, max_concurrent: int, must_exist: bo
     if not args.ray_address:
         # Whole before the first run or trial starts, not in the engine's warm-up while a
         # sweep's first trial, asked of Optuna already, waits for it.
-        stack.load()
+        tf_import.load()
     try:
         return Engine(store, max_concurrent=max_concurrent, ray_address=args.ray_address)
     except ClusterError as exc:

@@ -22,8 +22,8 @@ from core.cli import (
 from core.cli.exits import EPILOG
 from core.cli.flags import Common
 from core.data import files
-from core.optimizers import catalog
-from core.optimizers.catalog import OptimizerSpec
+from core.optimizers import optimizer_catalog
+from core.optimizers.optimizer_catalog import OptimizerSpec
 
 #: The commands, in the order `--help` lists them: each adds its parser (or, for `stop`,
 #: `pause` and `set`, theirs), whose `handler` default runs it.
@@ -55,7 +55,7 @@ def needs_plugins(argv: Sequence[str]) -> bool:
     if not {"train", "sweep", "lr-find"} & set(argv):
         return False
     builtin = {
-        "--optimizer": catalog.BUILTIN_NAMES,
+        "--optimizer": optimizer_catalog.BUILTIN_NAMES,
         "--model": {m.name for m in models.catalog()},
         "--dataset": {d.name for d in data.catalog()},
     }

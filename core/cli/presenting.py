@@ -19,7 +19,7 @@ import time
 import urllib.request
 from types import FrameType
 
-from core import guesses, presenting, processes
+from core import guesses, presenter, processes
 from core.cli.exits import EXIT_FAILED, UsageError
 from core.cli.flags import Common, Subparsers
 from core.store import Store, StoreError, default_location
@@ -39,8 +39,8 @@ def add_present(commands: Subparsers, common: Common) -> None:
         help="Serve the dashboard to a room: you steer, everyone else watches.",
         description="Serve the dashboard on the network for a live demo. It prints the "
         "audience URL (and its QR code), which anyone may open to watch, and the presenter "
-        f"URL, which carries a secret key (new at each start, or ${presenting.KEY_VARIABLE}: "
-        f"at least {presenting.SHORTEST_KEY} characters, {presenting.FEWEST_DISTINCT} of them "
+        f"URL, which carries a secret key (new at each start, or ${presenter.KEY_VARIABLE}: "
+        f"at least {presenter.SHORTEST_KEY} characters, {presenter.FEWEST_DISTINCT} of them "
         f"different) and alone lets a browser start, steer or delete runs; {guesses.LIMIT} wrong "
         "keys a minute from an address, then it waits. Ctrl-C or SIGTERM stops it.",
     )
@@ -91,14 +91,14 @@ def checked_port(address: str, port: int) -> int:
 def banner(address: str, port: int, key: str) -> str:
     """What the terminal shows once the dashboard answers: the audience URL, the presenter
     URL (the only place the key is ever printed) and the audience URL's QR code."""
-    host = presenting.room_host(address)
-    audience = presenting.audience_url(host, port)
+    host = presenter.room_host(address)
+    audience = presenter.audience_url(host, port)
     return (
         f"Optimizer Lab is live for the room.\n\n"
         f"  Audience URL (share it, or the QR code below): {audience}\n"
         f"  Presenter URL (yours alone: it steers the runs): "
-        f"{presenting.presenter_url(host, port, key)}\n\n"
-        f"{presenting.qr_terminal(audience)}\n"
+        f"{presenter.presenter_url(host, port, key)}\n\n"
+        f"{presenter.qr_terminal(audience)}\n"
         "Ctrl-C stops the dashboard (runs that train go on in the engine).\n"
     )
 
@@ -109,7 +109,7 @@ def present(args: argparse.Namespace) -> int:
     address = checked_address(args.address)
     port = checked_port(address, args.port)
     try:
-        key = presenting.key_from_environment() or presenting.new_key()
+        key = presenter.key_from_environment() or presenter.new_key()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     location = args.store or default_location()
@@ -121,7 +121,7 @@ def present(args: argparse.Namespace) -> int:
         [sys.executable, "-m", "ui.serve", "run", "app.py", *_flags(address, port)],
         cwd=PROJECT_ROOT,
         stdin=subprocess.DEVNULL,
-        env={**os.environ, ENV_VAR: str(location), presenting.KEY_VARIABLE: key},
+        env={**os.environ, ENV_VAR: str(location), presenter.KEY_VARIABLE: key},
     )
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:

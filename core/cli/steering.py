@@ -9,8 +9,8 @@ from core.cli.exits import EXIT_FAILED, EXIT_OK, UsageError, report
 from core.cli.flags import Common, Subparsers, add_knob_flags, add_task_weight_flag, given_changes
 from core.cli.opening import open_store
 from core.engine.client import EngineClient
-from core.engine.live import TASK_WEIGHT
 from core.store import UnknownRunError
+from core.training.live import TASK_WEIGHT
 
 #: How long `stop`, `pause` and `set` wait for the run's process to carry them out: it
 #: takes commands between two steps, so a step longer than this one times out.

@@ -7,7 +7,7 @@
     >>> batches = data.pipeline(dataset, "train", batch_size=64, seed=0, epochs=1)
 
 A dataset's name is resolved in `names` (a file, a TFDS dataset, a built-in or a
-plugin's); `registry` describes it and `loading` loads it from there.
+plugin's); `dataset_catalog` describes it and `loading` loads it from there.
 
 Importing this package does not import TensorFlow: `load` imports it only for TFDS
 datasets and `pipeline` when it builds a pipeline.
@@ -15,10 +15,10 @@ datasets and `pipeline` when it builds a pipeline.
 
 from core.data.builtin import DEFAULT_DATASET
 from core.data.dataset import Dataset, DatasetInfo, DatasetUnavailable
+from core.data.dataset_catalog import catalog
 from core.data.input_pipeline import pipeline
 from core.data.loading import load
 from core.data.plugin_data import register_dataset
-from core.data.registry import catalog
 
 __all__ = [
     "DEFAULT_DATASET",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import os
 
-from core.data import bundled, files, plugin_data, registry, tfds_source
+from core.data import bundled, dataset_catalog, files, plugin_data, tfds_source
 from core.data.builtin import DEFAULT_DATASET
 from core.data.dataset import Dataset
 from core.data.held import KEPT
@@ -38,13 +38,13 @@ def load(name: str = DEFAULT_DATASET, *, data_dir: str | None = None) -> Dataset
         case Kind.PLUGIN:
             plugin = plugin_data.PLUGINS.entry(name) if isinstance(name, str) else None
             if plugin is None:
-                raise registry.unknown(name)
+                raise dataset_catalog.unknown(name)
             return plugin_data.load(plugin)  # kept by its name
         case Kind.BUNDLED:
             return KEPT.load((name, None), bundled.LOADERS[name])
         case Kind.TFDS:
             assert source.root is not None and source.tfds_name is not None
-            num_classes = registry.info(name, data_dir=data_dir).num_classes
+            num_classes = dataset_catalog.info(name, data_dir=data_dir).num_classes
             root = source.root.resolve()
             read = functools.partial(
                 tfds_source.load_tfds, source.tfds_name, root, num_classes=num_classes, label=name

@@ -13,9 +13,9 @@ a lab run.
 
 from typing import Any
 
-from core.engine.config import FIELDS, STRATEGIES, TASKS, RunConfig, fields, run_fields
 from core.engine.engine import Engine
 from core.engine.status import RunStatus
+from core.training.config import FIELDS, STRATEGIES, TASKS, RunConfig, fields, run_fields
 
 __all__ = [
     "FIELDS",

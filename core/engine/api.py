@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:  # types only: importing this module imports nothing of the engine
     from core.engine.checkpoints import Checkpoint
     from core.engine.client import EngineClient
-    from core.engine.config import RunConfig
     from core.engine.engine import Engine
     from core.engine.following import PresenterView
     from core.engine.landscape import Landscape
@@ -39,6 +38,7 @@ if TYPE_CHECKING:  # types only: importing this module imports nothing of the en
     from core.store import Command, Event, Metrics
     from core.store.owner import Liveness
     from core.store.paths import Location
+    from core.training.config import RunConfig
 
 
 class Runs(Protocol):

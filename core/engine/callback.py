@@ -7,7 +7,7 @@ The run is recorded in the lab's store (`store`, else `$OPTLAB_STORE`, else
 `runs/optlab.sqlite`) like the runs the lab trains itself: its config made from the model
 and the optimizer, its status, the loss and metrics of every `log_every`-th batch (each
 batch's own value, as the lab's own runs log them, not Keras's mean since the epoch began:
-see `core.engine.batch_values`) and the validation metrics of each epoch. With one of
+see `core.training.batch_values`) and the validation metrics of each epoch. With one of
 the lab's optimizers made with `telemetry=True`, each logged step also records the
 optimizer's live knobs and statistics (gradient norm before and after clipping, parameter
 norm, ...) and the per-layer statistics (step and parameter norms, update ratio,
@@ -30,13 +30,13 @@ from typing import Any
 
 import keras
 
-from core.engine.batch_values import BatchValues
 from core.engine.commands import CommandListener
 from core.engine.execution import FINAL_KEYS
-from core.engine.telemetry import LayerStatistics, optimizer_readings
 from core.knobs import InvalidInput
 from core.optimizers.registry import spec_of
 from core.store import KNOB_EVENT, Command, Store, owner
+from core.training.batch_values import BatchValues
+from core.training.telemetry import LayerStatistics, optimizer_readings
 
 #: The `dataset` of a run that a script trains: the data is the script's own.
 SCRIPT_DATA = "script"

@@ -25,21 +25,21 @@ from pathlib import Path
 from typing import Any
 
 from core.engine.checkpoints import RunCheckpoints
-from core.engine.config import RunConfig
 from core.engine.engine import last_checkpoint
 from core.engine.forks import create_fork
 from core.engine.handover import check_handed_over
-from core.engine.live import checked_changes
+from core.engine.liveness import DASHBOARD, ENGINE, live_service
 from core.engine.model_file import choose_checkpoint
 from core.engine.reading import MAX_TAGS as MAX_TAGS  # where tests and scripts read it
 from core.engine.reading import RunReader
-from core.engine.serving import DASHBOARD, ENGINE, live_service
 from core.engine.status import RunStatus
 from core.knobs import InvalidInput
-from core.optimizers.catalog import OptimizerSpec, Plugins
+from core.optimizers.optimizer_catalog import OptimizerSpec, Plugins
 from core.plugin_shelf import Published
 from core.store import Command, Service, Store, StoreError, owner
 from core.store.paths import Location, files_base
+from core.training.config import RunConfig
+from core.training.live import checked_changes
 
 POLL_SECONDS = 0.1
 #: How long one read of the engine's service row answers for what it published (its
@@ -92,7 +92,7 @@ class EngineClient(RunReader):
     def engine(self) -> Service | None:
         """The engine process serving the store, if any: one on this host that holds the
         store's engine lock counts however late it beats (dead ones are forgotten: see
-        `core.engine.serving`)."""
+        `core.engine.liveness`)."""
         return live_service(self.store, ENGINE)
 
     def ensure_engine(self, *, wait: bool = True) -> Service | None:
@@ -275,7 +275,7 @@ class EngineClient(RunReader):
         return None
 
     def update(self, run_id: str, **knobs: float) -> Command:
-        """Asks for live knob changes (see `core.engine.live`) from the run's next step
+        """Asks for live knob changes (see `core.training.live`) from the run's next step
         on. Raises `InvalidInput` naming each bad knob, and then asks nothing: the one
         check of a change in the dashboard's process (Live's sliders send it unchecked)."""
         status = self._steerable(run_id)
@@ -362,8 +362,8 @@ def use_engine_plugins(client: EngineClient | None) -> None:
     """Take the plugins (optimizers, models, datasets) as `client`'s engine process
     published them, never importing them here (None: from the plugins folder again)."""
     from core import data, models
-    from core.optimizers import catalog
+    from core.optimizers import optimizer_catalog
 
-    catalog.use_plugin_source(None if client is None else client.plugins)
-    models.registry.PLUGINS.use_source(None if client is None else client.plugin_models)
-    data.registry.PLUGINS.use_source(None if client is None else client.plugin_datasets)
+    optimizer_catalog.use_plugin_source(None if client is None else client.plugins)
+    models.model_catalog.PLUGINS.use_source(None if client is None else client.plugin_models)
+    data.dataset_catalog.PLUGINS.use_source(None if client is None else client.plugin_datasets)

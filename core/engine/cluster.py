@@ -27,11 +27,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from core.engine.config import RunConfig
 from core.engine.execution import RunControl, RunExecution
 from core.knobs import InvalidInput
 from core.store import Store, StoreError, is_url
 from core.store.paths import FILES_VAR
+from core.training.config import RunConfig
 
 #: Environment variable naming the cluster's address (`host:port`, or `auto`).
 ADDRESS_VAR = "OPTLAB_RAY_ADDRESS"
@@ -239,10 +239,10 @@ class RunActor:
 
     def _refused(self) -> str | None:
         """Ends the run, before anything is built, when its model cannot fit in this
-        node's memory (see `core.engine.footprint`), as an engine refuses a run it would
+        node's memory (see `core.training.footprint`), as an engine refuses a run it would
         train in a thread: failed, or interrupted if it trained before (it stays
         resumable); returns that status, else None."""
-        from core.engine.footprint import check_fits
+        from core.training.footprint import check_fits
 
         try:
             check_fits(self.control.config)

@@ -24,17 +24,17 @@ from typing import Any
 from core.engine.checkpoints import RunCheckpoints
 from core.engine.cluster import ClusterError, RayCluster
 from core.engine.commands import CommandListener
-from core.engine.config import RunConfig
 from core.engine.execution import RunControl, RunExecution
-from core.engine.footprint import check_fits
 from core.engine.forks import create_fork
 from core.engine.handover import check_handed_over
-from core.engine.live import checked_changes
 from core.engine.reading import RunReader
 from core.engine.status import Progress, RunStatus
 from core.knobs import InvalidInput
 from core.store import ACTIVE_STATUSES, Command, Store, UnknownRunError, owner
 from core.store.paths import check_run_id
+from core.training.config import RunConfig
+from core.training.footprint import check_fits
+from core.training.live import checked_changes
 
 
 class Engine(RunReader):
@@ -86,7 +86,7 @@ class Engine(RunReader):
 
     def start(self, config: RunConfig | Mapping[str, Any]) -> str:
         """Queues a run and returns its id. An invalid config, or one whose model cannot
-        fit in the memory available (see `core.engine.footprint`), raises `InvalidInput`
+        fit in the memory available (see `core.training.footprint`), raises `InvalidInput`
         naming every bad field, and nothing is stored."""
         return self.start_all([config])[0]
 
@@ -218,7 +218,7 @@ class Engine(RunReader):
         self._listener.any_run = ("export", "landscape")
 
     def update(self, run_id: str, **knobs: float) -> None:
-        """Changes live knobs (see `core.engine.live`) from the run's next step on; each
+        """Changes live knobs (see `core.training.live`) from the run's next step on; each
         change becomes an event at the first step that uses it. Raises `InvalidInput`
         naming each bad knob, and then changes nothing: the engine's check of a change,
         asked here or through the store (a `set` command). The optimizer's `set_knob`,
@@ -358,7 +358,7 @@ class Engine(RunReader):
         if config.strategy == "multiworker":
             # TensorFlow sets up collectives only before its context starts, which
             # measuring the model starts: the strategy comes first (one per process).
-            from core.engine.strategies import make_strategy
+            from core.training.strategies import make_strategy
 
             make_strategy(config.strategy)
         check_fits(config)

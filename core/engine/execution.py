@@ -27,11 +27,8 @@ from typing import Any
 import numpy as np
 
 from core.data import DatasetUnavailable
-from core.engine import stack
 from core.engine.checkpoints import CheckpointSchedule, RunCheckpoints
-from core.engine.config import LR_FIND, RunConfig
 from core.engine.lr_find import Explosion
-from core.engine.per_layer_schedule import per_layer_schedule
 from core.store import (
     DIVERGED_EVENT,
     HISTOGRAM_EVENT,
@@ -42,6 +39,9 @@ from core.store import (
     Store,
     StoreError,
 )
+from core.training import tf_import
+from core.training.config import LR_FIND, RunConfig
+from core.training.per_layer_schedule import per_layer_schedule
 
 # Final-metric keys copied from the last logged row.
 FINAL_KEYS = (
@@ -136,9 +136,9 @@ class RunExecution:
         status, error = "failed", None
         writer = None
         try:
-            stack.load()
-            from core.engine.strategies import make_strategy
-            from core.engine.trainer import Trainer
+            tf_import.load()
+            from core.training.strategies import make_strategy
+            from core.training.trainer import Trainer
 
             self._set_status("running")  # preparing data and model is part of the run
             self.store.set_node(self.run_id, self.control.node)

@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.engine.checkpoints import RunCheckpoints
-from core.engine.config import RunConfig
 from core.knobs import InvalidInput, live_change
 from core.store import KNOB_EVENT, Store, UnknownRunError
+from core.training.config import RunConfig
 
 # The run fields a fork may change: none of them is part of the checkpoint.
 FORK_FIELDS = (

@@ -29,11 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from core.engine import stack
 from core.engine.checkpoints import RunCheckpoints
-from core.engine.config import RunConfig
 from core.knobs import InvalidInput
 from core.store import Store, modes
+from core.training import tf_import
+from core.training.config import RunConfig
 
 POINTS = 41  # along each 1-D slice
 GRID = 15  # per side of the 2-D surface
@@ -126,11 +126,11 @@ def compute(
     chosen = checkpoints.find(step)
     if record is None or chosen is None:
         raise InvalidInput({"checkpoint": f"run {run_id} has no checkpoint of step {step}"})
-    stack.load()
+    tf_import.load()
     import tensorflow as tf
 
-    from core.engine.strategies import make_strategy
-    from core.engine.trainer import Trainer
+    from core.training.strategies import make_strategy
+    from core.training.trainer import Trainer
 
     report(0.0)
     # One device, and the batches from the checkpoint's own step on (see `_batch_after`).

@@ -10,7 +10,7 @@ any other machine.
 On this host the file is also the evidence that an engine still serves, where its
 heartbeat cannot be: on a loaded machine the heartbeat thread may be kept from beating
 for longer than `LIVENESS_SECONDS`, but a live process that holds the lock serves (see
-`core.engine.serving`). Telling whether the lock is held means trying to take it: a check
+`core.engine.liveness`). Telling whether the lock is held means trying to take it: a check
 takes it shared, and lets go at once, when no engine holds it. So that a check never makes
 an engine that starts at that instant give up, a start that finds the lock taken tries
 again for `START_PATIENCE` seconds.

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from core.engine.config import DEFAULTS, INSTRUMENT_FIELDS, LR_FIND, RunConfig
 from core.store.metrics import Metrics
+from core.training.config import DEFAULTS, INSTRUMENT_FIELDS, LR_FIND, RunConfig
 
 STEPS = 200
 START = 1e-7

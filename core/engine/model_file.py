@@ -16,11 +16,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from core.engine import stack
 from core.engine.checkpoints import Checkpoint, RunCheckpoints
-from core.engine.config import RunConfig
 from core.knobs import InvalidInput
 from core.store import Store, UnknownRunError, modes
+from core.training import tf_import
+from core.training.config import RunConfig
 
 #: Which checkpoint to save: the last, the best validated, or a step given as text.
 CHOICES = ("last", "best")
@@ -35,9 +35,9 @@ def save_model(store: Store, run_id: str, path: Path, checkpoint: str = "last") 
     chosen = choose_checkpoint(store, run_id, checkpoint)
     record = store.get_run(run_id)
     assert record is not None
-    stack.load()
-    from core.engine.strategies import make_strategy
-    from core.engine.trainer import Trainer
+    tf_import.load()
+    from core.training.strategies import make_strategy
+    from core.training.trainer import Trainer
 
     # One device whatever the run trained on: a checkpoint reads into any strategy.
     trainer = Trainer(RunConfig.from_dict(record.config), make_strategy("default"))

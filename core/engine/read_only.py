@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn
 if TYPE_CHECKING:
     from core.engine.api import Runs
     from core.engine.checkpoints import Checkpoint
-    from core.engine.config import RunConfig
     from core.engine.following import PresenterView
     from core.engine.landscape import Landscape
     from core.engine.status import RunStatus
     from core.store import Command, Event, Metrics
     from core.store.owner import Liveness
     from core.store.paths import Location
+    from core.training.config import RunConfig
 
 #: The verbs of `Runs` a viewer may call: they read what is there and write nothing.
 READS: Final = frozenset(

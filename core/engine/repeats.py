@@ -6,9 +6,9 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
 
-from core.engine.config import RunConfig
 from core.engine.status import RunStatus
 from core.knobs import InvalidInput
+from core.training.config import RunConfig
 
 #: What the seeds of the repeats vary: the initial weights and the batch order, or one.
 VARY = ("both", "init", "data")

@@ -11,7 +11,7 @@ One engine serves a store at a time: it holds the store's engine lock for its wh
 store's `services` table (the dashboard finds it there, after a reload or a restart of
 Streamlit), beats a heartbeat every second (a dashboard on another host trusts the row
 only while it beats; on this host, also while the engine's process holds the lock: see
-`core.engine.serving`), takes over the runs of processes that died, on any host, every
+`core.engine.liveness`), takes over the runs of processes that died, on any host, every
 `UPKEEP_SECONDS` (see `core.store.owner`), and imports TensorFlow, loads the
 plugins and the default dataset in the background at start, so that the first run does
 not wait for them; the optimizer plugins it loaded are published in its service row for the
@@ -35,15 +35,16 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
 
-from core import presenting
-from core.engine import lock, serving, stack, threads
+from core import presenter
+from core.engine import liveness, lock
 from core.engine.client import log_path
 from core.engine.engine import Engine
+from core.engine.liveness import DASHBOARD, ENGINE, live_service
 from core.engine.lock import lock_path as lock_path  # where tests and scripts read it
-from core.engine.serving import DASHBOARD, ENGINE, live_service
 from core.store import Store, StoreError, canonical, is_url, modes, shown
 from core.store.owner import HEARTBEAT_SECONDS, LIVENESS_SECONDS
 from core.store.paths import ENV_VAR, PROJECT_ROOT, Location
+from core.training import tf_import, threads
 
 #: How often the serving engine ends the runs of processes found dead since (its own
 #: start did it once) and takes the queue of a dead engine: a run handed to an engine
@@ -143,10 +144,10 @@ class EngineService:
         """Ends the runs of the processes that died (on this host or, silent for
         `LIVENESS_SECONDS`, on another), takes the queue an engine left, and forgets the
         rows of services that died (its own stays while it holds the lock, however late
-        its heartbeat: see `core.engine.serving`)."""
+        its heartbeat: see `core.engine.liveness`)."""
         self.store.mark_interrupted()
         self.store.requeue(self.owner)
-        serving.forget_dead(self.store)
+        liveness.forget_dead(self.store)
 
     def _publish_cluster(self) -> None:
         """The Ray cluster's nodes and free CPUs and GPUs, for the Home page."""
@@ -157,7 +158,7 @@ class EngineService:
         modules, the plugins, the default dataset and a first trace."""
         from core import data
 
-        stack.load()
+        tf_import.load()
         self._publish_plugins()
         with contextlib.suppress(data.DatasetUnavailable):  # a run that needs it says why
             data.load(data.DEFAULT_DATASET)
@@ -171,8 +172,8 @@ class EngineService:
         from core.optimizers import registry
 
         plugins, errors = registry.loaded_plugins()
-        plugin_models, model_errors = models.registry.PLUGINS.published()
-        plugin_datasets, dataset_errors = data.registry.PLUGINS.published()
+        plugin_models, model_errors = models.model_catalog.PLUGINS.published()
+        plugin_datasets, dataset_errors = data.dataset_catalog.PLUGINS.published()
         self.info = {
             **self.info,
             "plugins": [spec.describe() for spec in plugins],
@@ -190,9 +191,9 @@ def rehearse(dataset: str) -> None:
     for it (the time to a first point after it is bench figure 15 in `bench/results.md`)."""
     import tensorflow as tf
 
-    from core.engine.config import RunConfig
-    from core.engine.instruments import INSTRUMENTS
-    from core.engine.trainer import Trainer
+    from core.training.config import RunConfig
+    from core.training.instruments import INSTRUMENTS
+    from core.training.trainer import Trainer
 
     every_step = {f"{name}_every": 1 for name in INSTRUMENTS}
     config = RunConfig(model="mlp", dataset=dataset, optimizer="adamw", max_steps=1, **every_step)
@@ -275,7 +276,7 @@ def launch(location: Location, *, max_concurrent: int) -> subprocess.Popen[bytes
             stdout=log,
             stderr=log,
             start_new_session=True,
-            env={**presenting.without_key(os.environ), ENV_VAR: location},
+            env={**presenter.without_key(os.environ), ENV_VAR: location},
         )
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from core.engine.live import run_knobs
 from core.store import ACTIVE_STATUSES, RESUMABLE_STATUSES, RunRecord
+from core.training.live import run_knobs
 
 
 class Progress(NamedTuple):

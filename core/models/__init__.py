@@ -9,6 +9,6 @@ Importing this package does not import TensorFlow or Keras; `build` imports Kera
 """
 
 from core.models.building import build
-from core.models.registry import DEFAULT_MODEL, ModelInfo, catalog, register_model
+from core.models.model_catalog import DEFAULT_MODEL, ModelInfo, catalog, register_model
 
 __all__ = ["DEFAULT_MODEL", "ModelInfo", "build", "catalog", "register_model"]

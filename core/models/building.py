@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING
 
-from core.models import registry
+from core.models import model_catalog
 
 if TYPE_CHECKING:
     import keras
@@ -44,7 +44,7 @@ def build(
     Raises:
         ValueError: A bad argument; the message names it (`model`, `input_shape`, ...).
     """
-    info = registry.info(name)
+    info = model_catalog.info(name)
     input_shape = _checked_shape(name, input_shape)
     if isinstance(num_classes, bool) or operator.index(num_classes) < 1:
         raise ValueError(f"num_classes: must be an integer of at least 1 (got {num_classes!r})")
@@ -88,7 +88,7 @@ def _plugin_model(
     """The plugin model `name`, checked: a `keras.Model` of `num_classes` logits."""
     import keras
 
-    plugin = registry.PLUGINS.entry(name)
+    plugin = model_catalog.PLUGINS.entry(name)
     if plugin is None:
         raise ValueError(f"model: {name}'s plugin is not loaded in this process")
     model = plugin.build(input_shape=input_shape, num_classes=num_classes, seed=seed)
@@ -115,7 +115,7 @@ def _checked_shape(name: str, input_shape: tuple[int, ...]) -> tuple[int, ...]:
         shape = ()
     if not shape or min(shape) < 1:
         raise ValueError(f"input_shape: must be positive integers (got {input_shape!r})")
-    if registry.info(name).images and len(shape) != 3:
+    if model_catalog.info(name).images and len(shape) != 3:
         raise ValueError(
             f"input_shape: {name} needs (height, width, channels) (got {input_shape!r})"
         )

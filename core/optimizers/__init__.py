@@ -7,11 +7,11 @@ optimizer = optimizers.build("adamw", learning_rate=1e-3, radius=50.0, clip_norm
 model.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy")
 ```
 
-`specs()` describes every optimizer and knob; `base.py` documents the order the knobs act
+`specs()` describes every optimizer and knob; `lab_optimizer.py` documents the order the knobs act
 in; `GlobalVectorOptimizer` is the base for algorithms on the flattened parameter vector,
 and `register` adds one from a file in `plugins/`.
 
-Names are imported on first use: `core.optimizers.catalog` (names, knobs, validation)
+Names are imported on first use: `core.optimizers.optimizer_catalog` (names, knobs, validation)
 never imports TensorFlow, so the dashboard and `--help` stay light; the optimizer classes,
 `build` and `register` do. Once Keras is imported too (before this package or after), every
 optimizer class, the plugins' included, is registered with Keras's serializer, as Keras's
@@ -36,15 +36,15 @@ _HOMES = {
     "SGD": "core.optimizers.algorithms",
     "Adam": "core.optimizers.algorithms",
     "Momentum": "core.optimizers.algorithms",
-    "SCALAR_STATS": "core.optimizers.base",
-    "VECTOR_STATS": "core.optimizers.base",
-    "LabOptimizer": "core.optimizers.base",
+    "SCALAR_STATS": "core.optimizers.lab_optimizer",
+    "VECTOR_STATS": "core.optimizers.lab_optimizer",
+    "LabOptimizer": "core.optimizers.lab_optimizer",
     "GlobalVectorOptimizer": "core.optimizers.global_vector",
-    "OptimizerSpec": "core.optimizers.catalog",
-    "get_spec": "core.optimizers.catalog",
-    "plugin_errors": "core.optimizers.catalog",
+    "OptimizerSpec": "core.optimizers.optimizer_catalog",
+    "get_spec": "core.optimizers.optimizer_catalog",
+    "plugin_errors": "core.optimizers.optimizer_catalog",
     "plugins_folder": "core.optimizers.plugin_folder",
-    "specs": "core.optimizers.catalog",
+    "specs": "core.optimizers.optimizer_catalog",
     "build": "core.optimizers.registry",
     "load_model": "core.optimizers.registry",
     "load_plugins": "core.optimizers.plugin_folder",

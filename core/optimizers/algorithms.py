@@ -1,6 +1,6 @@
 """The per-variable algorithms: plain gradient descent, momentum and Adam.
 
-Each writes only step 5 of `base.LabOptimizer` (the proposed step Δ for one variable); the
+Each writes only step 5 of `lab_optimizer.LabOptimizer` (the proposed step Δ for one variable); the
 knobs around it come from the base class. Their formulas are Keras's own, expression for
 expression, so `momentum` equals `keras.optimizers.SGD(momentum=...)` and `adam` with a
 `weight_decay` equals `keras.optimizers.AdamW`.
@@ -11,8 +11,8 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from core.optimizers.base import LabOptimizer
-from core.optimizers.catalog import ADAM_KNOBS, MOMENTUM_KNOBS
+from core.optimizers.lab_optimizer import LabOptimizer
+from core.optimizers.optimizer_catalog import ADAM_KNOBS, MOMENTUM_KNOBS
 
 
 @keras.saving.register_keras_serializable(package="optlab")

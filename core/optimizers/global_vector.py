@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 import keras
 import tensorflow as tf
 
-from core.optimizers.base import Assignment, LabOptimizer
+from core.optimizers.lab_optimizer import Assignment, LabOptimizer
 from core.optimizers.transforms import replica_mean, tf_variable
 
 

@@ -21,7 +21,7 @@ from core.optimizers import probe
 from core.store.paths import PROJECT_ROOT
 
 if TYPE_CHECKING:
-    from core.optimizers.catalog import OptimizerSpec
+    from core.optimizers.optimizer_catalog import OptimizerSpec
 
 # Reentrant: a plugin file registers its optimizer while `load_plugins` imports it.
 _lock = threading.RLock()

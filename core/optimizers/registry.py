@@ -1,6 +1,6 @@
 """Plugin optimizers: `@register`, and `build` by name.
 
-Every optimizer the lab offers is an `OptimizerSpec` (see `core.optimizers.catalog`, where
+Every optimizer the lab offers is an `OptimizerSpec` (see `core.optimizers.optimizer_catalog`, where
 the built-in ones are declared). Plugins are `.py` files in the plugins folder (see
 `core.optimizers.plugin_folder`, which imports them) that decorate their class with
 `@register(...)`; they appear next to the built-in optimizers without touching `core`.
@@ -21,8 +21,8 @@ from core.optimizers import (
     algorithms,  # noqa: F401  (registers the built-in classes with Keras)
     plugin_folder,
 )
-from core.optimizers.base import LabOptimizer, documented
-from core.optimizers.catalog import (
+from core.optimizers.lab_optimizer import LabOptimizer, documented
+from core.optimizers.optimizer_catalog import (
     BUILTIN,
     BUILTIN_NAMES,
     OptimizerSpec,

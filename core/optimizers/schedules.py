@@ -21,7 +21,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from core.optimizers.catalog import LR_SCHEDULES
+from core.optimizers.optimizer_catalog import LR_SCHEDULES
 
 STEP_DECAY = 0.1
 STEP_MILESTONES = (0.5, 0.75)  # of the run's steps

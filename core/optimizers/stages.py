@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import keras
     import tensorflow as tf
 
-    from core.optimizers.base import Assignment, LabOptimizer
+    from core.optimizers.lab_optimizer import Assignment, LabOptimizer
 
 
 @dataclass
@@ -427,7 +427,7 @@ class PruneMask(Stage):
         step.stats["pruned_frozen"] = transforms.replica_mean(tf.add_n(frozen_counts)) / total
 
 
-class Projection(Stage):
+class BallProjection(Stage):
     knobs = (
         Knob(
             "radius",
@@ -550,7 +550,7 @@ def matching_rule(rules: Sequence[LayerRule], variable: Any) -> LayerRule | None
     return next((rule for rule in rules if rule.regex.search(path)), None)
 
 
-#: The step, in order. The all-reduce comes first, outside the stages (see `base`).
+#: The step, in order. The all-reduce comes first, outside the stages (see `lab_optimizer`).
 STAGES: tuple[type[Stage], ...] = (
     ClipNorm,
     GradientNoise,
@@ -560,7 +560,7 @@ STAGES: tuple[type[Stage], ...] = (
     LayerMultiplier,
     WeightDecay,
     PruneMask,
-    Projection,
+    BallProjection,
     Telemetry,
 )
 #: The knobs every optimizer accepts: the learning rate, then the others in step order.
@@ -577,7 +577,7 @@ ALL_REDUCE = ("g  ← Σ_replicas g", "all-reduce, under `tf.distribute`", "all-
 
 
 def order_text() -> str:
-    """The update rule, one numbered line per stage, as in `base`'s docstring."""
+    """The update rule, one numbered line per stage, as in `lab_optimizer`'s docstring."""
     lines = [ALL_REDUCE[:2], *((s.formula, s.note) for s in STAGES if s.formula)]
     width = max(len(formula) for formula, _ in lines) + 4
     return "\n".join(

@@ -1,7 +1,7 @@
 """Pure tensor transformations that the optimizer knobs are made of.
 
 Each function takes tensors and returns tensors: no variables, no side effects, so each
-can be tested on its own and composed in `base.LabOptimizer` in a documented order (the
+can be tested on its own and composed in `lab_optimizer.LabOptimizer` in a documented order (the
 way Optax composes gradient transformations). All of them work eagerly, inside
 `tf.function`, and under XLA. (`tf_variable` only unwraps the variable the stages write.)
 """

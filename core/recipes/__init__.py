@@ -1,5 +1,5 @@
 """Recipes: published optimizer findings, reproduced by the lab's own runs and checked
-on what they stored (see `base.Recipe`, and `runner` to run one on an engine).
+on what they stored (see `recipe.Recipe`, and `runner` to run one on an engine).
 
 Each recipe is a module of its own defining `RECIPE`; a new recipe is one module and its
 line in `RECIPES`. Importing this package does not import TensorFlow.
@@ -14,7 +14,7 @@ from core.recipes import (
     projection,
     warmup,
 )
-from core.recipes.base import Arm, Paper, Recipe, RunResult, Verdict
+from core.recipes.recipe import Arm, Paper, Recipe, RunResult, Verdict
 from core.recipes.runner import Launch, results, run, start, verdict
 
 #: Every recipe by name, in the order a gallery shows them.

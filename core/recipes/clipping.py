@@ -14,8 +14,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from core.recipes.base import Arm, Judgement, Paper, Recipe, Results, RunResult, digits_mlp
-from core.recipes.measures import finals, mean, series
+from core.recipes.readings import finals, mean, series
+from core.recipes.recipe import Arm, Judgement, Paper, Recipe, Results, RunResult, digits_mlp
 
 RATE = 2.0
 CLIP = 1.0

@@ -21,8 +21,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from core.recipes.base import Arm, Judgement, Paper, Recipe, Results, Table, digits_mlp
-from core.recipes.measures import comparable
+from core.recipes.readings import comparable
+from core.recipes.recipe import Arm, Judgement, Paper, Recipe, Results, Table, digits_mlp
 
 RATES = (1e-3, 3e-3, 1e-2)
 DECAYS = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)

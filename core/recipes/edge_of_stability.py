@@ -16,8 +16,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from core.recipes.base import Arm, Judgement, Paper, Recipe, Results, digits_mlp
-from core.recipes.measures import series
+from core.recipes.readings import series
+from core.recipes.recipe import Arm, Judgement, Paper, Recipe, Results, digits_mlp
 
 RATES = (0.25, 0.5)
 STEPS = 200

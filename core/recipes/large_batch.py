@@ -14,8 +14,8 @@ import math
 from typing import ClassVar
 
 from core.group_comparison import compare
-from core.recipes.base import Arm, Judgement, Paper, Recipe, Results, digits_mlp
-from core.recipes.measures import comparable, finals, mean
+from core.recipes.readings import comparable, finals, mean
+from core.recipes.recipe import Arm, Judgement, Paper, Recipe, Results, digits_mlp
 
 SMALL, LARGE = 128, 1_438
 EPOCHS = 40

@@ -14,8 +14,8 @@ from typing import ClassVar
 import numpy as np
 
 from core.engine.lr_find import RangeTest, range_test_config
-from core.recipes.base import Arm, Judgement, Paper, Recipe, Results, digits_mlp
-from core.recipes.measures import comparable
+from core.recipes.readings import comparable
+from core.recipes.recipe import Arm, Judgement, Paper, Recipe, Results, digits_mlp
 
 RATES = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
 SEEDS = 2

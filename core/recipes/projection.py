@@ -14,8 +14,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from core.recipes.base import Arm, Judgement, Paper, Recipe, Results, digits_mlp
-from core.recipes.measures import final, series
+from core.recipes.readings import final, series
+from core.recipes.recipe import Arm, Judgement, Paper, Recipe, Results, digits_mlp
 
 RATE = 0.5
 STEPS = 300

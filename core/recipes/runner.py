@@ -19,11 +19,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from core.engine.config import RunConfig
 from core.engine.repeats import repeat_configs
 from core.engine.status import RunStatus
-from core.recipes.base import Recipe, RunResult, Verdict
+from core.recipes.recipe import Recipe, RunResult, Verdict
 from core.store import Metrics
+from core.training.config import RunConfig
 
 #: The tag every run of a recipe carries, `recipe:NAME`, so that a page finds them.
 TAG_PREFIX = "recipe:"

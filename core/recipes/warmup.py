@@ -15,8 +15,8 @@ import math
 from typing import ClassVar
 
 from core.group_comparison import compare
-from core.recipes.base import Arm, Judgement, Paper, Recipe, Results, digits_mlp
-from core.recipes.measures import comparable, finals, mean
+from core.recipes.readings import comparable, finals, mean
+from core.recipes.recipe import Arm, Judgement, Paper, Recipe, Results, digits_mlp
 
 RATE = 0.2
 WARMUP = 50

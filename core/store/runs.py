@@ -33,7 +33,7 @@ _FINISH = "status = ?, final_metrics = ?, error = ?, finished = ?, updated = ?"
 _HANDED_OVER = "EXISTS (SELECT 1 FROM commands WHERE run_id = runs.id AND kind = 'start')"
 
 
-class Runs(Part):
+class RunRows(Part):
     """The runs of the store: created, moved through their statuses, read, deleted.
 
     A run's final status that cannot be written is kept (see `finish`), so that a full

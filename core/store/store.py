@@ -8,12 +8,12 @@ from types import TracebackType
 from core.store.db import LOCK_PATIENCE, Database
 from core.store.events import Events
 from core.store.mailbox import Mailbox
-from core.store.runs import Runs
+from core.store.runs import RunRows
 from core.store.scalars import Scalars
 from core.store.writer import Writers
 
 
-class Store(Writers, Runs, Events, Mailbox, Scalars):
+class Store(Writers, RunRows, Events, Mailbox, Scalars):
     """Runs, events and metrics of the lab, safe to use from many threads and processes.
 
     It lives in a SQLite file, or in a PostgreSQL database that several machines share
@@ -23,11 +23,11 @@ class Store(Writers, Runs, Events, Mailbox, Scalars):
     `core.store.db`), so the dashboard reads while training threads write. Metrics are
     written through `metrics_writer`, which never blocks the training thread on I/O.
 
-    Its methods are those of its parts, which share one `Database` (`db`): `Runs`,
+    Its methods are those of its parts, which share one `Database` (`db`): `RunRows`,
     `Events`, `Mailbox` (commands, services, progress), `Scalars` (reading metrics) and
     `Writers` (writing them). The database's errors (a full disk, a read-only file, a
     lock held too long, a server gone) are raised as `StoreError`s naming the store. A
-    run's final status that cannot be written is kept (see `Runs.finish`).
+    run's final status that cannot be written is kept (see `RunRows.finish`).
     """
 
     def __init__(

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 from core import data
 from core.engine import RunConfig
-from core.engine.config import INSTRUMENT_FIELDS
 from core.engine.repeats import MAX_REPEATS
 from core.knobs import InvalidInput
 from core.sweep.objective import ACCURACY, TIME_TO_TARGET, Objective, objective_for
 from core.sweep.space import SPACE, Axis, SearchSpace
+from core.training.config import INSTRUMENT_FIELDS
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -103,7 +103,7 @@ class SweepPlan:
                 axes = space.axes(base_config)
             except InvalidInput as exc:
                 errors |= exc.errors
-            dataset = data.registry.info(base_config.dataset, data_dir=base_config.data_dir)
+            dataset = data.dataset_catalog.info(base_config.dataset, data_dir=base_config.data_dir)
             try:
                 chosen = objective_for(objective, dataset.problem, target)
             except InvalidInput as exc:

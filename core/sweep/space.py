@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from core.engine.config import FIELDS
 from core.knobs import InvalidInput, Knob
+from core.training.config import FIELDS
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution

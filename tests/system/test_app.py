@@ -17,10 +17,10 @@ import pytest
 from core import optimizers
 from core.data import files
 from core.engine import RunConfig
-from core.engine.per_layer_schedule import BUDGET
 from core.escaping import escape_markdown
 from core.knobs import InvalidInput
 from core.store.metrics import Block
+from core.training.per_layer_schedule import BUDGET
 from tests.apptest import ROOT, SHORT, fill_sweep_form, finished_run, live_specs, page
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.presenting import KEY_VARIABLE
+from core.presenter import KEY_VARIABLE
 from core.store import Store
 from tests.apptest import page, written_run
 

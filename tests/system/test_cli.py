@@ -21,10 +21,11 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from core.cli import build_parser, main, render_progress, run_config
-from core.engine import Engine, RunStatus, threads
+from core.engine import Engine, RunStatus
 from core.export import LEADING_COLUMNS
 from core.knobs import InvalidInput
 from core.store import HISTOGRAM_EVENT, Store
+from core.training import threads
 from tests.cli import run_main
 from tests.lean import NO_INSTRUMENTS_FLAGS
 from tests.waiting import wait_for
@@ -676,13 +677,13 @@ def test_a_commands_engine_opens_with_the_training_stack_loaded(tmp_path, log_le
         "import argparse, sys; from core.cli.opening import open_engine; "
         f"args = argparse.Namespace(store={str(tmp_path / 'lab.sqlite')!r}, ray_address=None); "
         "engine = open_engine(args, max_concurrent=1, must_exist=False); "
-        "print(sorted({'keras', 'core.engine.trainer'} & set(sys.modules))); engine.close()"
+        "print(sorted({'keras', 'core.training.trainer'} & set(sys.modules))); engine.close()"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1] == "['core.engine.trainer', 'keras']"
+    assert done.stdout.splitlines()[-1] == "['core.training.trainer', 'keras']"
 
 
 @pytest.mark.parametrize("runs_at_once", [1, 3])

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from core.engine import Engine, RunConfig, threads
+from core.engine import Engine, RunConfig
 from core.engine.client import (
     DASHBOARD,
     ENGINE,
@@ -32,10 +32,11 @@ from core.engine.client import (
 from core.engine.commands import RUNS
 from core.engine.server import IDLE_GRACE_SECONDS, EngineService, lock_path, serve
 from core.knobs import InvalidHyperparameters
-from core.optimizers import catalog
+from core.optimizers import optimizer_catalog
 from core.store import SCHEMA_VERSION, Store, UnknownRunError, owner
 from core.store.owner import HEARTBEAT_SECONDS, LIVENESS_SECONDS
 from core.store.schema import DDL
+from core.training import threads
 from tests import app_server, planted
 from tests.lean import NO_INSTRUMENTS
 from tests.waiting import wait_for
@@ -290,13 +291,13 @@ def test_plugins_are_published_for_a_process_that_never_imports_them(served) -> 
     specs, errors = client.plugins()
     (published,) = [s for s in specs if s.name == "scaled_sign_gd"]
     assert errors == {}
-    assert published.knobs == catalog.get_spec("scaled_sign_gd").knobs
-    catalog.use_plugin_source(lambda: ([published], {"bad.py": "SyntaxError"}))
+    assert published.knobs == optimizer_catalog.get_spec("scaled_sign_gd").knobs
+    optimizer_catalog.use_plugin_source(lambda: ([published], {"bad.py": "SyntaxError"}))
     try:
-        assert catalog.get_spec("scaled_sign_gd") is published
-        assert catalog.plugin_errors() == {"bad.py": "SyntaxError"}
+        assert optimizer_catalog.get_spec("scaled_sign_gd") is published
+        assert optimizer_catalog.plugin_errors() == {"bad.py": "SyntaxError"}
     finally:
-        catalog.use_plugin_source(None)
+        optimizer_catalog.use_plugin_source(None)
 
 
 # The engine process ---------------------------------------------------------------------------

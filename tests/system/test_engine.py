@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from core.engine import Engine, RunConfig
-from core.engine.per_layer_schedule import BUDGET
 from core.optimizers import InvalidHyperparameters
 from core.store import PER_LAYER_EVENT
+from core.training.per_layer_schedule import BUDGET
 from tests.threads import new_threads
 from tests.waiting import wait_for
 

@@ -19,8 +19,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from core.engine.instruments import Alpha, Measurements, NoiseScale, ReplicaStep, Sharpness
-from core.engine.tasks import TASKS, Regression
+from core.training.instruments import Alpha, Measurements, NoiseScale, ReplicaStep, Sharpness
+from core.training.losses import TASKS, Regression
 
 
 def linear_model(features: int, *, bias: bool = True, seed: int = 0) -> keras.Model:

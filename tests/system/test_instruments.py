@@ -11,8 +11,9 @@ import tensorflow as tf
 
 from core import optimizers
 from core.charts import INSTRUMENT_HELP
-from core.engine import Engine, RunConfig, instruments, run_fields
-from core.engine.config import instrument_intervals
+from core.engine import Engine, RunConfig, run_fields
+from core.training import instruments
+from core.training.config import instrument_intervals
 from tests.imports import heavy_modules_after
 
 
@@ -100,7 +101,7 @@ def test_magnitude_histogram_bins_orders_of_magnitude() -> None:
 
 
 def test_magnitude_histograms_count_each_tensor_in_its_row() -> None:
-    from core.engine.instruments import measures
+    from core.training.instruments import measures
 
     rng = np.random.default_rng(1)
     shapes = [(3, 4), (4,), (3, 4), (4,), (7,), (3, 4)]
@@ -205,7 +206,7 @@ def test_alpha_tells_a_timid_step_from_an_overshoot(engine) -> None:
 
 
 def test_declaring_the_instruments_imports_neither_tensorflow_nor_keras() -> None:
-    assert heavy_modules_after("import core.engine.config, core.charts") == []
+    assert heavy_modules_after("import core.training.config, core.charts") == []
 
 
 def test_every_instrument_has_its_field_and_captions() -> None:

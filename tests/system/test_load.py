@@ -157,7 +157,7 @@ def test_start_stop_cycles_leak_no_memory(cycles: tuple[Usage, Usage]) -> None:
     """After 25 start/stop cycles (past 10 warm-up ones) live memory has not grown with
     them: under 100 Python objects and 2 MiB a cycle (a kept graph is ~2,000 and ~3 MiB).
     The heap alone moved by 0.4 to 1.2 MiB a cycle, in a process of its own and with its
-    Python objects flat (with and without the stack frozen: see `core.engine.stack`), so a
+    Python objects flat (with and without the stack frozen: see `core.training.tf_import`), so a
     bound of 1 MiB failed without a leak."""
     before, after = cycles
     assert after.objects - before.objects < 100 * CYCLES

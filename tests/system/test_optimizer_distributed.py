@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from core import optimizers
-from core.engine.strategies import make_strategy
+from core.training.strategies import make_strategy
 from tests.optimizer_fixtures import (
     GlobalHeavyBall,
     compile_model,

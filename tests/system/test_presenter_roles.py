@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.escaping import escape_markdown
 from core.guesses import LIMIT, Guesses
-from core.presenting import KEY_VARIABLE
+from core.presenter import KEY_VARIABLE
 from core.store import Store
 from core.sweep.hosting import SweepHost
 from tests.apptest import framed, page, written_run

@@ -27,9 +27,9 @@ from hypothesis import strategies as st
 from core import data, models, optimizers
 from core.cli import main
 from core.engine import TASKS, Engine, RunConfig, fields
-from core.engine.config import FIELD_NAMES
 from core.knobs import LR_MULT, RULE_WEIGHT_DECAY, InvalidHyperparameters, Knob
 from core.optimizers import OptimizerSpec
+from core.training.config import FIELD_NAMES
 from tests.threads import new_threads
 
 SPECS: list[OptimizerSpec] = optimizers.specs()
@@ -231,8 +231,8 @@ def valid_run_configs(draw: st.DrawFn) -> dict[str, Any]:
     }
     # What the fields allow together (each refusal has its own test): rows train with
     # a model that takes any shape, two heads need a built-in model and classes.
-    dataset = data.registry.info(values.get("dataset", data.DEFAULT_DATASET))
-    model = models.registry.info(values.get("model", models.DEFAULT_MODEL))
+    dataset = data.dataset_catalog.info(values.get("dataset", data.DEFAULT_DATASET))
+    model = models.model_catalog.info(values.get("model", models.DEFAULT_MODEL))
     if len(dataset.input_shape) != 3 and model.images:
         values["model"] = "mlp"
     if dataset.problem != "classification" or model.source != "core":

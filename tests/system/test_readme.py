@@ -75,9 +75,9 @@ def optlab_commands() -> list[list[str]]:
 @pytest.mark.parametrize("argv", optlab_commands(), ids=" ".join)
 def test_every_optlab_command_shown_parses(argv: list[str]) -> None:
     from core.cli import build_parser
-    from core.optimizers import catalog
+    from core.optimizers import optimizer_catalog
 
-    args = build_parser(list(catalog.BUILTIN), plugins=False).parse_args(argv)
+    args = build_parser(list(optimizer_catalog.BUILTIN), plugins=False).parse_args(argv)
     assert args.command == argv[0]
 
 

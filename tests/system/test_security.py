@@ -233,7 +233,7 @@ ALLOWED = {
     ("core/optimizers/__init__.py", "importlib.import_module"),
     # A built-in optimizer's class, where the catalog's own table says (a plugin's is
     # never looked up so: it is registered by its file).
-    ("core/optimizers/catalog.py", "importlib.import_module"),
+    ("core/optimizers/optimizer_catalog.py", "importlib.import_module"),
     # A module imported on first use, by a name written in the code (`tensorflow`).
     ("core/lazy.py", "importlib.import_module"),
     # The dashboard launches the engine process: a fixed argument list, no shell.

@@ -14,7 +14,6 @@ import optuna
 import pytest
 
 from core.engine import Engine, RunConfig
-from core.engine.config import INSTRUMENT_FIELDS
 from core.group_comparison import mean_interval
 from core.knobs import InvalidHyperparameters
 from core.optimizers import load_plugins
@@ -35,6 +34,7 @@ from core.sweep import (
 from core.sweep.driver import settle_abandoned
 from core.sweep.hosting import SweepHost
 from core.sweep.samplers import startup_trials
+from core.training.config import INSTRUMENT_FIELDS
 from tests.apptest import written_run
 from tests.lean import NO_INSTRUMENTS
 from tests.sweep_studies import abandoned_trial

@@ -11,11 +11,11 @@ import tensorflow as tf
 
 from core import models, optimizers
 from core.engine import RunConfig
-from core.engine.instruments import INSTRUMENTS
-from core.engine.strategies import make_strategy
-from core.engine.telemetry import ZERO, LayerStatistics, layer_of
-from core.engine.trainer import Trainer
 from core.optimizers import transforms
+from core.training.instruments import INSTRUMENTS
+from core.training.strategies import make_strategy
+from core.training.telemetry import ZERO, LayerStatistics, layer_of
+from core.training.trainer import Trainer
 
 INSTRUMENTS_OFF = {f"{name}_every": 0 for name in INSTRUMENTS}
 STEPS = 3

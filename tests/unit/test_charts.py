@@ -24,7 +24,7 @@ from core.charts import (
     training_figures,
 )
 from core.charts.style import ColourBook
-from core.charts.training import projected_spans
+from core.charts.training_panels import projected_spans
 from core.series import downsample, robust_range
 from core.store import Event, Metrics
 

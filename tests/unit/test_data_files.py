@@ -56,7 +56,7 @@ def test_an_npz_of_byte_images_gets_a_channel_and_the_unit_range(tmp_path: Path)
     labels = np.arange(30) % 2
     x = {"x_train": images[:20], "x_test": images[20:]}
     name = npz(tmp_path, **x, y_train=labels[:20], y_test=labels[20:])
-    info = data.registry.info(name)
+    info = data.dataset_catalog.info(name)
     assert info.input_shape == (6, 7, 1) and info.train_size == 20 and info.num_classes == 2
     dataset = data.load(name)
     np.testing.assert_allclose(dataset.x_train[..., 0], images[:20] / 255, rtol=1e-6)

@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 
 from core.charts import INSTRUMENT_HELP, RunView, instrument_charts, instrument_figures
-from core.engine import instruments
-from core.engine.instruments import ChartSpec, Line, LineChart, Reference
 from core.store import Metrics
+from core.training import instruments
+from core.training.instruments import ChartSpec, Line, LineChart, Reference
 from tests.imports import heavy_modules_after
 
 
 def test_declaring_the_instruments_imports_no_plotting() -> None:
     """The training process imports the instruments: their charts are data, not Plotly."""
-    assert heavy_modules_after("import core.engine.instruments", ("plotly", "core.charts")) == []
+    assert heavy_modules_after("import core.training.instruments", ("plotly", "core.charts")) == []
 
 
 def test_every_instrument_chart_is_on_the_panel_with_its_caption() -> None:

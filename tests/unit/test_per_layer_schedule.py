@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from core.engine import RunConfig
-from core.engine.per_layer_schedule import (
+from core.knobs import InvalidInput
+from core.training.per_layer_schedule import (
     BUDGET,
     FIRST_INTERVAL,
     LONGEST,
@@ -14,7 +15,6 @@ from core.engine.per_layer_schedule import (
     PerLayerSchedule,
     per_layer_schedule,
 )
-from core.knobs import InvalidInput
 
 #: The budget the timings below are written for (the default is `BUDGET`).
 SHARE = 0.05

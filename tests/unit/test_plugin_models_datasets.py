@@ -26,7 +26,7 @@ def examples() -> None:
 
 @pytest.mark.slow  # loads the example plugins, each tried in a child process first
 def test_the_vit_plugin_is_a_seeded_model_with_the_seeds_layer_names(examples) -> None:
-    info = models.registry.info("tiny_vit")
+    info = models.model_catalog.info("tiny_vit")
     assert info.images and info.source == str(EXAMPLES / "tiny_vit.py")
     assert "tiny_vit" in [m.name for m in models.catalog(plugins=True)]
     assert "tiny_vit" not in [m.name for m in models.catalog()]  # built-ins only
@@ -49,7 +49,7 @@ def test_the_vit_plugin_is_a_seeded_model_with_the_seeds_layer_names(examples) -
 
 @pytest.mark.slow  # loads the example plugins, each tried in a child process first
 def test_the_wine_plugin_is_a_standardized_table(examples) -> None:
-    info = data.registry.info("wine")
+    info = data.dataset_catalog.info("wine")
     assert (info.input_shape, info.num_classes, info.train_size) == ((13,), 3, 142)
     assert "142 train / 36 test" in info.description
     wine = data.load("wine")
@@ -140,12 +140,12 @@ def test_every_dataset_form_is_read_alike_and_broken_plugins_are_reported(
         for split in ("train", "test"):
             for mine, theirs in zip(dataset.split(split), loaded[0].split(split), strict=True):
                 np.testing.assert_array_equal(mine, theirs)
-    assert data.registry.info("t_tfdata").input_shape == (3,)
+    assert data.dataset_catalog.info("t_tfdata").input_shape == (3,)
     with pytest.raises(ValueError, match=r"^dataset: the plugin's 't_junk' failed: .*returned str"):
-        data.registry.info("t_junk")
+        data.dataset_catalog.info("t_junk")
     with pytest.raises(ValueError, match="x_train holds NaN"):
-        data.registry.info("t_nan")
-    reported = data.registry.PLUGINS.errors()[str(tmp_path / "forms.py")]
+        data.dataset_catalog.info("t_nan")
+    reported = data.dataset_catalog.PLUGINS.errors()[str(tmp_path / "forms.py")]
     assert "dataset 't_" in reported  # by file, as the Optimizers page and the CLI show
     with pytest.raises(InvalidInput, match="t_junk"):
         RunConfig.from_dict({"model": "mlp", "dataset": "t_junk"})

@@ -13,10 +13,10 @@ import tensorflow as tf
 
 from core import models
 from core.engine import RunConfig
-from core.engine.precision import loss_scaler, policy
-from core.engine.tasks import task_of
 from core.knobs import InvalidInput
 from core.optimizers import build
+from core.training.losses import task_of
+from core.training.precision import loss_scaler, policy
 
 
 def test_the_policy_holds_in_its_thread_only_and_is_restored() -> None:

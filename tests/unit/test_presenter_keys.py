@@ -1,4 +1,4 @@
-"""The presenter's key: a chosen one must be strong (`presenting.checked_key`), and wrong
+"""The presenter's key: a chosen one must be strong (`presenter.checked_key`), and wrong
 guesses at it are limited per client address (`core.guesses`), on a clock of the test's."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 import pytest
 
-from core import presenting
+from core import presenter
 from core.guesses import Guesses, TooManyGuesses
-from core.presenting import KEY_VARIABLE
+from core.presenter import KEY_VARIABLE
 
 WEAK = ["a" * 16, "abababababababab", "abcdabcdabcdabcd", "passwordpassword", "a" * 43, "k" * 15]
 STRONG = ["0123456789abcdef", "correct horse battery staple", "the-presenters-key-0123456789"]
@@ -19,7 +19,7 @@ STRONG = ["0123456789abcdef", "correct horse battery staple", "the-presenters-ke
 @pytest.mark.parametrize("key", WEAK)
 def test_a_weak_chosen_key_is_refused_saying_what_a_key_needs(key: str) -> None:
     with pytest.raises(ValueError) as refused:
-        presenting.checked_key(key)
+        presenter.checked_key(key)
     said = str(refused.value)
     assert said.startswith(
         f"{KEY_VARIABLE}: a key needs at least 16 characters, at least 10 of them different; "
@@ -31,13 +31,13 @@ def test_a_weak_chosen_key_is_refused_saying_what_a_key_needs(key: str) -> None:
 
 @pytest.mark.parametrize("key", STRONG)
 def test_a_strong_chosen_key_is_taken(key: str) -> None:
-    assert presenting.checked_key(key) == key
+    assert presenter.checked_key(key) == key
 
 
 def test_the_generated_key_is_256_bits_and_passes() -> None:
     for _ in range(200):
-        key = presenting.new_key()
-        assert len(key) == 43 and presenting.checked_key(key) == key  # 32 bytes, base64
+        key = presenter.new_key()
+        assert len(key) == 43 and presenter.checked_key(key) == key  # 32 bytes, base64
 
 
 class Clock:

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from core.charts import heatmap_figure
-from core.engine.config import RunConfig
 from core.recipes import (
     RECIPES,
     Recipe,
@@ -29,6 +28,7 @@ from core.recipes import (
     warmup,
 )
 from core.store import Store
+from core.training.config import RunConfig
 
 Rows = Mapping[int, Mapping[str, float]]
 _ids = count()

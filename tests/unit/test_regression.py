@@ -12,13 +12,13 @@ from core import models
 from core.charts import RunView, training_figures
 from core.data import files
 from core.engine import RunConfig
-from core.engine.tasks import Regression, SingleTask, task_of
 from core.knobs import InvalidInput
 from core.optimizers import load_plugins
 from core.store import Metrics
 from core.store.paths import PROJECT_ROOT
 from core.sweep.plan import SweepPlan
 from core.sweep.space import SearchSpace
+from core.training.losses import Regression, SingleTask, task_of
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from core import optimizers
-from core.optimizers.catalog import BUILTIN_NAMES
+from core.optimizers.optimizer_catalog import BUILTIN_NAMES
 
 ROWS, WIDTH = 50, 4
 INDICES = [3, 17, 3, 40, 17, 3]  # rows given twice or thrice add up

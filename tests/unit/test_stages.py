@@ -7,7 +7,14 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from core.optimizers import Adam, GlobalVectorOptimizer, base, catalog, plugin_folder, stages
+from core.optimizers import (
+    Adam,
+    GlobalVectorOptimizer,
+    lab_optimizer,
+    optimizer_catalog,
+    plugin_folder,
+    stages,
+)
 from core.optimizers.registry import register
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,10 +31,10 @@ def test_the_order_everywhere_is_the_stages_order() -> None:
         "LayerMultiplier",
         "WeightDecay",
         "PruneMask",
-        "Projection",
+        "BallProjection",
     ]
     assert stages.order_line() in (ROOT / "README.md").read_text().replace("\n", " ")
-    assert stages.order_text() in base.__doc__
+    assert stages.order_text() in lab_optimizer.__doc__
     assert "stages.order_line()" in (ROOT / "pages" / "5_Optimizers.py").read_text()
     lines = stages.order_text().splitlines()
     assert lines[0].startswith("1. g  ← Σ_replicas g") and lines[-1].startswith("10. θ' ← θ'")
@@ -44,7 +51,7 @@ def test_knobs_and_statistics_come_from_the_stages_each_once() -> None:
 def test_help_lists_each_optimizers_knobs_and_update_rules() -> None:
     assert "beta_1 (default 0.9, in [0, 1)): Decay rate β₁" in Adam.__doc__
     assert "radius (default None, in (0, 1e+06], None: off, live)" in Adam.__doc__
-    for spec in catalog.BUILTIN:  # each rule written once, in the catalog
+    for spec in optimizer_catalog.BUILTIN:  # each rule written once, in the catalog
         assert f"    {spec.name}: {spec.update_rule}\n" in spec.cls.__doc__
 
     class Halving(GlobalVectorOptimizer):

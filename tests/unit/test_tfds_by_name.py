@@ -74,8 +74,8 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_a_prepared_dataset_is_described_from_its_files_without_tensorflow(prepared) -> None:
     code = (
-        "import sys, json; from core.data import registry; "
-        f"i = registry.info('tfds:tiny_rows', data_dir={str(prepared)!r}); "
+        "import sys, json; from core.data import dataset_catalog; "
+        f"i = dataset_catalog.info('tfds:tiny_rows', data_dir={str(prepared)!r}); "
         "print(json.dumps([list(i.input_shape), i.num_classes, i.train_size, "
         "'tensorflow' in sys.modules]))"
     )

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from core.engine import threads
+from core.training import threads
 
 
 @pytest.mark.parametrize(

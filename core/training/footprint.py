@@ -29,8 +29,8 @@ import numpy as np
 import psutil
 
 from core import data
-from core.engine.config import RunConfig
 from core.knobs import InvalidInput
+from core.training.config import RunConfig
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -59,7 +59,7 @@ class Footprint:
 def footprint(config: RunConfig) -> Footprint | None:
     """What a run of `config` keeps for its parameters; None when its model or optimizer
     cannot be built here (a plugin's that fails: its run then says why)."""
-    dataset = data.registry.info(config.dataset, data_dir=config.data_dir)
+    dataset = data.dataset_catalog.info(config.dataset, data_dir=config.data_dir)
     hyperparameters = json.dumps(config.to_dict()["hyperparameters"], sort_keys=True)
     try:
         parameters, weight_bytes, trainable = _model_weights(
@@ -80,7 +80,7 @@ def check_fits(config: RunConfig) -> None:
     available = psutil.virtual_memory().available
     if need is None or need.bytes <= available:
         return
-    shape = data.registry.info(config.dataset, data_dir=config.data_dir).input_shape
+    shape = data.dataset_catalog.info(config.dataset, data_dir=config.data_dir).input_shape
     raise InvalidInput(
         {
             "model": f"{config.model} on examples of shape {shape} has {need.parameters:,} "

@@ -36,10 +36,6 @@ def load() -> None:
             return
         import keras  # noqa: F401  (its backend imports TensorFlow)
 
-        import core.engine.strategies
-        import core.engine.trainer
-        import core.optimizers.registry  # noqa: F401
-
         gc.collect()  # the imports' own garbage is not frozen with them
         gc.freeze()
         _loaded = True

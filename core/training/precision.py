@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import keras
 import tensorflow as tf
 
-from core.engine.config import PRECISIONS
+from core.training.config import PRECISIONS
 
 
 @contextlib.contextmanager

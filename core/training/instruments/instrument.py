@@ -1,7 +1,7 @@
 """`Instrument`: one measurement taken at its own interval, after Cockpit's quantities.
 
 An instrument owns when it is due (its `{name}_every` run field, declared by its `spacing`
-and `field_help`, see `core.engine.config.instrument_intervals`), what it adds to a
+and `field_help`, see `core.training.config.instrument_intervals`), what it adds to a
 training step on each replica (its terms), how the terms combine into its values once
 reduced over replicas, how they are read on the host into `Measurements`, and its charts
 (`charts`: what they draw and how to read them, plain data that `core.charts` draws, see
@@ -18,13 +18,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from core.engine.instruments.specs import ChartSpec
+from core.training.instruments.specs import ChartSpec
 
 if TYPE_CHECKING:
     import tensorflow as tf
 
-    from core.engine.tasks import Gradients
-    from core.engine.trainer import Trainer
+    from core.training.losses import Gradients
+    from core.training.trainer import Trainer
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The engine's threads import TensorFlow one at a time (`core.engine.stack`)."""
+"""The engine's threads import TensorFlow one at a time (`core.training.tf_import`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from core.store.paths import PROJECT_ROOT
 # strategies do. Prints the errors they met.
 RACE = """
 import sys, threading
-from core.engine import stack
+from core.training import tf_import
 locked = sys.argv[1] == "locked"
 errors = []
 start = threading.Barrier(4)
@@ -22,11 +22,11 @@ def thread(first: bool) -> None:
     start.wait()
     try:
         if locked:
-            stack.load()
+            tf_import.load()
         if first:
             import keras
         else:
-            from core.engine.strategies import make_strategy
+            from core.training.strategies import make_strategy
     except BaseException as exc:
         errors.append(type(exc).__name__)
 threads = [threading.Thread(target=thread, args=(i == 0,)) for i in range(4)]
@@ -61,15 +61,15 @@ def test_threads_that_import_tensorflow_at_once_all_get_it_whole() -> None:
 
 FROZEN = """
 import gc
-from core.engine import stack
-stack.load()
+from core.training import tf_import
+tf_import.load()
 frozen = gc.get_freeze_count()
 class Cycle:
     pass
 cycle = Cycle()
 cycle.me = cycle  # garbage made after the load: a full collection still frees it
 del cycle
-stack.load()  # loaded already: freezes nothing more
+tf_import.load()  # loaded already: freezes nothing more
 print(frozen, gc.get_freeze_count(), gc.collect())
 """
 

@@ -27,16 +27,16 @@ from typing import Any
 import tensorflow as tf
 
 from core import models, optimizers
-from core.engine import precision
-from core.engine.config import RunConfig, instrument_intervals
-from core.engine.divergence import Divergence
-from core.engine.evaluation import Evaluation
-from core.engine.instruments import INSTRUMENTS, Instrument, Measurements, ReplicaStep
-from core.engine.learning_rate import scheduled
-from core.engine.live import TASK_WEIGHT
-from core.engine.run_data import RunData, sha256
-from core.engine.tasks import task_of
-from core.engine.telemetry import Telemetry
+from core.training import precision
+from core.training.config import RunConfig, instrument_intervals
+from core.training.divergence import Divergence
+from core.training.evaluation import Evaluation
+from core.training.instruments import INSTRUMENTS, Instrument, Measurements, ReplicaStep
+from core.training.learning_rate import scheduled
+from core.training.live import TASK_WEIGHT
+from core.training.losses import task_of
+from core.training.run_data import RunData, sha256
+from core.training.telemetry import RunningSums
 
 __all__ = ["Measurements", "Trainer"]
 
@@ -95,7 +95,7 @@ class Trainer:
         self.task = task_of(config, dataset.problem)
         if self.scaler is not None:
             self.task.loss_scale = self.scaler.dynamic_scale
-        self.telemetry = Telemetry(self.model, self.optimizer, self.task)
+        self.telemetry = RunningSums(self.model, self.optimizer, self.task)
         self.layers = self.telemetry.layers
         self.evaluate = Evaluation(self.data.test, self.model, self.task)
         self.divergence = Divergence()
@@ -218,7 +218,7 @@ class Trainer:
         ]
 
     def knob_holder(self, name: str) -> Any:
-        """What holds the live knob `name` (checked by `core.engine.live`): the task for a
+        """What holds the live knob `name` (checked by `core.training.live`): the task for a
         task weight, else the optimizer. Both answer `get_knob` and `set_knob`."""
         return self.task if name.startswith(TASK_WEIGHT) else self.optimizer
 

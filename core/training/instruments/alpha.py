@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from core.engine.instruments.base import Instrument, ReplicaStep
-from core.engine.instruments.measures import alpha, dot
-from core.engine.instruments.specs import ChartSpec, Line, LineChart
 from core.lazy import lazy_module
+from core.training.instruments.instrument import Instrument, ReplicaStep
+from core.training.instruments.measures import alpha, dot
+from core.training.instruments.specs import ChartSpec, Line, LineChart
 
 tf = lazy_module("tensorflow")  # TensorFlow when measuring, not when declaring
 

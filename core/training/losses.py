@@ -15,9 +15,9 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from core.engine.config import TASKS, RunConfig
-from core.engine.live import TASK_WEIGHT
 from core.knobs import InvalidInput
+from core.training.config import TASKS, RunConfig
+from core.training.live import TASK_WEIGHT
 
 
 @dataclass
@@ -55,7 +55,7 @@ class SingleTask:
     def __init__(self, global_batch: int) -> None:
         self.global_batch = global_batch
         self.weights: dict[str, tf.Variable] = {}  # a multi-task run's loss weights
-        # A float16 run's loss scale S (see `core.engine.precision`): the loss is
+        # A float16 run's loss scale S (see `core.training.precision`): the loss is
         # differentiated times S, and the gradients divided by S again (exactly: S is a
         # power of two), so everything after sees the true gradients.
         self.loss_scale: tf.Variable | None = None

@@ -8,7 +8,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from core.engine.tasks import SingleTask
+from core.training.losses import SingleTask
 
 
 class Evaluation:

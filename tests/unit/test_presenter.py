@@ -1,4 +1,4 @@
-"""`core.presenting`: who presents, and the URLs and QR code the room gets."""
+"""`core.presenter`: who presents, and the URLs and QR code the room gets."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import zxingcpp
 
-from core import presenting
-from core.presenting import KEY_VARIABLE, Role, role_of
+from core import presenter
+from core.presenter import KEY_VARIABLE, Role, role_of
 
 # The blocks `qr_terminal` draws, two modules each (top, bottom): True where light.
 BLOCKS = {"█": (True, True), " ": (False, False), "▀": (True, False), "▄": (False, True)}
@@ -29,45 +29,45 @@ def test_without_a_key_every_session_presents() -> None:
 
 
 def test_only_the_key_makes_a_presenter() -> None:
-    key = presenting.new_key()
+    key = presenter.new_key()
     assert role_of(key, key) is Role.PRESENTER
     for given in (None, "", key[:-1], key + "x", key.upper()):
         assert role_of(given, key) is Role.VIEWER, given
 
 
 def test_keys_are_long_and_fresh() -> None:
-    keys = {presenting.new_key() for _ in range(20)}
+    keys = {presenter.new_key() for _ in range(20)}
     assert len(keys) == 20 and min(map(len, keys)) >= 40
 
 
 def test_a_key_from_the_environment_must_be_strong_enough(monkeypatch) -> None:
     monkeypatch.delenv(KEY_VARIABLE, raising=False)
-    assert presenting.key_from_environment() is None
+    assert presenter.key_from_environment() is None
     for weak in ("short", "a" * 16):
         monkeypatch.setenv(KEY_VARIABLE, weak)
         with pytest.raises(ValueError, match=f"{KEY_VARIABLE}: a key needs at least 16 char"):
-            presenting.key_from_environment()
+            presenter.key_from_environment()
     monkeypatch.setenv(KEY_VARIABLE, "0123456789abcdef")
-    assert presenting.key_from_environment() == "0123456789abcdef"
+    assert presenter.key_from_environment() == "0123456789abcdef"
 
 
 def test_only_the_presenter_url_carries_the_key() -> None:
-    key = presenting.new_key()
-    audience = presenting.audience_url("10.0.0.7", 8501)
+    key = presenter.new_key()
+    audience = presenter.audience_url("10.0.0.7", 8501)
     assert audience == "http://10.0.0.7:8501/" and key not in audience
-    assert presenting.presenter_url("10.0.0.7", 8501, key) == f"{audience}?key={key}"
+    assert presenter.presenter_url("10.0.0.7", 8501, key) == f"{audience}?key={key}"
 
 
 def test_the_terminal_qr_code_reads_back_as_the_audience_url() -> None:
-    url = presenting.audience_url("192.168.1.23", 8501)
-    assert decoded(presenting.qr_terminal(url)) == [url]
+    url = presenter.audience_url("192.168.1.23", 8501)
+    assert decoded(presenter.qr_terminal(url)) == [url]
 
 
 def test_the_page_qr_code_is_an_svg_of_the_url() -> None:
-    svg = presenting.qr_svg("http://192.168.1.23:8501/")
+    svg = presenter.qr_svg("http://192.168.1.23:8501/")
     assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
 
 
 def test_the_room_address_is_an_ipv4_address() -> None:
-    parts = presenting.room_address().split(".")
+    parts = presenter.room_address().split(".")
     assert len(parts) == 4 and all(0 <= int(p) <= 255 for p in parts)

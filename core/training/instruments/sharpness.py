@@ -7,10 +7,10 @@ import functools
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from core.engine.instruments.base import Instrument, Measurements
-from core.engine.instruments.measures import dot, power_iteration
-from core.engine.instruments.specs import ChartSpec, Drawn, Line, LineChart, Points, Reference
 from core.lazy import lazy_module
+from core.training.instruments.instrument import Instrument, Measurements
+from core.training.instruments.measures import dot, power_iteration
+from core.training.instruments.specs import ChartSpec, Drawn, Line, LineChart, Points, Reference
 
 tf = lazy_module("tensorflow")  # TensorFlow when measuring, not when declaring
 

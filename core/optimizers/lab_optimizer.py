@@ -33,7 +33,7 @@ import tensorflow as tf
 
 from core.knobs import InvalidInput, Knob, live_change, validate
 from core.optimizers import stages
-from core.optimizers.catalog import BUILTIN
+from core.optimizers.optimizer_catalog import BUILTIN
 from core.optimizers.schedules import LiveSchedule
 from core.optimizers.stages import COMMON_KNOBS, SCALAR_STATS, STAGES, TELEMETRY, VECTOR_STATS
 from core.optimizers.transforms import tf_variable

@@ -21,8 +21,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from core.engine.config import INSTRUMENT_FIELDS, RunConfig
 from core.store import Metrics
+from core.training.config import INSTRUMENT_FIELDS, RunConfig
 
 
 @dataclass(frozen=True)

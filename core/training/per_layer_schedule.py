@@ -25,7 +25,7 @@ import statistics
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from core.engine.config import RunConfig
+    from core.training.config import RunConfig
 
 #: The share of a step's time that the per-layer statistics may take by default: the
 #: checkpoints' share (`core.engine.checkpoints.BUDGET`). On the bench's 100-variable MLP

@@ -1,7 +1,7 @@
 """Instruments: measurements that say whether the optimizer is doing well, not only that
 something changes. After Cockpit (Schneider, Dangel & Hennig, NeurIPS 2021), for Keras.
 
-Each instrument is a class in a module of its own (`Instrument`, in `base`); its maths
+Each instrument is a class in a module of its own (`Instrument`, in `instrument`); its maths
 are pure functions in `measures`; its charts are plain data (`specs`) that `core.charts`
 draws. A new instrument is one module, its line in `INSTRUMENTS` and its typed
 `{name}_every` attribute in `RunConfig`: the interval field's range and help, the default
@@ -9,10 +9,10 @@ interval, the charts and their captions come from its class. Importing this pack
 imports neither TensorFlow nor a plotting library.
 """
 
-from core.engine.instruments.alpha import Alpha
-from core.engine.instruments.base import Instrument, Measurements, ReplicaStep
-from core.engine.instruments.histogram import Histogram
-from core.engine.instruments.measures import (
+from core.training.instruments.alpha import Alpha
+from core.training.instruments.histogram import Histogram
+from core.training.instruments.instrument import Instrument, Measurements, ReplicaStep
+from core.training.instruments.measures import (
     alpha,
     dot,
     histogram_edges,
@@ -20,9 +20,9 @@ from core.engine.instruments.measures import (
     noise_scale_terms,
     power_iteration,
 )
-from core.engine.instruments.noise_scale import NoiseScale
-from core.engine.instruments.sharpness import Sharpness
-from core.engine.instruments.specs import ChartSpec, HeatStrip, Line, LineChart, Reference
+from core.training.instruments.noise_scale import NoiseScale
+from core.training.instruments.sharpness import Sharpness
+from core.training.instruments.specs import ChartSpec, HeatStrip, Line, LineChart, Reference
 
 INSTRUMENTS: dict[str, type[Instrument]] = {
     cls.name: cls for cls in (Alpha, Sharpness, NoiseScale, Histogram)

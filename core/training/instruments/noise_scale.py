@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from core.engine.instruments.base import Instrument, ReplicaStep
-from core.engine.instruments.measures import dot, noise_scale_terms
-from core.engine.instruments.specs import ChartSpec, Drawn, Line, LineChart, Points, Reference
 from core.lazy import lazy_module
+from core.training.instruments.instrument import Instrument, ReplicaStep
+from core.training.instruments.measures import dot, noise_scale_terms
+from core.training.instruments.specs import ChartSpec, Drawn, Line, LineChart, Points, Reference
 
 if TYPE_CHECKING:
-    from core.engine.tasks import Gradients
+    from core.training.losses import Gradients
 
 tf = lazy_module("tensorflow")  # TensorFlow when measuring, not when declaring
 

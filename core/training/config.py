@@ -16,10 +16,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from core import data, models
-from core.engine.instruments import INSTRUMENTS
 from core.knobs import InvalidInput, Knob, KnobType
-from core.optimizers import catalog
-from core.optimizers.catalog import LR_SCHEDULES, OptimizerSpec
+from core.optimizers import optimizer_catalog
+from core.optimizers.optimizer_catalog import LR_SCHEDULES, OptimizerSpec
+from core.training.instruments import INSTRUMENTS
 
 STRATEGIES = ("default", "mirrored", "multiworker")
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -335,7 +335,7 @@ def fields(
     every optimizer, plugins included), and the model's and dataset's with the plugins'
     if `plugins`."""
     choices = {
-        "optimizer": tuple(s.name for s in (catalog.specs() if specs is None else specs)),
+        "optimizer": tuple(s.name for s in (optimizer_catalog.specs() if specs is None else specs)),
         "model": tuple(m.name for m in models.catalog(plugins=plugins)),
         "dataset": tuple(d.name for d in data.catalog(plugins=plugins)),
     }
@@ -358,33 +358,35 @@ def _check(values: Mapping[str, Any]) -> dict[str, Any]:
         value = values.get(knob.name, knob.default)
         try:
             if knob.name == "optimizer":  # a built-in name does not load the plugins
-                checked[knob.name] = catalog.get_spec(value).name
+                checked[knob.name] = optimizer_catalog.get_spec(value).name
             elif knob.name == "dataset" and value not in knob.choices:
                 # A file or a TFDS dataset (read and checked here), or a plugin's.
                 data_dir = values.get("data_dir")
                 data_dir = data_dir if isinstance(data_dir, str) else None  # checked below
-                checked[knob.name] = data.registry.info(value, data_dir=data_dir).name
+                checked[knob.name] = data.dataset_catalog.info(value, data_dir=data_dir).name
             elif knob.name == "model" and value not in knob.choices:
-                checked[knob.name] = models.registry.info(value).name  # a plugin's
+                checked[knob.name] = models.model_catalog.info(value).name  # a plugin's
             else:
                 checked[knob.name] = knob.validate(value)
         except InvalidInput:
-            names = ", ".join(spec.name for spec in catalog.specs())
+            names = ", ".join(spec.name for spec in optimizer_catalog.specs())
             errors[knob.name] = f"must be one of {names} (got {value!r})"
         except ValueError as exc:
             errors[knob.name] = str(exc).removeprefix(f"{knob.name}: ")
 
-    plugin_model = "model" in checked and models.registry.info(checked["model"]).source != "core"
+    plugin_model = (
+        "model" in checked and models.model_catalog.info(checked["model"]).source != "core"
+    )
     if checked.get("multitask") and plugin_model:
         errors["multitask"] = f"needs a built-in model; {checked['model']} has one head"
     dataset = None
     if "dataset" in checked and "data_dir" in checked:
-        dataset = data.registry.info(checked["dataset"], data_dir=checked["data_dir"])
+        dataset = data.dataset_catalog.info(checked["dataset"], data_dir=checked["data_dir"])
     if dataset is not None and checked.get("multitask") and dataset.problem == "regression":
         errors["multitask"] = f"needs a classification; {checked['dataset']} is a regression"
     if dataset is not None and "model" in checked:
         shape = dataset.input_shape
-        if models.registry.info(checked["model"]).images and len(shape) != 3:
+        if models.model_catalog.info(checked["model"]).images and len(shape) != 3:
             errors["model"] = (
                 f"{checked['model']} needs images; {checked['dataset']} has examples of shape "
                 f"{shape}: take mlp"
@@ -412,7 +414,7 @@ def _check(values: Mapping[str, Any]) -> dict[str, Any]:
         errors["telemetry"] = "is a run field, not an optimizer hyperparameter"
     elif "optimizer" in checked:
         try:
-            spec = catalog.get_spec(checked["optimizer"])
+            spec = optimizer_catalog.get_spec(checked["optimizer"])
             checked["hyperparameters"] = spec.validate(hyperparameters)
         except InvalidInput as exc:
             errors |= exc.errors

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from core.engine.config import TASKS
 from core.knobs import InvalidInput, Knob, live_change
+from core.training.config import TASKS
 
 TASK_WEIGHT: Final = "task_weight/"
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from core.recipes.base import RunResult
+from core.recipes.recipe import RunResult
 from core.store import Metrics
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.engine.config import LR_FIND, RunConfig
 from core.optimizers.schedules import RANGE_TEST, LiveSchedule
+from core.training.config import LR_FIND, RunConfig
 
 
 def scheduled(config: RunConfig, total_steps: int) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from core import optimizers
 from core.optimizers import transforms
 
 if TYPE_CHECKING:  # tasks imports the run config, whose instruments import this module
-    from core.engine.tasks import SingleTask
+    from core.training.losses import SingleTask
 
 # Below this magnitude a parameter counts as zero for `sparsity/<layer>` (unless pruning
 # is on: then the pruning threshold is the line).
@@ -100,7 +100,7 @@ def optimizer_readings(optimizer: Any, per_layer: dict[str, tf.Tensor]) -> dict[
     return out | {name: tf.convert_to_tensor(stats[name]) for name in scalars}
 
 
-class Telemetry:
+class RunningSums:
     """The running sums of one run, and the logged row made from them.
 
     Attributes:

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from core.engine.instruments.base import Instrument, Measurements, ReplicaStep
-from core.engine.instruments.measures import histogram_edges, magnitude_histograms
-from core.engine.instruments.specs import ChartSpec, HeatStrip
 from core.lazy import lazy_module
+from core.training.instruments.instrument import Instrument, Measurements, ReplicaStep
+from core.training.instruments.measures import histogram_edges, magnitude_histograms
+from core.training.instruments.specs import ChartSpec, HeatStrip
 
 tf = lazy_module("tensorflow")  # TensorFlow when measuring, not when declaring
 
@@ -52,7 +52,7 @@ class Histogram(Instrument):
 
     def _per_layer(self, tensors: list[Any]) -> tf.Tensor:
         """[layers, bins] magnitude histograms, each layer's variables together."""
-        from core.engine.telemetry import layer_of  # imports Keras: not when declaring
+        from core.training.telemetry import layer_of  # imports Keras: not when declaring
 
         layers = self.trainer.layers
         owners = [layers.index(layer_of(v.path)) for v in self.trainer.model.trainable_variables]

@@ -12,7 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from core import data
-from core.engine.config import RunConfig
+from core.training.config import RunConfig
 
 EVAL_BATCH = 500
 
