@@ -25,6 +25,7 @@ variable (as `projected_gd` is: the projection knob needs only ‖θ‖).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import keras
@@ -56,12 +57,12 @@ class GlobalVectorOptimizer(LabOptimizer):
 
     def propose_all(
         self,
-        grads: list[tf.Tensor],
-        params: list[tf.Tensor],
-        indices: list[int],
+        grads: Sequence[tf.Tensor],
+        params: Sequence[tf.Tensor],
+        indices: Sequence[int],
         learning_rate: tf.Tensor,
     ) -> tuple[list[tf.Tensor], list[Assignment]]:
-        everything = self._trainable_variables
+        everything = self.built_variables
         given = dict(zip(indices, zip(grads, params, strict=True), strict=True))
         all_params = [
             given[i][1] if i in given else tf.convert_to_tensor(v) for i, v in enumerate(everything)

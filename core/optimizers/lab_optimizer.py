@@ -9,8 +9,9 @@ declared. The stages that need every gradient or every parameter at once (clippi
 top-k, the projection) run after the all-reduce, on identical values in every replica,
 and every new value is written through `strategy.extended.update`, so mirrored copies
 never drift apart, by the optimizer's own `assign` (as Keras requires: a row update stays
-a scatter). This is why the knobs live here and not in Keras's `global_clipnorm`, which
-clips each replica's gradient before the sum.
+a scatter): `keras_internals.CollectiveOptimizer` plugs the step into Keras so. This is
+why the knobs live here and not in Keras's `global_clipnorm`, which clips each replica's
+gradient before the sum.
 
 A sparse gradient (an embedding's `tf.IndexedSlices`) is applied to the rows it touches
 only, and written with a scatter, when the algorithm is `row_local` and every knob that is
@@ -33,15 +34,21 @@ import tensorflow as tf
 
 from core.knobs import InvalidInput, Knob, live_change, validate
 from core.optimizers import stages
+from core.optimizers.keras_internals import CollectiveOptimizer
 from core.optimizers.optimizer_catalog import BUILTIN
 from core.optimizers.schedules import LiveSchedule
-from core.optimizers.stages import COMMON_KNOBS, SCALAR_STATS, STAGES, TELEMETRY, VECTOR_STATS
+from core.optimizers.stages import (
+    COMMON_KNOBS,
+    SCALAR_STATS,
+    STAGES,
+    TELEMETRY,
+    VECTOR_STATS,
+    Assignment,
+)
 from core.optimizers.transforms import tf_variable
 
 __doc__ = (__doc__ or "").format(order=stages.order_text())  # the order, from the stages
 __all__ = ["SCALAR_STATS", "VECTOR_STATS", "Assignment", "LabOptimizer", "tf_variable"]
-
-Assignment = tuple[tf.Variable, tf.Tensor]
 
 
 def _as_float(value: Any) -> float:
@@ -80,7 +87,7 @@ def knobs_section(knobs: Sequence[Knob]) -> str:
     return "\n".join(lines)
 
 
-class LabOptimizer(keras.optimizers.Optimizer):
+class LabOptimizer(CollectiveOptimizer):
     """Base class of the lab's optimizers: the knobs of `COMMON_KNOBS` on any algorithm.
 
     Subclasses declare their own knobs in `knobs` and write only the algorithm, either per
@@ -155,7 +162,7 @@ class LabOptimizer(keras.optimizers.Optimizer):
             for knob in self.knobs
             if knob.live and knob.name != "learning_rate" and values[knob.name] is not None
         }
-        self._stages = [stage(self, values) for stage in STAGES]
+        self._stages = [stage(self, values, STAGES) for stage in STAGES]
         self._telemetry = next(s for s in self._stages if isinstance(s, stages.Telemetry))
 
     # Knobs ----------------------------------------------------------------------------
@@ -182,8 +189,8 @@ class LabOptimizer(keras.optimizers.Optimizer):
             value = live_change(self.knobs, name, value, was_on=was_on)
         except ValueError as exc:
             raise InvalidInput({name: str(exc)}) from None
-        if name == "learning_rate" and isinstance(self._learning_rate, LiveSchedule):
-            self._learning_rate.rate.assign(value)  # the schedule's peak: it scales it
+        if name == "learning_rate" and isinstance(self.learning_rate_holder, LiveSchedule):
+            self.learning_rate_holder.rate.assign(value)  # the schedule's peak: it scales it
         elif name == "learning_rate":
             self.learning_rate = value
         else:
@@ -194,7 +201,7 @@ class LabOptimizer(keras.optimizers.Optimizer):
     def live_variables(self) -> dict[str, keras.Variable]:
         """The variables of the live knobs that are on, by knob name (learning rate first,
         or a `LiveSchedule`'s peak; none for another schedule)."""
-        lr = self._learning_rate
+        lr = self.learning_rate_holder
         if isinstance(lr, LiveSchedule):
             lr = lr.rate
         first = {"learning_rate": lr} if isinstance(lr, keras.Variable) else {}
@@ -202,7 +209,7 @@ class LabOptimizer(keras.optimizers.Optimizer):
 
     def applied_learning_rate(self) -> tf.Tensor:
         """The rate the last step took: a schedule's η_t, not its peak."""
-        lr = self._learning_rate
+        lr = self.learning_rate_holder
         if isinstance(lr, keras.optimizers.schedules.LearningRateSchedule):
             return tf.cast(lr(self.iterations - 1), tf.float32)
         return tf.cast(self.learning_rate, tf.float32)
@@ -229,54 +236,17 @@ class LabOptimizer(keras.optimizers.Optimizer):
 
     # The step -------------------------------------------------------------------------
 
-    def _backend_update_step(
-        self,
-        grads: list[tf.Tensor],
-        trainable_variables: list[keras.Variable],
-        learning_rate: Any,
-    ) -> None:
-        # Keras calls this for the whole model at once, in replica context under a
-        # strategy: reduce first, compute every new value, then write them all.
-        variables = [tf_variable(v) for v in trainable_variables]
-        pairs = list(zip(grads, variables, strict=True))
-        context = tf.distribute.get_replica_context()
-        # With one replica there is nothing to reduce, and TensorFlow's all-reduce would
-        # register a gradient function per trace that it never frees.
-        replicas = context.num_replicas_in_sync if context is not None else 1
-        reduced = self._all_reduce_sum_gradients(pairs) if replicas > 1 else pairs
-        indices = [self._get_variable_index(v) for v in trainable_variables]
-        assignments = self._step([g for g, _ in reduced], variables, indices, learning_rate)
-        tf.__internal__.distribute.interim.maybe_merge_call(
-            self._assign_all, self._distribution_strategy, assignments
-        )
-
-    def _assign_all(
-        self, strategy: tf.distribute.Strategy, assignments: Sequence[Assignment]
-    ) -> None:
-        """Writes each value into its variable on every device, through the strategy, with
-        `self.assign`, which scatters a `tf.IndexedSlices` (new values of some rows) and
-        writes a tensor whole: Keras requires it of every optimizer, so that a sparse
-        update stays sparse. (A method, not an argument of the merge call, which would
-        make one bound method per replica of it.)"""
-        for variable, value in assignments:
-            strategy.extended.update(variable, self.assign, args=(value,), group=False)
-
-    def _step(
+    def new_values(
         self,
         grads: list[tf.Tensor],
         variables: list[tf.Variable],
         indices: list[int],
         learning_rate: Any,
     ) -> list[Assignment]:
-        """The stages after the all-reduce, as new values for variables."""
-        step = stages.Step(
-            grads=[],
-            params=[],
-            variables=variables,
-            rows=[],
-            indices=indices,
-            lr=tf.cast(learning_rate, tf.float32),
-        )
+        """The step, through the stages: each gradient whole, or only the rows it touches
+        when every stage acts row by row (see `Stage.row_local`); as new values for the
+        stages' variables and the algorithm's, then the parameters."""
+        step_grads, step_params, step_rows = [], [], []
         for g, variable, i in zip(grads, variables, indices, strict=True):
             if isinstance(g, tf.IndexedSlices) and all(s.row_local(i) for s in self._stages):
                 rows, g = summed_rows(g)
@@ -284,24 +254,31 @@ class LabOptimizer(keras.optimizers.Optimizer):
             else:
                 rows, param = None, tf.convert_to_tensor(variable)
                 g = dense(g, param)
-            step.grads.append(tf.cast(g, param.dtype))
-            step.params.append(param)
-            step.rows.append(rows)
-        for stage in self._stages:
-            stage.apply(step)
-        new_values = [
+            step_grads.append(tf.cast(g, param.dtype))
+            step_params.append(param)
+            step_rows.append(rows)
+        step = stages.Step.start(
+            grads=step_grads,
+            params=step_params,
+            variables=variables,
+            rows=step_rows,
+            indices=indices,
+            lr=tf.cast(learning_rate, tf.float32),
+        )
+        step = stages.run(self._stages, step)
+        new_params = [
             new if rows is None else tf.IndexedSlices(new, rows)
             for new, rows in zip(step.new_params, step.rows, strict=True)
         ]
-        return [*step.assignments, *zip(variables, new_values, strict=True)]
+        return [*step.assignments, *zip(variables, new_params, strict=True)]
 
     # The algorithm ----------------------------------------------------------------------
 
     def propose_all(
         self,
-        grads: list[tf.Tensor],
-        params: list[tf.Tensor],
-        indices: list[int],
+        grads: Sequence[tf.Tensor],
+        params: Sequence[tf.Tensor],
+        indices: Sequence[int],
         learning_rate: tf.Tensor,
     ) -> tuple[list[tf.Tensor], list[Assignment]]:
         """Step 5 for every variable: the proposed steps Δ and the new state values.

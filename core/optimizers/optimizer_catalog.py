@@ -318,10 +318,11 @@ def _auto_name(prefix: str) -> str:
     name that Keras's optimizers answer to as well (`keras.optimizers.get("adamw")`) is
     spelled as Keras spells that class's objects: `adam_w`."""
     import keras
-    from keras.src.utils.naming import to_snake_case  # Keras's rule: AdamW -> adam_w
+
+    from core.optimizers.keras_internals import snake_case
 
     for name, cls in vars(keras.optimizers).items():
         if name.lower() == prefix and isinstance(cls, type):
-            prefix = to_snake_case(name)
+            prefix = snake_case(name)
     uid = keras.backend.get_uid(prefix)
     return prefix if uid == 1 else f"{prefix}_{uid - 1}"

@@ -1,9 +1,10 @@
 """Pure tensor transformations that the optimizer knobs are made of.
 
 Each function takes tensors and returns tensors: no variables, no side effects, so each
-can be tested on its own and composed in `lab_optimizer.LabOptimizer` in a documented order (the
-way Optax composes gradient transformations). All of them work eagerly, inside
-`tf.function`, and under XLA. (`tf_variable` only unwraps the variable the stages write.)
+can be tested on its own and composed by the stages of `core.optimizers.stages` in a
+documented order (the way Optax composes gradient transformations). All of them work
+eagerly, inside `tf.function`, and under XLA. (`tf_variable` only unwraps the variable the
+stages write.)
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ from core.optimizers import (
     stages,
 )
 from core.optimizers.registry import register
+from tests import docs
+from ui import nav
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,9 +35,9 @@ def test_the_order_everywhere_is_the_stages_order() -> None:
         "PruneMask",
         "BallProjection",
     ]
-    assert stages.order_line() in (ROOT / "README.md").read_text().replace("\n", " ")
+    assert stages.order_line() in docs.text().replace("\n", " ")
     assert stages.order_text() in lab_optimizer.__doc__
-    assert "stages.order_line()" in (ROOT / "pages" / "5_Optimizers.py").read_text()
+    assert "stages.order_line()" in (ROOT / nav.OPTIMIZERS.file).read_text()
     lines = stages.order_text().splitlines()
     assert lines[0].startswith("1. g  ← Σ_replicas g") and lines[-1].startswith("10. θ' ← θ'")
 
