@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from core.escaping import spreadsheet_safe
+from core.series import parsed
 from core.store import HISTOGRAM_EVENT, KNOB_EVENT, Event, Metrics
 
 #: The CSV's first columns after `step`, those a run logged, in this order.
@@ -54,19 +55,20 @@ HISTOGRAM_KINDS = {"grad": "gradient entries", "weight": "weights"}
 
 
 def column_order(keys: Iterable[str]) -> list[str]:
-    """The CSV's metric columns: `LEADING_COLUMNS`, the other plain keys sorted, then the
-    keys with a `/` (`step_norm/<layer>`, `loss/<task>`, …) grouped by the part before it.
+    """The CSV's metric columns: `LEADING_COLUMNS`, the other keys of the whole run sorted,
+    then the series of a layer, task or part (`step_norm/<layer>`, `loss/<task>`, …: see
+    `core.series.SeriesKey`) grouped by their statistic.
 
     Groups come in the order their first key appears, and keys keep their order within a
     group: per-layer series stay in the model's layer order.
     """
     keys = list(dict.fromkeys(keys))
     leading = [key for key in LEADING_COLUMNS if key in keys]
-    plain = sorted(key for key in keys if "/" not in key and key not in LEADING_COLUMNS)
+    of_parts = {key: series for key, series in parsed(keys).items() if series.of is not None}
+    plain = sorted(key for key in keys if key not in of_parts and key not in LEADING_COLUMNS)
     groups: dict[str, list[str]] = {}
-    for key in keys:
-        if "/" in key:
-            groups.setdefault(key.split("/", 1)[0], []).append(key)
+    for key, series in of_parts.items():
+        groups.setdefault(series.statistic, []).append(key)
     return leading + plain + [key for group in groups.values() for key in group]
 
 

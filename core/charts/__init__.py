@@ -2,8 +2,8 @@
 
 Figures are built here, from stored metrics and events, so that the pages stay thin and
 the cost of a refresh can be measured without a browser (`make bench`; the figures are in
-bench/results.md). Every series is downsampled to about `series.MAX_POINTS` points,
-keeping spikes. Every chart
+bench/results.md). Every series is downsampled to `series.CHART_BUCKETS` buckets, each
+drawn as its lowest and highest point, so that spikes show. Every chart
 
 - writes numbers one way: ticks as `TICK_FORMAT` (0.001, 0.25, 1e+6), hover values as
   `HOVER_FORMAT`, shares (accuracy, sparsity) in percent; log axes label whole decades;
@@ -52,7 +52,6 @@ from core.charts.style import (
 from core.charts.traces import RunView, Traces
 from core.charts.training_panels import (
     CHECKPOINTS,
-    TASK_LOSS,
     layer_figures,
     live_figures,
     training_figures,
@@ -73,7 +72,6 @@ __all__ = [
     "PERCENT_TICK_FORMAT",
     "REFERENCE",
     "STEP_HOVER_FORMAT",
-    "TASK_LOSS",
     "TICK_FORMAT",
     "TOTAL_COLOUR",
     "Chart",

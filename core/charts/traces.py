@@ -1,5 +1,5 @@
 """One run's traces: `RunView` (what a chart knows of a run) and the lines drawn from its
-metrics, each downsampled to about `series.MAX_POINTS` points, spikes kept, with every
+metrics, each downsampled to `series.CHART_BUCKETS` buckets, spikes kept, with every
 name the user or the model's author chose shown as typed (`escape_html`)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 
 from core.charts.style import REFERENCE, layer_style, run_colour, series_colour
 from core.escaping import escape_html
-from core.series import Envelope, downsample, envelope
+from core.series import Envelope, SeriesKey, downsample, envelope, logged_of
 from core.store import Event, Metrics
 
 Trace = dict[str, Any]  # a Plotly trace, as the dict `go.Figure` takes
@@ -109,18 +109,16 @@ def band(
 
 
 def layer_lines(
-    run: RunView, kind: str, *, markers: bool = False, lines: bool = True
+    run: RunView, statistic: str, *, markers: bool = False, lines: bool = True
 ) -> list[Trace]:
-    """Traces of `kind/<layer>` for every layer (or task) of a run, named by the layer
+    """Traces of `statistic` of every layer (or task) of a run, named by the layer
     alone, each with its own colour (and, past the palette, its own dash)."""
-    prefix = f"{kind}/"
-    layers = [key.removeprefix(prefix) for key in run.metrics.keys if key.startswith(prefix)]
     traces = []
-    for j, layer in enumerate(layers):
+    for j, layer in enumerate(logged_of(run.metrics.keys, statistic)):
         colour, dash = layer_style(j)
         traces += metric_line(
             run,
-            prefix + layer,
+            SeriesKey(statistic, layer).format(),
             layer,
             colour,
             dash=dash,
@@ -131,10 +129,10 @@ def layer_lines(
     return traces
 
 
-def per_layer(kind: str) -> Traces:
-    """A chart's `layer_lines` of `kind`: layers, not runs, get the colours (a chart of
-    layers draws a single run)."""
-    return lambda run, i: layer_lines(run, kind)
+def per_layer(statistic: str) -> Traces:
+    """A chart's `layer_lines` of `statistic`: layers, not runs, get the colours (a chart
+    of layers draws a single run)."""
+    return lambda run, i: layer_lines(run, statistic)
 
 
 def knob_reference(run: RunView, key: str, what: str, colour: str) -> list[Trace]:

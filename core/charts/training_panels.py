@@ -21,10 +21,7 @@ from core.charts.traces import (
     per_layer,
     scatter,
 )
-from core.series import MAX_POINTS
-
-#: A multi-task run logs each task's loss as `loss/<task>`.
-TASK_LOSS = "loss/"
+from core.series import CHART_BUCKETS, SeriesKey, logged_of
 
 #: The `meta` of a run's checkpoint markers, then its id.
 CHECKPOINTS = "checkpoints:"
@@ -50,7 +47,7 @@ def training_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
                 "Mean absolute error", functools.partial(_train_and_validation, key="mae"), "log"
             )
         }
-    if any(key.startswith(TASK_LOSS) for run in runs for key in run.metrics.keys):
+    if any(logged_of(run.metrics.keys, "loss") for run in runs):  # a multi-task run's
         charts |= {
             "task_loss": Chart("Loss per task", per_layer("loss"), "log", split=True),
             "task_grad_norm": Chart(
@@ -123,11 +120,14 @@ def _checkpoint_markers(run: RunView, colour: str) -> list[Trace]:
 def _accuracy(run: RunView, i: int) -> list[Trace]:
     """The accuracy, and a multi-task run's other tasks' (dotted, after their name)."""
     traces = _train_and_validation(run, i, "accuracy")
-    others = sorted(key for key in run.metrics.keys if key.startswith("accuracy/"))
-    for k, key in enumerate(others, start=1):
-        task, colour = key.removeprefix("accuracy/"), run.tint(i, 2 * k)
-        traces += metric_line(run, key, task, colour, dash="dot")
-        traces += metric_line(run, f"val_{key}", f"{task} validation", colour, dash="dashdot")
+    others = sorted(logged_of(run.metrics.keys, "accuracy"))
+    for k, task in enumerate(others, start=1):
+        colour = run.tint(i, 2 * k)
+        train, validation = SeriesKey("accuracy", task), SeriesKey("val_accuracy", task)
+        traces += metric_line(run, train.format(), task, colour, dash="dot")
+        traces += metric_line(
+            run, validation.format(), f"{task} validation", colour, dash="dashdot"
+        )
     return traces
 
 
@@ -189,7 +189,7 @@ def _projection_markers(run: RunView, key: str, colour: str) -> list[Trace]:
 
 
 def projected_spans(
-    steps: np.ndarray, flags: np.ndarray, max_spans: int = MAX_POINTS // 4
+    steps: np.ndarray, flags: np.ndarray, max_spans: int = CHART_BUCKETS // 2
 ) -> tuple[np.ndarray, np.ndarray]:
     """The first and last logged step of each stretch of logged steps where a 0/1 flag
     is 1 (steps not logged skipped), at most `max_spans` of them, evenly thinned."""

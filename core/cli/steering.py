@@ -10,7 +10,7 @@ from core.cli.flags import Common, Subparsers, add_knob_flags, add_task_weight_f
 from core.cli.opening import open_store
 from core.engine.client import EngineClient
 from core.store import UnknownRunError
-from core.training.live import TASK_WEIGHT
+from core.training.live import task_weight
 
 #: How long `stop`, `pause` and `set` wait for the run's process to carry them out: it
 #: takes commands between two steps, so a step longer than this one times out.
@@ -54,7 +54,7 @@ def steer(args: argparse.Namespace) -> int:
             if args.command == "set":
                 changes = given_changes(args)
                 weights = changes.pop("task_weights", [])
-                changes |= {f"{TASK_WEIGHT}{task}": weight for task, weight in weights}
+                changes |= {task_weight(task): weight for task, weight in weights}
                 if not changes:
                     raise UsageError("set: give at least one knob, e.g. --lr 0.01")
                 command = client.update(args.run_id, **changes)

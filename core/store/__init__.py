@@ -7,7 +7,7 @@ PostgreSQL database.
         writer.append(step, {"loss": 0.3, "accuracy": 0.9})
     metrics = store.read_metrics("r1")    # dashboard: metrics.steps, metrics["loss"]
     store.list_series(["r1"])             # {"r1": {"loss": SeriesInfo(count, last_step)}}
-    store.read_series(["r1"], ["loss"], downsample=384)   # {"r1": Metrics}, bounded
+    store.read_series(["r1"], ["loss"], downsample=400)   # {"r1": Metrics}, bounded
 
 A `Store` is built from parts over one transaction layer, `db` (connections, reads,
 write transactions, the folders beside the database): `runs`, `events`, `mailbox`

@@ -3,11 +3,12 @@
 their values, and `read_series` reads some of them, whole or downsampled through the
 run's summaries (see `core.store.summaries`), however long the run.
 
-Not to be confused with `core.series`, which thins a series already read for one chart.
+Not to be confused with `core.series`, which names a series and thins it for a chart.
 """
 
 from collections.abc import Iterable
 
+from core.series import CHART_BUCKETS
 from core.store import chunks, summaries
 from core.store.connections import Connection
 from core.store.db import Part
@@ -73,12 +74,13 @@ class Scalars(Part):
         means: bool = False,
     ) -> Metrics:
         """The run's committed metrics from step `start` to `end` (all by default), as a
-        chart needs them: every row of a short range, else under a thousand rows that keep
-        each bucket's extremes, or with `means` its means (see
+        chart needs them: every row of a short range, else at most about `CHART_BUCKETS`
+        buckets (what a chart shows), each as its extremes, or with `means` its mean (see
         `core.store.summaries.overview`), whatever the run's length. An unknown run reads
         as empty metrics."""
-        downsample = summaries.MAX_BUCKETS
-        read = self.read_series([run_id], downsample=downsample, start=start, end=end, means=means)
+        read = self.read_series(
+            [run_id], downsample=CHART_BUCKETS, start=start, end=end, means=means
+        )
         return read[run_id]
 
     def last_step(self, run_id: str) -> int | None:

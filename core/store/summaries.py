@@ -6,15 +6,16 @@ bucket summarises `FANOUT` consecutive level-L buckets. For every key a bucket k
 many values were logged, their sum, the lowest and the highest, and the steps of those two
 (as TensorBoard's and W&B's servers keep a range per bucket): a one-step spike, a gradient
 norm 100× the rest or an infinite loss, is the highest value of every bucket above it, so
-it shows at every level. A bucket is stored in the transaction that stores its last row;
-the rows after a level's last bucket are covered by the levels below it, and the newest
-rows (fewer than `BUCKET_ROWS`) by none.
+it shows at every level (the extremes are found as a chart's are: `core.series.extremes`).
+A bucket is stored in the transaction that stores its last row; the rows after a level's
+last bucket are covered by the levels below it, and the newest rows (fewer than
+`BUCKET_ROWS`) by none.
 
 `overview` reads a run, or a step range of it, at the finest level that has at most
-`MAX_BUCKETS` buckets there, plus what follows its last bucket from the finer levels and
-the newest rows: two rows a bucket, at most about `2 · (MAX_BUCKETS + (FANOUT - 1) ·
-levels) + BUCKET_ROWS` rows, however long the run. A range of at most `RAW_ROWS` rows is
-read at full resolution.
+`CHART_BUCKETS` buckets there (what a chart shows: `core.series.CHART_BUCKETS`), plus what
+follows its last bucket from the finer levels and the newest rows: two rows a bucket, at
+most about `2 · (CHART_BUCKETS + (FANOUT - 1) · levels) + BUCKET_ROWS` rows, however long
+the run. A range of at most `RAW_ROWS` rows is read at full resolution.
 
 The stored values are float64 (as the chunks'); steps are held as float64 too, exact up
 to 2⁵³.
@@ -29,6 +30,7 @@ from typing import Final
 
 import numpy as np
 
+from core.series import CHART_BUCKETS, extremes
 from core.store import chunks
 from core.store.connections import Connection
 from core.store.metrics import Block, Metrics, SeriesInfo, stack
@@ -37,9 +39,6 @@ from core.store.metrics import Block, Metrics, SeriesInfo, stack
 BUCKET_ROWS: Final = 64
 #: Buckets of one level summarised by one bucket of the next.
 FANOUT: Final = 4
-#: At most this many buckets of one level are read for a chart (plus the tail's): with two
-#: points a bucket, more than a half-page chart (about 600 pixels) can show.
-MAX_BUCKETS: Final = 384
 #: A range of at most this many rows is read whole, at full resolution.
 RAW_ROWS: Final = 4096
 
@@ -140,14 +139,14 @@ def _summary(
     stats = np.empty((*logged.shape[:2], _STATS))
     stats[..., COUNT] = logged.sum(axis=2) if counts is None else counts.sum(axis=2)
     stats[..., SUM] = np.where(logged, lows if sums is None else sums, 0.0).sum(axis=2)
-    for value, step, values, steps, worst, pick in (
-        (LOW, LOW_STEP, lows, low_steps, np.inf, np.argmin),
-        (HIGH, HIGH_STEP, highs, high_steps, -np.inf, np.argmax),
+    low, high = extremes(np.where(logged, lows, np.nan), np.where(logged, highs, np.nan))
+    for value, step, values, steps, at in (
+        (LOW, LOW_STEP, lows, low_steps, low),
+        (HIGH, HIGH_STEP, highs, high_steps, high),
     ):
-        candidates = np.where(logged, values, worst)
-        chosen = pick(candidates, axis=2)[..., None]
-        stats[..., value] = np.take_along_axis(candidates, chosen, axis=2)[..., 0]
-        steps = np.broadcast_to(steps, candidates.shape)
+        chosen = at[..., None]
+        stats[..., value] = np.take_along_axis(values, chosen, axis=2)[..., 0]
+        steps = np.broadcast_to(steps, values.shape)
         stats[..., step] = np.take_along_axis(steps, chosen, axis=2)[..., 0]
     stats[stats[..., COUNT] == 0, SUM:] = np.nan
     return stats
@@ -229,7 +228,7 @@ def overview(
     *,
     start: int | None = None,
     end: int | None = None,
-    max_buckets: int = MAX_BUCKETS,
+    max_buckets: int = CHART_BUCKETS,
     means: bool = False,
 ) -> Metrics:
     """The run's metrics from step `start` to `end` (the whole run by default) for a chart:

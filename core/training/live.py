@@ -2,8 +2,8 @@
 clients (the dashboard, the CLI) and the run's own process.
 
 A run's live knobs are its optimizer's live knobs, and, for a multi-task run, the loss
-weight of each task, `task_weight/<task>`: a variable of the traced step, as a live
-optimizer knob is, so that a change needs no retrace.
+weight of each task, the knob `task_weight/<task>` (`task_weight`): a variable of the
+traced step, as a live optimizer knob is, so that a change needs no retrace.
 """
 
 from __future__ import annotations
@@ -12,13 +12,27 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from core.knobs import InvalidInput, Knob, live_change
+from core.series import SeriesKey
 from core.training.config import TASKS
 
-TASK_WEIGHT: Final = "task_weight/"
+#: A task's loss weight: a multi-task run's live knob `task_weight/<task>` for each task.
+TASK_WEIGHT: Final = "task_weight"
+
+
+def task_weight(task: str) -> str:
+    """The name of the knob that weighs `task`'s loss: `task_weight/<task>`."""
+    return SeriesKey(TASK_WEIGHT, task).format()
+
+
+def weighted_task(knob: str) -> str | None:
+    """The task whose loss weight the knob named `knob` is; None for an optimizer's."""
+    key = SeriesKey.parse(knob)
+    return key.of if key.statistic == TASK_WEIGHT else None
+
 
 TASK_WEIGHT_KNOBS: Final = tuple(
     Knob(
-        f"{TASK_WEIGHT}{task}",
+        task_weight(task),
         "float",
         1.0,
         f"Loss weight of the {task} task of a multi-task run.",
@@ -45,7 +59,7 @@ def run_knobs(config: Mapping[str, Any]) -> dict[str, Any]:
     knobs = dict(config.get("hyperparameters") or {})
     if config.get("multitask"):
         weights = config.get("task_weights") or {}
-        knobs |= {f"{TASK_WEIGHT}{task}": weights.get(task, 1.0) for task in TASKS}
+        knobs |= {task_weight(task): weights.get(task, 1.0) for task in TASKS}
     return knobs
 
 
@@ -63,7 +77,7 @@ def checked_changes(
             values[name] = live_change(knobs, name, value, was_on=now.get(name) is not None)
         except ValueError as exc:
             errors[name] = str(exc)
-    weights = {k: v for k, v in ({**now, **values}).items() if k.startswith(TASK_WEIGHT)}
+    weights = {k: v for k, v in ({**now, **values}).items() if weighted_task(k) is not None}
     if weights and not any(weights.values()) and not errors:
         errors["task_weights"] = "at least one weight must stay above 0"
     if errors:

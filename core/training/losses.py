@@ -16,8 +16,9 @@ import keras
 import tensorflow as tf
 
 from core.knobs import InvalidInput
+from core.series import SeriesKey
 from core.training.config import TASKS, RunConfig
-from core.training.live import TASK_WEIGHT
+from core.training.live import weighted_task
 
 
 @dataclass
@@ -68,7 +69,8 @@ class SingleTask:
     def weight(self, knob: str) -> tf.Variable:
         """The variable of the knob `task_weight/<task>`; raises `InvalidInput` naming the
         knob when the run has no such task weight."""
-        weight = self.weights.get(knob.removeprefix(TASK_WEIGHT))
+        task = weighted_task(knob)
+        weight = None if task is None else self.weights.get(task)
         if weight is None:
             raise InvalidInput({knob: "is not a task weight of this run"})
         return weight
@@ -134,8 +136,12 @@ class MultiTask(SingleTask):
     """Two heads, `{"digit": logits, "parity": logits}`, trained on Σ weight·loss; each
     task's loss, accuracy and gradient norm are logged too."""
 
-    means = ("accuracy", *(f"loss/{task}" for task in TASKS), "accuracy/parity")
-    last_values = tuple(f"grad_norm/{task}" for task in TASKS)
+    means = (
+        "accuracy",  # the digit's: the model's main task
+        *(SeriesKey("loss", task).format() for task in TASKS),
+        SeriesKey("accuracy", "parity").format(),
+    )
+    last_values = tuple(SeriesKey("grad_norm", task).format() for task in TASKS)
 
     def __init__(self, global_batch: int, weights: Mapping[str, float]) -> None:
         super().__init__(global_batch)
@@ -163,11 +169,11 @@ class MultiTask(SingleTask):
     def scores(self, outputs: Any, y: Any) -> dict[str, tf.Tensor]:
         return {
             "accuracy": _correct(outputs["digit"], y["digit"]),
-            "accuracy/parity": _correct(outputs["parity"], y["parity"]),
+            SeriesKey("accuracy", "parity").format(): _correct(outputs["parity"], y["parity"]),
         }
 
     def sums(self, outputs: Any, y: Any, losses: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-        per_task = {f"loss/{task}": tf.reduce_sum(losses[task]) for task in TASKS}
+        per_task = {SeriesKey("loss", task).format(): tf.reduce_sum(losses[task]) for task in TASKS}
         return super().sums(outputs, y, losses) | per_task
 
     def gradients(self, model: keras.Model, x: tf.Tensor, y: Any) -> Gradients:

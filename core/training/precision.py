@@ -51,7 +51,15 @@ def apply(
 ) -> None:
     """The optimizer's step; a float16 run's through its loss scaling, which skips a step
     whose gradients overflowed and adapts the scale. The gradients are the true ones (see
-    `SingleTask.loss_scale`): scaled again, exactly, for the scaler to unscale."""
+    `SingleTask.loss_scale`): scaled again, exactly, for the scaler to unscale.
+
+    Args:
+        optimizer: The run's optimizer, which steps when there is no scaler.
+        scaler: `loss_scaler`'s wrapper of `optimizer` for a float16 run; None for any
+            other precision.
+        grads: The true (unscaled) gradients, one per variable.
+        variables: The trainable variables, in `grads`' order.
+    """
     if scaler is None:
         optimizer.apply(grads, variables)
         return

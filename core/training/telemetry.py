@@ -15,11 +15,12 @@ import tensorflow as tf
 
 from core import optimizers
 from core.optimizers import transforms
+from core.series import SeriesKey
 
 if TYPE_CHECKING:  # tasks imports the run config, whose instruments import this module
     from core.training.losses import SingleTask
 
-# Below this magnitude a parameter counts as zero for `sparsity/<layer>` (unless pruning
+# Below this magnitude a parameter counts as zero for a layer's `sparsity` (unless pruning
 # is on: then the pruning threshold is the line).
 ZERO = 1e-6
 
@@ -78,11 +79,12 @@ class LayerStatistics:
         }
 
     def row(self, per_layer: dict[str, tf.Tensor]) -> dict[str, float]:
-        """The statistics as metric values (on the host), keyed `kind/layer`."""
+        """The statistics as metric values (on the host), each layer's keyed
+        `SeriesKey(statistic, layer)`."""
         row = {}
-        for key, values in per_layer.items():
+        for statistic, values in per_layer.items():
             for layer, value in zip(self.layers, values.numpy(), strict=True):
-                row[f"{key}/{layer}"] = float(value)
+                row[SeriesKey(statistic, layer).format()] = float(value)
         return row
 
 
@@ -151,6 +153,6 @@ class RunningSums:
     def row(
         self, logged: dict[str, tf.Tensor], per_layer: dict[str, tf.Tensor]
     ) -> dict[str, float]:
-        """The logged tensors as metric values (on the host); per-layer ones keyed
-        `kind/layer`."""
+        """The logged tensors as metric values (on the host), with the per-layer ones
+        (see `LayerStatistics.row`)."""
         return {key: float(value) for key, value in logged.items()} | self.per_layer.row(per_layer)

@@ -27,13 +27,14 @@ from typing import Any
 import tensorflow as tf
 
 from core import models, optimizers
+from core.series import SeriesKey
 from core.training import precision
 from core.training.config import RunConfig, instrument_intervals
 from core.training.divergence import Divergence
 from core.training.evaluation import Evaluation
 from core.training.instruments import INSTRUMENTS, Instrument, Measurements, ReplicaStep
 from core.training.learning_rate import scheduled
-from core.training.live import TASK_WEIGHT
+from core.training.live import weighted_task
 from core.training.losses import task_of
 from core.training.run_data import RunData, sha256
 from core.training.telemetry import RunningSums
@@ -220,7 +221,7 @@ class Trainer:
     def knob_holder(self, name: str) -> Any:
         """What holds the live knob `name` (checked by `core.training.live`): the task for a
         task weight, else the optimizer. Both answer `get_knob` and `set_knob`."""
-        return self.task if name.startswith(TASK_WEIGHT) else self.optimizer
+        return self.task if weighted_task(name) is not None else self.optimizer
 
     def _train_step_fn(
         self, batches: Any, *, log: bool, per_layer: bool, due: tuple[str, ...]
@@ -260,7 +261,8 @@ class Trainer:
         taken = (instrument.gradients(step) for instrument in instruments)
         step.computed = next((g for g in taken if g is not None), None) or gradients(x, y)
         for task, grads in (step.computed.per_task or {}).items():
-            step.terms[f"grad_norm/{task}"] = tf.linalg.global_norm(all_reduced(grads))
+            key = SeriesKey("grad_norm", task).format()
+            step.terms[key] = tf.linalg.global_norm(all_reduced(grads))
         before = [instrument.before_update(step) for instrument in instruments]
         precision.apply(self.optimizer, self.scaler, step.computed.grads, variables)
         for instrument, state in zip(instruments, before, strict=True):

@@ -53,7 +53,7 @@ def test_downsample_keeps_spikes_and_both_ends(n: int) -> None:
 def test_downsample_drops_missing_points_and_keeps_infinities() -> None:
     steps = np.arange(10)
     values = np.array([1, np.nan, 2, np.inf, np.nan, 3, 4, 5, 6, 7], dtype=float)
-    x, y = downsample(steps, values, max_points=4)
+    x, y = downsample(steps, values, buckets=2)
     assert not np.isnan(y).any() and np.inf in y
     assert x[0] == 0 and x[-1] == 9
 

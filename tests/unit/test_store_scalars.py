@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.store import SeriesInfo, Store, summaries
+from core.series import CHART_BUCKETS
+from core.store import SeriesInfo, Store
 from core.store.metrics import Block, Metrics
 
 KEYS = ("loss", "val_loss", "lr", "never")
@@ -79,7 +80,7 @@ def test_read_series_reads_what_the_metric_reads_read(store) -> None:
         whole = store.read_metrics(run_id)
         assert np.array_equal(both[run_id].steps, whole.steps)
         assert all(np.array_equal(both[run_id][k], whole[k], equal_nan=True) for k in KEYS)
-    overview = store.read_series(["a"], downsample=summaries.MAX_BUCKETS, start=10, end=20_000)
+    overview = store.read_series(["a"], downsample=CHART_BUCKETS, start=10, end=20_000)
     expected_overview = store.read_overview("a", start=10, end=20_000)
     assert np.array_equal(overview["a"].steps, expected_overview.steps)
     coarse = store.read_series(["a"], downsample=8)["a"]

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from core.series import CHART_BUCKETS
 from core.store import Store, summaries
 from core.store.metrics import Block
 from core.store.summaries import BUCKET_ROWS, COUNT, FANOUT, HIGH, HIGH_STEP, LOW, LOW_STEP, SUM
@@ -116,7 +117,7 @@ def test_a_long_run_reads_a_bounded_number_of_rows_and_its_spikes_at_every_level
     steps, values = telemetry(400_000)
     write(store, "run", steps, values)
     levels = max(stored_buckets(store, "run"))
-    bound = 2 * summaries.MAX_BUCKETS + 2 * (FANOUT - 1) * levels + BUCKET_ROWS
+    bound = 2 * CHART_BUCKETS + 2 * (FANOUT - 1) * levels + BUCKET_ROWS
     overview = store.read_overview("run")
     assert len(overview) <= bound
     assert overview.steps[0] == 1 and overview.steps[-1] == 400_000

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from core.lazy import lazy_module
+from core.series import SeriesKey
 from core.training.instruments.instrument import Instrument, ReplicaStep
 from core.training.instruments.measures import dot, noise_scale_terms
 from core.training.instruments.specs import ChartSpec, Drawn, Line, LineChart, Points, Reference
@@ -20,6 +21,8 @@ tf = lazy_module("tensorflow")  # TensorFlow when measuring, not when declaring
 
 # Single estimates are noisy: the ratio is taken of running averages.
 DECAY = 0.9
+# The averaged ‖G‖² and tr(Σ), logged beside B: `noise_scale/grad_sq`, `noise_scale/trace`.
+GRAD_SQ, TRACE = (SeriesKey("noise_scale", part).format() for part in ("grad_sq", "trace"))
 
 
 def batch_size(run: Drawn) -> Points | None:
@@ -45,7 +48,7 @@ class NoiseScale(Instrument):
             scale="log",
         )
     }
-    metrics = ("noise_scale", "noise_scale/grad_sq", "noise_scale/trace")
+    metrics = ("noise_scale", GRAD_SQ, TRACE)
 
     def __init__(self, trainer: Any) -> None:
         super().__init__(trainer)
@@ -81,8 +84,8 @@ class NoiseScale(Instrument):
         outputs["noise_scale"] = tf.where(
             known, trace_avg / tf.where(known, grad_sq_avg, 1.0), float("nan")
         )
-        outputs["noise_scale/grad_sq"] = grad_sq_avg
-        outputs["noise_scale/trace"] = trace_avg
+        outputs[GRAD_SQ] = grad_sq_avg
+        outputs[TRACE] = trace_avg
 
 
 def _halves(x: tf.Tensor, y: Any) -> list[tuple[tf.Tensor, Any]]:

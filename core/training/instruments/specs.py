@@ -46,7 +46,8 @@ class Line:
     """A metric of a run, drawn as a line (or markers), or as one line per layer.
 
     Attributes:
-        key: The metric; with `per_layer`, the prefix of its `<key>/<layer>` series.
+        key: The metric; with `per_layer`, the statistic of its series of each layer
+            (`core.series.SeriesKey`).
         name: What the legend calls it, after the run's label (per layer: each layer's
             own name).
         markers, lines: Whether to draw a marker at each value, and lines between them.
