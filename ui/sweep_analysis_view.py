@@ -3,7 +3,8 @@ their intervals, a contour of two knobs picked here, a slice per knob, the distr
 of values, the trials' learning curves, and the written summary under them.
 
 Drawn inside the page's study fragment, so it ticks with the trials while a sweep runs.
-The importances (bootstrapped, the costly part) are cached until another trial completes.
+The importances (each evaluator on all trials, and its bootstrap resamples: the costly
+part) are cached until another trial completes.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from core.charts import sweep_analysis as charts
 from core.escaping import escape_markdown
 from core.sweep import Sweep
 from core.sweep.analysis import (
+    DEFAULT,
     METHODS,
-    Importance,
+    Importances,
     completed,
     importances,
     learning_curves,
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
 @st.cache_data(max_entries=64, show_spinner=False)
 def _importances(
     storage: str, study_name: str, trials: tuple[int, ...], _study: optuna.Study
-) -> dict[str, list[Importance]]:
+) -> dict[str, Importances]:
     """Each method's importances of the study whose completed trials are `trials` (the
     cache's key, with the storage and study: the figures change when a trial completes)."""
     return {method: importances(_study, method) for method in METHODS}
@@ -51,17 +53,19 @@ def analysis_view(sweep: Sweep) -> None:
     _two_a_row(
         {
             "history": charts.history_figure(study, target),
-            "importance": charts.importance_figure(found, METHODS),
+            "importance": charts.importance_figure(
+                {method: told.knobs for method, told in found.items()}, METHODS
+            ),
             "curves": charts.learning_curve_figure(learning_curves(study), target),
             "edf": charts.edf_figure(study, target),
         }
     )
     knobs = [axis.name for axis in sweep.plan.axes]
-    ranked = [item.name for item in found["fanova"]]
+    ranked = [item.name for item in found[DEFAULT].knobs]
     knobs.sort(key=lambda name: ranked.index(name) if name in ranked else len(ranked))
     _contour(study, sweep.study_name, knobs, target)
     _two_a_row({f"slice:{knob}": charts.slice_figure(study, knob, target) for knob in knobs})
-    lines = summary_lines(study, found["fanova"])
+    lines = summary_lines(study, found[DEFAULT])
     st.markdown("\n".join(f"- {escape_markdown(line)}" for line in lines))
 
 

@@ -71,12 +71,14 @@ def progress_text(status: SweepStatus) -> str:
 
 
 def plan_text(plan: SweepPlan) -> str:
-    """How the sweep samples; with its seed, which replays it."""
+    """How the sweep samples, with its seed, which replays it; and what a trial's value
+    is (the best over the run's validations, not the last)."""
     pruning = "pruning" if plan.pruning else "no pruning"
-    seeds = f" · {plan.repeats} seeds a trial, valued by their mean" if plan.repeats > 1 else ""
+    seeds = f" · {plan.repeats} seeds a trial" if plan.repeats > 1 else ""  # their mean: below
     return (
         f"{plan.sampler} search · seed {plan.seed} · {plan.parallel} at once · {pruning}"
-        f"{seeds} · every trial: {plan.base_config.label}"
+        f"{seeds} · every trial: {plan.base_config.label} · a trial's value: "
+        f"{plan.objective.value_text(plan.repeats)}"
     )
 
 

@@ -100,10 +100,10 @@ def slice_figure(study: optuna.Study, knob: str, target: str) -> go.Figure:
 def importance_figure(
     found: Mapping[str, Sequence[Importance]], labels: Mapping[str, str]
 ) -> go.Figure:
-    """Each knob's importance by each method (`optuna.importance`, bootstrapped by
-    `core.sweep.analysis.importances`), as bars with their interval; the most important
-    knob (by the first method) on top. `found`: method → importances; `labels`: method
-    → its name on the chart."""
+    """Each knob's importance by each method (`optuna.importance` on all trials, by
+    `core.sweep.analysis.importances`), as bars with their bootstrap interval; the most
+    important knob (by the first method) on top. `found`: method → importances;
+    `labels`: method → its name on the chart."""
     order = next((items for items in found.values() if items), [])
     knobs = [item.name for item in order][::-1]
     traces: list[Trace] = []

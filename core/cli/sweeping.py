@@ -27,19 +27,21 @@ from core.cli.flags import Common, Subparsers, add_training_command, is_number, 
 from core.cli.opening import open_engine, open_store
 from core.knobs import InvalidInput
 from core.sweep import MAX_SEED, SAMPLERS, SearchSpace, Sweep, SweepPlan, list_studies
-from core.sweep.analysis import MIN_TRIALS, importance_lines, importances, load_study, summary_lines
+from core.sweep.analysis import importance_lines, importances, load_study, summary_lines
 from core.sweep.objective import OBJECTIVE_NAMES, TIME_TO_TARGET
 from core.sweep.plan import MAX_PARALLEL
 
 if TYPE_CHECKING:
     from core.engine import Engine
     from core.sweep import SweepStatus, TrialRow
-    from core.sweep.analysis import Importance
+    from core.sweep.analysis import Importances
     from core.sweep.objective import Objective
 
 #: Seconds between two looks at the trials.
 POLL_SECONDS = 0.5
 
+#: A trial's states before it ends: printed once its run starts (see `TrialTable`).
+UNSTARTED = ("WAITING", "RUNNING")
 #: `--param` forms, for help and errors.
 PARAM_FORMS = "NAME=LOW:HIGH[:log][:POINTS] or NAME=A,B,..."
 
@@ -194,6 +196,9 @@ def run_sweep(open_engine: Callable[[], Engine], args: argparse.Namespace) -> in
             search = _joined(engine, args)
         search.start()
         print(f"sweep {search.study_name}: {search.plan.n_trials} trials", flush=True)
+        print(
+            f"a trial's value: {search.plan.objective.value_text(search.plan.repeats)}", flush=True
+        )
         return _follow(search, sys.stdout)
     finally:
         engine.close()
@@ -224,9 +229,11 @@ def _joined(engine: Engine, args: argparse.Namespace) -> Sweep:
 
 
 def _follow(search: Sweep, out: TextIO) -> int:
-    """Prints each trial when it starts and ends until the sweep is over; the exit
-    status: 0 when its budget is spent, 1 if it failed or no trial completed, 130 after
-    Ctrl-C (which stops it) or a stop asked through the store (the Sweep page's)."""
+    """Prints each trial when it starts and ends until the sweep is over, then its
+    importances; the exit status: 0 when its budget is spent, 1 if it failed or no trial
+    completed, 130 after Ctrl-C (which stops it) or a stop asked through the store (the
+    Sweep page's). The analysis never decides it: its failure is reported, and the
+    trials, which ran, keep their values in the study."""
     table = TrialTable(search.plan.space.dimensions, out)
     interrupted = False
     while True:
@@ -243,7 +250,10 @@ def _follow(search: Sweep, out: TextIO) -> int:
     table.update(search.results())
     print(summary(status, search.plan.objective), file=out, flush=True)
     if search.study is not None:
-        print_importances(importances(search.study, "fanova"), out)
+        try:
+            print_importances(importances(search.study), out)
+        except Exception as exc:  # advice on a sweep that ran: it cannot fail the sweep
+            report(f"sweep {status.study_name}: its importances failed: {exc!r}")
     if interrupted:
         return EXIT_INTERRUPTED
     if status.state == "stopped":
@@ -259,7 +269,12 @@ def _follow(search: Sweep, out: TextIO) -> int:
 
 
 class TrialTable:
-    """Trials as aligned rows, one printed each time a trial's state changes."""
+    """Trials as aligned rows, one printed each time a started trial's state changes.
+
+    A trial starts once its run does: asked for, it is RUNNING before its values are
+    drawn and its run started (a sweep of two at once printed two RUNNING rows without
+    values), and an enqueued one (a resumed sweep's retry) WAITING holds none yet.
+    """
 
     def __init__(self, dimensions: Sequence[Any], out: TextIO) -> None:
         self.names = [dimension.name for dimension in dimensions]
@@ -270,6 +285,8 @@ class TrialTable:
 
     def update(self, rows: Sequence[TrialRow]) -> None:
         for row in rows:
+            if row.state in UNSTARTED and row.run_id is None:
+                continue  # printed once its run starts, with its values
             if self._seen.get(row.number) != row.state:
                 self._seen[row.number] = row.state
                 value = "" if row.value is None else f"{row.value:.4f}"
@@ -302,21 +319,25 @@ def _shown(value: Any) -> str:
     return "" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
-def print_importances(found: Sequence[Importance], out: TextIO) -> None:
-    """Prints a line per knob of `found` (fANOVA's, bootstrapped), highest first:
-    `importance NAME VALUE [LOW, HIGH]` (the median and 90% interval over the
-    resamples); none before `MIN_TRIALS` trials complete, a note on stderr instead."""
-    if not found:
-        print(f"importance: told once {MIN_TRIALS} trials complete", file=sys.stderr, flush=True)
+def print_importances(found: Importances, out: TextIO) -> None:
+    """Prints how `found` was found (`importances: PED-ANOVA, Optuna's default
+    evaluator, on all 12 trials; 90% intervals over …`), then a line per knob, highest
+    first: `importance NAME VALUE [LOW, HIGH]` (the evaluator's on all trials, and the
+    interval over the resamples). None told (too few trials, or no variance): a note on
+    stderr saying why."""
+    if not found.knobs:
+        print(f"importance: {found.untold}", file=sys.stderr, flush=True)
+        return
+    print(f"importances: {found.describe()}", file=out, flush=True)
     for line in importance_lines(found):
         print(line, file=out, flush=True)
 
 
 def report_study(args: argparse.Namespace, out: TextIO) -> int:
     """`--report`: prints the written summary of the study `--study` names in the store,
-    then its importance lines; runs nothing. `UsageError` naming `report` with `--param`,
-    naming `study` without `--study`, for a study the store does not hold, or for one of
-    several objectives."""
+    then its importances (`print_importances`); runs nothing. `UsageError` naming
+    `report` with `--param`, naming `study` without `--study`, for a study the store
+    does not hold, or for one of several objectives."""
     if args.params:
         raise UsageError("report: reads a stored study: give --study NAME without --param")
     if args.study is None:
@@ -331,7 +352,7 @@ def report_study(args: argparse.Namespace, out: TextIO) -> int:
             raise UsageError(f"study: no study {args.study!r} in {store.name}") from None
         if len(study.directions) != 1:
             raise UsageError(f"study: {args.study!r} has several objectives: no one best")
-        found = importances(study, "fanova")
+        found = importances(study)
         for line in summary_lines(study, found):
             print(line, file=out, flush=True)
         print_importances(found, out)

@@ -47,7 +47,18 @@ STOP_TIMEOUT: Final = 60.0
 
 class Driver:
     """Runs a sweep's trials to the end of its budget, or until `stop_requested` is set
-    or `stop_asked()` says a stop came through the store (see `control.py`)."""
+    or `stop_asked()` says a stop came through the store (see `control.py`).
+
+    Args:
+        engine: Where the trials' runs train.
+        study: The Optuna study that samples the trials and is told their values.
+        plan: The sweep's checked plan: the base config, the space, the budget, how
+            many trials at once, the objective.
+        poll_interval: Seconds between two looks at the in-flight runs' new values.
+        stop_requested: Set in this process to stop the sweep, and its runs in flight.
+        stop_asked: Whether a stop came through the store (from any process); read
+            between two looks.
+    """
 
     def __init__(
         self,
@@ -221,7 +232,14 @@ def settle_abandoned(engine: Runs, study: optuna.Study, *, driven_here: bool) ->
 
 def abandoned(engine: Runs, frozen: optuna.trial.FrozenTrial, *, driven_here: bool) -> bool:
     """Whether a trial is abandoned and its run has ended, so that `settle_abandoned`
-    would settle it (see there): a cheap check on a trial as read from storage."""
+    would settle it (see there): a cheap check on a trial as read from storage.
+
+    Args:
+        engine: The runs' engine, for their statuses and other processes' liveness.
+        frozen: The trial as the storage holds it; only a RUNNING one can be abandoned.
+        driven_here: Whether a driver of this process is at work on the study: a trial
+            this process drove is abandoned only when none is.
+    """
     if frozen.state.name != "RUNNING":
         return False
     run_ids, driver = run_ids_of(frozen), frozen.user_attrs.get(DRIVER)

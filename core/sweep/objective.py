@@ -63,6 +63,21 @@ class Objective:
         """The run's final metric that scores a completed trial (not time to target's)."""
         return f"best_{self.metric}"
 
+    def value_text(self, repeats: int = 1) -> str:
+        """What a trial's value is, in words, for the CLI and the Sweep page: "the best
+        val_accuracy its run validated at, not the last (maximized); …". A trial of
+        `repeats` runs (seeds) is valued by the mean of theirs."""
+        whose = "its run" if repeats == 1 else "each run"
+        mean = "" if repeats == 1 else f"the mean over its {repeats} runs (seeds) of "
+        if self.name == TIME_TO_TARGET:
+            reached = (
+                f"{self.metric} {'≥' if self.metric == 'val_accuracy' else '≤'} {self.target:g}"
+            )
+            what = f"the first step at which {whose} validated at {reached}"
+        else:
+            what = f"the best {self.metric} {whose} validated at, not the last"
+        return f"{mean}{what} ({self.direction}d); a pruned trial's, its last reported one"
+
     def best(self, values: list[float]) -> float:
         """The best of `values`, which must not be empty."""
         return max(values) if self.direction == "maximize" else min(values)

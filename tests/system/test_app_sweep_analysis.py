@@ -13,7 +13,8 @@ from core.sweep import Sweep
 from core.sweep.analysis import completed
 from tests.apptest import live_specs, page
 from tests.sweep_studies import BASE, SPACE, stored_study
-from tests.waiting import wait_for
+from tests.waiting import scaled, wait_for
+from ui import nav
 
 
 def figures(at: AppTest) -> dict[str, dict[str, Any]]:
@@ -33,13 +34,13 @@ def test_a_stored_studys_views_and_summary_are_drawn_and_its_contour_picks_its_k
 ) -> None:
     study = stored_study(lab, "stored")
     done = len(completed(study))
-    at = page("pages/4_Sweep.py").run()
+    at = page(nav.SWEEP).run()
     assert not at.exception, [e.value for e in at.exception]
     drawn = figures(at)
     history = drawn["sweep/history"]
     assert points(history, "trial") == done
     importance = drawn["sweep/importance"]
-    assert [t["name"] for t in importance["data"]] == ["fANOVA", "PED-ANOVA"]
+    assert [t["name"] for t in importance["data"]] == ["PED-ANOVA", "fANOVA"]
     assert importance["data"][0]["y"][-1] == "learning_rate"  # on top: it decides the value
     curves = drawn["sweep/curves"]
     assert points(curves, "pruned here") == len(study.trials) - done > 0
@@ -51,7 +52,11 @@ def test_a_stored_studys_views_and_summary_are_drawn_and_its_contour_picks_its_k
     assert contour["layout"]["xaxis"]["type"] == "log" == contour["layout"]["yaxis"]["type"]
     summary = next(m.value for m in at.markdown if "Best validation" in m.value)
     shown = summary.replace("\\", "")  # as the page shows it, without the escapes
-    assert "- Knobs that matter, in order (fANOVA importance" in shown
+    assert "- Knobs that matter, in order: learning_rate " in shown
+    # The evaluator named, and on how many trials: the values are Optuna's own on them.
+    assert f"(importance by PED-ANOVA, Optuna's default evaluator, on all {done} trials; " in shown
+    plan = next(c.value for c in at.caption if "search · seed" in c.value).replace("\\", "")
+    assert "a trial's value: the best val_accuracy its run validated at, not the last" in plan
     assert "- Widen learning_rate: the best trials sit at the high edge" in shown
 
     at.selectbox(key="sweep:contour:x:stored").select("batch_size").run()
@@ -71,7 +76,7 @@ def test_the_views_are_redrawn_as_a_running_sweeps_trials_end(lab: EngineClient)
     state.sweeps()[sweep.study_name] = sweep
     try:
         wait_for(lambda: sweep.status().finished >= 1, 120, "a first trial to end")
-        at = page("pages/4_Sweep.py").run()
+        at = page(nav.SWEEP).run()
         assert not at.exception, [e.value for e in at.exception]
         seen = points(figures(at)["sweep/history"], "trial")
         assert 1 <= seen < n_trials
@@ -81,8 +86,8 @@ def test_the_views_are_redrawn_as_a_running_sweeps_trials_end(lab: EngineClient)
         later = figures(at)
         assert points(later["sweep/history"], "trial") > seen
         importance = later["sweep/importance"]
-        assert [t["name"] for t in importance["data"]] == ["fANOVA", "PED-ANOVA"]
+        assert [t["name"] for t in importance["data"]] == ["PED-ANOVA", "fANOVA"]
         assert sorted(importance["data"][0]["y"]) == sorted(a.name for a in sweep.plan.axes)
     finally:
         sweep.stop()
-        sweep.wait(60)
+        sweep.wait(scaled(60))

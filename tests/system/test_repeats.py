@@ -4,16 +4,24 @@ saying whether one group beats another."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
 from core.engine import RunConfig
 from core.engine.repeats import repeat_configs
 from core.store import Store
-from tests.apptest import SHORT, fill_sweep_form, live_specs, page
+from tests.apptest import (
+    SHORT,
+    fill_sweep_form,
+    live_specs,
+    page,
+    trials_shown,
+    trials_shown_complete,
+)
 from tests.cli import run_main
 from tests.lean import NO_INSTRUMENTS_FLAGS
+from tests.waiting import scaled, wait_for
+from ui import nav
 
 DIGITS = (
     *("--dataset", "digits", "--model", "mlp", "--optimizer", "sgd", "--max-steps", "12"),
@@ -52,7 +60,7 @@ def test_bad_repeats_are_refused_and_write_nothing(tmp_path) -> None:
 
 
 def test_train_page_starts_the_repeats_and_watches_them(lab) -> None:
-    at = page("pages/1_Train.py").run()
+    at = page(nav.TRAIN).run()
     at.selectbox(key="run:dataset").select("digits").run()
     at.selectbox(key="run:model").select("mlp").run()
     at.text_input(key="run:max_steps").input("5").run()
@@ -66,7 +74,7 @@ def test_train_page_starts_the_repeats_and_watches_them(lab) -> None:
     assert {r.config["data_seed"] for r in runs} == {None, 0}
     assert sorted(at.session_state["live_runs"]) == sorted(r.id for r in runs)  # on Live
     for run in runs:
-        lab.wait(run.id, 60)
+        lab.wait(run.id, scaled(60))
 
 
 def test_compare_says_whether_one_group_beats_the_other(lab) -> None:
@@ -76,8 +84,8 @@ def test_compare_says_whether_one_group_beats_the_other(lab) -> None:
     )
     run_ids = [lab.start(c) for config in (fast, slow) for c in repeat_configs(config, 3)]
     for run_id in run_ids:
-        lab.wait(run_id, 60)
-    at = page("pages/3_Compare.py").run()
+        lab.wait(run_id, scaled(60))
+    at = page(nav.COMPARE).run()
     assert not at.exception
     at.selectbox(key="compare:metric").select("val_loss").run()
     shown = [m.value.replace("\\", "") for m in at.markdown]  # as the page shows it
@@ -91,7 +99,7 @@ def test_compare_says_whether_one_group_beats_the_other(lab) -> None:
     assert not at.exception
     assert any("steps to val_loss ≤ 0.5" in m.value.replace("\\", "") for m in at.markdown)
 
-    live = page("pages/2_Live.py")
+    live = page(nav.LIVE)
     live.session_state["watch"] = run_ids[:3]  # the fast group
     live.run()
     live.segmented_control(key="live_charts").set_value("Groups").run()
@@ -101,7 +109,7 @@ def test_compare_says_whether_one_group_beats_the_other(lab) -> None:
 
 
 def test_the_demo_race_races_each_optimizer_over_seeds(lab) -> None:
-    at = page("app.py").run()
+    at = page().run()
     at.number_input(key="home:race_repeats").set_value(2).run()
     at.button[0].click().run()
     assert not at.exception
@@ -120,12 +128,12 @@ def test_the_demo_race_races_each_optimizer_over_seeds(lab) -> None:
 def test_a_fork_or_a_clone_of_a_repeat_is_not_one_more_of_its_group(lab) -> None:
     config = RunConfig.from_dict({**SHORT, "max_steps": 20, "checkpoint_every": 10})
     first, second = [lab.start(c) for c in repeat_configs(config, 2)]
-    lab.wait(first, 60)
-    lab.wait(second, 60)
+    lab.wait(first, scaled(60))
+    lab.wait(second, scaled(60))
     fork = lab.fork(first, 10, learning_rate=0.05)
     assert lab.status(fork).config["group"] is None
-    lab.wait(fork, 60)
-    at = page("pages/1_Train.py")
+    lab.wait(fork, scaled(60))
+    at = page(nav.TRAIN)
     at.session_state["prefill"] = lab.status(first).config  # Clone
     at.run()
     at.button(key="start").click().run()
@@ -136,26 +144,22 @@ def test_a_fork_or_a_clone_of_a_repeat_is_not_one_more_of_its_group(lab) -> None
         if r.id not in {first, second, fork} and r.name == lab.status(first).name
     ]
     assert clone.config["group"] is None and clone.config["seed"] == 0
-    lab.wait(clone.id, 60)
+    lab.wait(clone.id, scaled(60))
 
 
 def test_the_sweep_page_values_each_trial_over_seeds(lab) -> None:
-    at = page("pages/4_Sweep.py").run()
+    at = page(nav.SWEEP).run()
     fill_sweep_form(at, n_trials=1)
     at.number_input(key="sweep:repeats").set_value(2).run()
     at.button(key="sweep:start").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    deadline = time.monotonic() + 120
-    while True:  # the driver tells the study the trial's end within a poll
-        at.run()
-        tables = [d.value for d in at.dataframe if "trial" in d.value.columns]
-        if tables and set(tables[0]["state"]) == {"COMPLETE"}:
-            break
-        assert time.monotonic() < deadline, "the trial did not complete"
-        time.sleep(0.2)
-    (trial,) = tables[0].to_dict("records")
+    wait_for(lambda: trials_shown_complete(at), 120, "the trial shown complete", 0.2)
+    (trial,) = trials_shown(at)[0].to_dict("records")
     runs = lab.list()
     assert len(runs) == 2 and len({r.config["group"] for r in runs}) == 1
     bests = [r.final_metrics["best_val_accuracy"] for r in runs]
     assert trial["value"] == pytest.approx(sum(bests) / 2) and trial["± (95%)"] >= 0
-    assert any("2 seeds a trial, valued by their mean" in c.value for c in at.caption)
+    assert any(
+        "2 seeds a trial" in c.value and "the mean over its 2 runs (seeds)" in c.value
+        for c in at.caption
+    )

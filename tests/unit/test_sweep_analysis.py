@@ -78,7 +78,7 @@ def test_the_knob_that_decides_the_value_ranks_first_with_an_interval_clear_of_t
     method: str,
 ) -> None:
     for objective, decisive in ((on_x, "x"), (on_y, "y")):
-        found = importances(sampled(objective, 30), method)
+        found = importances(sampled(objective, 30), method).knobs
         assert found[0].name == decisive, found
         others = found[1:]
         assert all(found[0].low > other.high for other in others), found  # type: ignore[operator]
@@ -89,15 +89,18 @@ def test_importances_are_replayed_by_their_seed_and_a_single_evaluation_has_no_i
     study = sampled(on_x, 20)
     assert importances(study, "fanova", seed=3) == importances(study, "fanova", seed=3)
     single = importances(study, "fanova", resamples=0)
-    assert single[0].name == "x" and single[0].low is None and single[0].high is None
-    assert importance_lines(single)[0] == f"importance x {single[0].value:.4f}"
+    first = single.knobs[0]
+    assert first.name == "x" and first.low is None and first.high is None
+    assert importance_lines(single)[0] == f"importance x {first.value:.4f}"
+    assert single.describe() == "fANOVA with seed 0, on all 20 trials; no interval"
     lines = importance_lines(importances(study, "ped_anova"))
     assert lines[0].startswith("importance x ") and lines[0].endswith("]")
     assert len(lines) == 3
 
 
 def test_too_few_trials_tell_nothing_and_bad_input_names_its_field() -> None:
-    assert importances(sampled(on_x, 3), "fanova") == []
+    few = importances(sampled(on_x, 3), "fanova")
+    assert few.knobs == () and few.untold == "told once 4 trials complete (3 so far)"
     with pytest.raises(InvalidInput) as caught:
         importances(sampled(on_x, 5), "shap")
     assert "method" in caught.value.errors
@@ -208,14 +211,16 @@ def test_the_summary_gives_the_best_with_its_seeds_interval_the_knobs_in_order_a
         study.add_trial(
             create_trial(params=params, distributions=space, value=rate, user_attrs=attrs)
         )
-    found = importances(study, "fanova")
-    lines = summary_lines(study, found)
+    lines = summary_lines(study, importances(study))
     assert lines[0].startswith(
         "Best validation mean absolute error: 0.0001 ± 0.0100 (95% interval over 3 seeds), "
         "trial 0: lr=0.0001, x=0."
     )
-    assert lines[1].startswith("Knobs that matter, in order (fANOVA importance, median [90%")
-    assert lines[1].index(" lr ") < lines[1].index(" x ")
+    assert lines[1].startswith("Knobs that matter, in order: lr ")
+    assert lines[1].endswith(
+        " (importance by PED-ANOVA, Optuna's default evaluator, on all 16 trials; 90% "
+        "intervals over 16 bootstrap resamples)."
+    )
     assert lines[2].startswith("The best quarter (4 of 16 completed trials) lie at: lr 0.0001–")
     assert lines[3:] == [
         "Widen lr: the best trials sit at the low edge of its search range 0.0001–1 (log)."
@@ -226,10 +231,12 @@ def test_the_summary_of_one_seed_says_so_and_of_no_trial_says_that() -> None:
     assert summary_lines(optuna.create_study(), []) == ["No trial has completed yet."]
     middle = [({"x": x}, -abs(x - 0.5)) for x in np.linspace(0, 1, 12)]
     study = made("maximize", middle, {"x": UNIT})
-    lines = summary_lines(study, [])
+    lines = summary_lines(study, importances(study))
     assert lines[0].startswith("Best validation accuracy: -0.0455 (one seed: no interval")
-    assert lines[1] == "Which knobs matter is told once 4 trials complete (12 so far)."
     assert lines[-1].startswith("No search range needs widening")
+    few = made("maximize", middle[:3], {"x": UNIT})
+    lines = summary_lines(few, importances(few))
+    assert lines[1] == "Which knobs matter is told once 4 trials complete (3 so far)."
 
 
 # Figures -------------------------------------------------------------------------------
@@ -272,22 +279,24 @@ def test_optunas_figures_keep_what_optuna_computed_in_the_labs_look() -> None:
 
 def test_importance_bars_carry_their_interval_and_rank_the_first_methods_order() -> None:
     study = sampled(on_x, 16)
-    found = {method: importances(study, method) for method in METHODS}
+    found = {method: importances(study, method).knobs for method in METHODS}
     chart = importance_figure(found, METHODS).to_plotly_json()
-    fanova, ped_anova = chart["data"]
-    assert fanova["name"] == "fANOVA" and ped_anova["name"] == "PED-ANOVA"
-    assert list(fanova["y"])[-1] == "x"  # the top bar
-    by_name = {item.name: item for item in found["fanova"]}
-    for name, value, plus, minus in zip(
-        fanova["y"],
-        fanova["x"],
-        fanova["error_x"]["array"],
-        fanova["error_x"]["arrayminus"],
-        strict=True,
-    ):
-        item = by_name[name]
-        expected = (item.value, item.high, item.low)
-        assert (value, value + plus, value - minus) == pytest.approx(expected)
+    first, second = chart["data"]
+    assert first["name"] == "PED-ANOVA" and second["name"] == "fANOVA"  # Optuna's default first
+    assert list(first["y"])[-1] == "x"  # the top bar
+    methods = {label: method for method, label in METHODS.items()}
+    for bars in (first, second):
+        by_name = {item.name: item for item in found[methods[bars["name"]]]}
+        for name, value, plus, minus in zip(
+            bars["y"],
+            bars["x"],
+            bars["error_x"]["array"],
+            bars["error_x"]["arrayminus"],
+            strict=True,
+        ):
+            item = by_name[name]
+            expected = (item.value, item.high, item.low)
+            assert (value, value + plus, value - minus) == pytest.approx(expected)
 
 
 def test_a_study_without_completed_trials_draws_no_data_yet() -> None:

@@ -6,17 +6,20 @@ Every answer rests on Optuna's own computations (`optuna.importance`, the trials
 the figures of the same views are `core.charts.sweep_analysis`'s.
 
 Modules: `trials` (the study from the store, and the trials an analysis reads),
-`importance` (fANOVA and PED-ANOVA, bootstrapped), `ranges` (the best quarter's range of
-each knob, and its search range's edges), `curves` (learning curves, pruned trials
-marked), `summary` (the written summary). Importing this package imports no Optuna.
+`importance` (Optuna's PED-ANOVA and fANOVA on all trials, with bootstrap intervals),
+`ranges` (the best quarter's range of each knob, and its search range's edges), `curves`
+(learning curves, pruned trials marked), `summary` (the written summary). Importing this
+package imports no Optuna.
 """
 
 from core.sweep.analysis.curves import LearningCurve, learning_curves
 from core.sweep.analysis.importance import (
+    DEFAULT,
     METHODS,
     MIN_TRIALS,
     RESAMPLES,
     Importance,
+    Importances,
     importance_lines,
     importances,
 )
@@ -25,10 +28,12 @@ from core.sweep.analysis.summary import summary_lines
 from core.sweep.analysis.trials import completed, load_study
 
 __all__ = [
+    "DEFAULT",
     "METHODS",
     "MIN_TRIALS",
     "RESAMPLES",
     "Importance",
+    "Importances",
     "KnobRange",
     "LearningCurve",
     "best_quarter",

@@ -5,10 +5,9 @@ widen."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from core.sweep.analysis.importance import LEVEL, METHODS, MIN_TRIALS, Importance
+from core.sweep.analysis.importance import Importances
 from core.sweep.analysis.ranges import KnobRange, best_quarter
 from core.sweep.analysis.trials import completed
 from core.sweep.objective import OBJECTIVE_ATTR, named
@@ -18,15 +17,13 @@ if TYPE_CHECKING:
     import optuna
 
 
-def summary_lines(
-    study: optuna.Study, found: Sequence[Importance], method: str = "fanova"
-) -> list[str]:
+def summary_lines(study: optuna.Study, found: Importances) -> list[str]:
     """The summary, a line per finding (markdown-safe plain text). `found`: the knobs'
-    importances by `method` (`importances`), highest first."""
+    importances by one evaluator (`importances`), which the line on them names."""
     trials = completed(study)
     if not trials:
         return ["No trial has completed yet."]
-    lines = [_best(study, trials[0]), _mattering(found, method, len(trials))]
+    lines = [_best(study, trials[0]), _mattering(found)]
     quarter, ranges = best_quarter(study)
     where = "; ".join(f"{r.name} {_where(r)}" for r in ranges)
     lines.append(f"The best quarter ({quarter} of {len(trials)} completed trials) lie at: {where}.")
@@ -54,17 +51,15 @@ def _best(study: optuna.Study, best: optuna.trial.FrozenTrial) -> str:
     return f"Best {label}: {value}, trial {best.number}: {settings}."
 
 
-def _mattering(found: Sequence[Importance], method: str, trials: int) -> str:
-    if not found:
-        return f"Which knobs matter is told once {MIN_TRIALS} trials complete ({trials} so far)."
-    interval = found[0].low is not None
-    how = f"median [{LEVEL:.0%} interval] over bootstrap resamples" if interval else "on all trials"
+def _mattering(found: Importances) -> str:
+    if not found.knobs:
+        return f"Which knobs matter is {found.untold}."
     ranked = ", ".join(
         f"{item.name} {item.value:.2f}"
         + (f" [{item.low:.2f}, {item.high:.2f}]" if item.low is not None else "")
-        for item in found
+        for item in found.knobs
     )
-    return f"Knobs that matter, in order ({METHODS[method]} importance, {how}): {ranked}."
+    return f"Knobs that matter, in order: {ranked} (importance by {found.describe()})."
 
 
 def _where(knob: KnobRange) -> str:
