@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 RUNTIME := $(VENV)/.runtime-installed
 DEV := $(VENV)/.dev-installed
 
-.PHONY: run test test-fast lint bench recipes
+.PHONY: run test test-fast lint bench recipes screenshots
 
 $(RUNTIME): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -43,9 +43,14 @@ test-fast: $(DEV)
 bench: $(DEV)
 	$(BIN)/python -m bench
 
-# Every recipe (core/recipes) with its default seeds: recipes/results.md, and the README's table.
+# Every recipe (core/recipes) with its default seeds: recipes/results.md, and docs/recipes.md's table.
 recipes: $(DEV)
 	$(BIN)/python -m bench.recipes
+
+# The README's tour: a short real race and sweep on a fresh store, each page shot in
+# Chromium at 1280x800 into docs/images/ (a few minutes; not part of `make test`).
+screenshots: $(DEV)
+	$(BIN)/python -m bench.screenshots
 
 lint: $(DEV)
 	$(BIN)/ruff check .

@@ -1,7 +1,7 @@
 """`make recipes` (`python -m bench.recipes`): every recipe of `core.recipes` run with its
 default seeds, each on a fresh store, its verdict, numbers and runtime written to
-`recipes/results.md`, and the verdict table copied into the README's Recipes section
-(between `TABLE_START` and `TABLE_END`), which a test holds equal to the file's."""
+`recipes/results.md`, and the verdict table copied into `docs/recipes.md` (between
+`TABLE_START` and `TABLE_END`), which a test holds equal to the file's."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from core.engine import Engine
 from core.recipes import RECIPES, Recipe, Verdict, run
 
 RESULTS = PROJECT_ROOT / "recipes" / "results.md"
-README = PROJECT_ROOT / "README.md"
+PAGE = PROJECT_ROOT / "docs" / "recipes.md"  # the recipes' page, with the table
 TABLE_START = "<!-- recipes table: written by `make recipes` -->"
 TABLE_END = "<!-- end of the recipes table -->"
 # As many runs at once as `optlab recipe run` and the demo race train.
@@ -102,18 +102,18 @@ def results_file(outcomes: Sequence[Outcome], machine: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
-def with_table(readme: str, new_table: str) -> str:
-    """`readme` with the text between its table markers replaced by `new_table`."""
+def with_table(page: str, new_table: str) -> str:
+    """`page` with the text between its table markers replaced by `new_table`."""
     pattern = re.compile(f"{re.escape(TABLE_START)}\n(.*?\n)?{re.escape(TABLE_END)}", re.DOTALL)
-    if not pattern.search(readme):
-        raise ValueError(f"README.md lacks the markers {TABLE_START!r} … {TABLE_END!r}")
-    return pattern.sub(lambda _: f"{TABLE_START}\n{new_table}\n{TABLE_END}", readme)
+    if not pattern.search(page):
+        raise ValueError(f"{PAGE.name} lacks the markers {TABLE_START!r} … {TABLE_END!r}")
+    return pattern.sub(lambda _: f"{TABLE_START}\n{new_table}\n{TABLE_END}", page)
 
 
-def readme_table(readme: str) -> str:
-    """The table between the README's markers."""
-    start = readme.index(TABLE_START) + len(TABLE_START) + 1
-    return readme[start : readme.index(TABLE_END) - 1]
+def page_table(page: str) -> str:
+    """The table between the page's markers."""
+    start = page.index(TABLE_START) + len(TABLE_START) + 1
+    return page[start : page.index(TABLE_END) - 1]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -127,8 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     machine["Load average"] = f"{machine['Load average']} at the start, {load_average()} at the end"
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(results_file(outcomes, machine))
-    if len(outcomes) == len(RECIPES):  # the README shows the whole gallery only
-        README.write_text(with_table(README.read_text(), table(outcomes)))
+    if len(outcomes) == len(RECIPES):  # the page shows the whole gallery only
+        PAGE.write_text(with_table(PAGE.read_text(), table(outcomes)))
     print(f"wrote {os.path.relpath(RESULTS)}")
     return 0
 

@@ -73,7 +73,17 @@ def compare(
     seed: int = 0,
 ) -> Comparison:
     """A against B (see the module docstring); raises `ValueError` for an empty group or
-    a NaN."""
+    a NaN.
+
+    Args:
+        a, b: One number per run of each group (a final metric, or a time to target,
+            where `math.inf` is a run that never reached it).
+        level: The Welch interval's confidence level.
+        permutations: The most relabellings the permutation test enumerates; beyond,
+            it draws that many at random (see `permutation_p`).
+        seed: The seed of those random draws, so that a comparison gives the same p
+            each time it is drawn.
+    """
     x, y = np.asarray(a, np.float64), np.asarray(b, np.float64)
     if not len(x) or not len(y):
         raise ValueError("each group needs at least one run")
@@ -132,7 +142,17 @@ def permutation_p(
     seed: int = 0,
 ) -> float:
     """The share of relabellings of x ∪ y whose |statistic| is at least the observed one
-    (the observed labelling included, so never 0)."""
+    (the observed labelling included, so never 0).
+
+    Args:
+        x, y: The two groups' numbers.
+        statistic: Of a relabelling: `statistic(pooled, chosen)` with `pooled` x then y
+            and `chosen` the indices into it of the runs labelled x (the observed
+            labelling is `arange(len(x))`).
+        permutations: When x ∪ y has at most this many labellings, every one is
+            counted; else the observed one and `permutations - 1` drawn at random.
+        seed: The seed of the random draws.
+    """
     pooled = np.concatenate([x, y])
     n = len(x)
     observed = abs(statistic(pooled, np.arange(n)))
@@ -181,7 +201,16 @@ def time_to_target(
 def describe(comparison: Comparison, a: str, b: str, what: str, *, percent: bool = False) -> str:
     """The comparison in words, e.g. "adamw's val_accuracy at step 600 is 2.1 ± 0.8 points
     higher than sgd's over 5 and 5 seeds (95% Welch interval; p = 0.003 by Welch's t,
-    0.008 by permutation)"."""
+    0.008 by permutation)".
+
+    Args:
+        comparison: What `compare` found.
+        a, b: The groups' names, as the sentence shows them ("adamw").
+        what: The number compared, as the sentence names it ("val_accuracy at step
+            600", "steps to val_accuracy ≥ 0.9").
+        percent: Show the difference as points of a share (×100, "2.1 points"): for
+            an accuracy.
+    """
     c = comparison
     runs = f"over {len(c.a)} and {len(c.b)} seeds"
     permutation = f"p = {c.p_permutation:.2g} by a permutation test"

@@ -38,7 +38,15 @@ class TooManyGuesses(Exception):
 
 class Guesses:
     """The wrong guesses at one secret (named `what` in the log) of each address, in the
-    last `window` seconds of `clock`; safe to use from any thread."""
+    last `window` seconds of `clock`; safe to use from any thread.
+
+    Args:
+        what: The secret's name in the log ("presenter key"); never its value.
+        limit: The wrong guesses an address may make in `window`; its next guess, right
+            or wrong, is refused unchecked until the oldest of them leaves the window.
+        window: Seconds a wrong guess counts against its address.
+        clock: Seconds, monotonic; a test passes its own to move time on.
+    """
 
     def __init__(
         self,

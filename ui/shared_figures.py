@@ -59,7 +59,17 @@ def shared(
     """The drawing of `view` (what is shown, and how) at `version` (how far its runs have
     logged), drawn by `draw` unless one kept serves (see `_Kept.serves`). A drawing that
     failed is forgotten, so the next refresh tries again; its error is raised to every
-    session that waited for it."""
+    session that waited for it.
+
+    Args:
+        view: What the charts show and how: the key the drawing is kept under (Live
+            passes its group of charts, step range, charts a row and the runs shown).
+        version: How far the runs have logged (their last logged steps): a drawing of
+            another version serves only while it is fresh.
+        draw: Makes the drawing, chart key to figure JSON; called by one session only.
+        fresh_for: Seconds a drawing serves a newer version (default `FRESH_SECONDS`);
+            0 while a run's first point is awaited, so that each refresh draws anew.
+    """
     fresh_for = FRESH_SECONDS if fresh_for is None else fresh_for
     with _lock:
         kept = _kept.get(view)

@@ -64,7 +64,16 @@ class BoundedUploads(MemoryUploadedFileManager):
     Files of a session that is no longer connected count until a bound would refuse an
     upload, and are dropped then: Streamlit drops them as it shuts a session down, but a
     closed tab's session, kept a while for it to reconnect, expires without a shutdown and
-    would hold its files as long as the server runs."""
+    would hold its files as long as the server runs.
+
+    Args:
+        endpoint: The upload route's path, as Streamlit's runtime gives its manager
+            (this class takes the place of Streamlit's `MemoryUploadedFileManager`).
+        session_bytes: The most one session may hold, kept and under way.
+        total_bytes: The most all sessions together may hold.
+        ended: Told the id of each session whose files Streamlit drops as it shuts the
+            session down: by default, the session stops being admitted as a presenter.
+    """
 
     def __init__(
         self,

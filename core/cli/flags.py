@@ -74,7 +74,16 @@ class Common:
 def add_training_command(
     commands: Subparsers, common: Common, name: str, *, help: str, description: str
 ) -> argparse.ArgumentParser:
-    """A command that trains: the store and cluster flags, `--config` and the run flags."""
+    """A command that trains: the store and cluster flags, `--config` and the run flags.
+
+    Args:
+        commands: The parser's subcommands, to add this one to.
+        common: The flags every command that trains shares, and the optimizers whose
+            knobs become flags.
+        name: The command, as typed (`train`).
+        help: Its line in `optlab --help`'s list of commands.
+        description: The paragraph that opens `optlab NAME --help`.
+    """
     command = commands.add_parser(
         name,
         parents=[common.store, common.cluster],

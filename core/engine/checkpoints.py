@@ -110,7 +110,17 @@ class RunCheckpoints:
         val_accuracy: float | None = None,
     ) -> Checkpoint:
         """Saves the checkpoint of `step`: `write(prefix)` writes the TensorFlow files,
-        then the `.json` marks it complete. A step saved already is kept as it is."""
+        then the `.json` marks it complete. A step saved already is kept as it is.
+
+        Args:
+            step: The last step the checkpoint includes.
+            seconds: The run's training time up to it, pauses excluded (a resumed run's
+                clock starts from it).
+            write: Writes the model's and the optimizer's state under the path prefix
+                it is given (the trainer's `save`).
+            val_accuracy: The validation accuracy at `step`, when the run validated
+                there: what `best` picks by.
+        """
         if (saved := self.find(step)) is not None:
             return saved
         modes.make_folder(self.folder)

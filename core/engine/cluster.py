@@ -257,7 +257,16 @@ class RunActor:
     def relay(
         self, stop_reason: str | None, paused: bool, updates: list[dict[str, float]]
     ) -> tuple[str, int, float]:
-        """Takes the engine's requests; returns (status, step, training seconds)."""
+        """Takes the engine's requests; returns (status, step, training seconds).
+
+        Args:
+            stop_reason: "stopped" or "interrupted" once the engine asks the run to
+                stop (the status it ends with); None while it may train on.
+            paused: Whether the run should be paused.
+            updates: The live knob changes the engine took since the last relay, oldest
+                first, each the knobs of one change (`{name: value}`), applied together
+                at one step.
+        """
         if stop_reason is not None:
             self.control.request_stop(stop_reason)
         if paused != self.control.paused:
@@ -350,7 +359,7 @@ def _join_failure(exc: Exception) -> str:
         return (
             "the cluster asks for its token: set RAY_AUTH_MODE=token and give this machine "
             "the head's token (`ray get-auth-token` there) as ~/.ray/auth_token or "
-            'RAY_AUTH_TOKEN (see the README\'s "Scale out")'
+            'RAY_AUTH_TOKEN (see docs/scaling.md, "Scale out")'
         )
     return str(exc)
 

@@ -100,7 +100,18 @@ def create_fork(
     command: str | None = None,
 ) -> str:
     """Stores a queued fork of `run_id` from step `step` (see `fork_config`) for the
-    engine `owner`, with a copy of the checkpoint; returns its id."""
+    engine `owner`, with a copy of the checkpoint; returns its id.
+
+    Args:
+        store: Where the parent is, and the fork goes.
+        run_id: The parent run.
+        step: The step of the parent's checkpoint the fork starts from.
+        changes: Live knobs and `FORK_FIELDS` (`max_steps`, `name`, ...) that differ
+            from the parent's at `step`.
+        owner: The engine process that will train the fork (it is queued for it).
+        command: A command for `owner` written with the fork ("start" when another
+            process hands the fork over); None when `owner` queues it itself.
+    """
     config = fork_config(store, run_id, step, changes)
     fork_id = store.new_run_id()
     RunCheckpoints(store.checkpoint_folder(run_id)).copy(step, store.checkpoint_folder(fork_id))

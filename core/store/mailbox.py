@@ -151,7 +151,17 @@ def insert_command(
     conn: Connection, run_id: str, kind: str, payload: Mapping[str, Any], now: float
 ) -> int:
     """Write a command of `kind` to run `run_id`; its id. `ValueError` for a kind not in
-    `COMMAND_KINDS`."""
+    `COMMAND_KINDS`.
+
+    Args:
+        conn: The caller's write transaction, so that the command is written with the
+            change that asks for it (a run's row and its "start", in one commit).
+        run_id: The run it steers; its owner carries it out.
+        kind: One of `COMMAND_KINDS`.
+        payload: The command's arguments, stored as JSON (a `set`'s knob values).
+        now: Its creation time, `time.time()` of the writing process: commands are
+            handled oldest first.
+    """
     if kind not in COMMAND_KINDS:
         raise ValueError(f"command must be one of {', '.join(COMMAND_KINDS)}; got {kind!r}")
     cursor = conn.execute(
@@ -163,7 +173,15 @@ def insert_command(
 
 def retire_commands(conn: Connection, run_id: str, why: str, now: float) -> None:
     """Mark the run's commands not handled yet as refused, for `why`: they must not steer
-    it any more."""
+    it any more.
+
+    Args:
+        conn: The caller's write transaction (the one that ends or hands over the run).
+        run_id: The run whose pending commands are refused.
+        why: The error each command is marked with, for whoever waits on it ("the run
+            had ended").
+        now: The time they count as handled, `time.time()` of the writing process.
+    """
     conn.execute(
         "UPDATE commands SET handled = ?, error = ? WHERE run_id = ? AND handled IS NULL",
         (now, why, run_id),

@@ -157,7 +157,16 @@ def fill(conn: Connection, version: int) -> None:
 
 
 def connect(path: Path, timeout: float, *, read_only: bool = False) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are explicit), usable from any thread."""
+    """A connection in autocommit mode (transactions are explicit), usable from any thread.
+
+    Args:
+        path: The SQLite file.
+        timeout: Seconds a statement waits for another connection's lock (SQLite's busy
+            timeout) before it fails.
+        read_only: Open the file read-only (`mode=ro`), without the settings a writer
+            makes: to look at a file before anything may change it (`prepare` reads its
+            schema version so, leaving another application's database untouched).
+    """
     if read_only:
         target, uri = f"{path.resolve().as_uri()}?mode=ro", True
     else:

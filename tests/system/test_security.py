@@ -1,5 +1,5 @@
-"""Security: the server listens on 127.0.0.1 with XSRF protection on, and the README says
-how to expose it; nothing a user types is run as code; custom optimizers load only from
+"""Security: the server listens on 127.0.0.1 with XSRF protection on, and docs/security.md
+says how to expose it; nothing a user types is run as code; custom optimizers load only from
 the plugins folder; run ids and names never lead an export out of its folder.
 """
 
@@ -35,7 +35,9 @@ from core.escaping import escape_markdown
 from core.knobs import InvalidHyperparameters, InvalidInput
 from core.store import Store, owner
 from core.store.paths import FILES_VAR
-from tests import app_server, planted
+from tests import app_server, docs, planted
+from tests.waiting import scaled
+from ui import nav
 
 ROOT = Path(__file__).resolve().parents[2]
 # The lab's own code: what a user's input can reach. (plugins/ is the user's own code.)
@@ -91,27 +93,26 @@ def test_make_run_serves_on_localhost() -> None:
     assert "0.0.0.0" not in serve
 
 
-def test_the_readme_says_how_to_expose_the_server_deliberately() -> None:
-    """The README's Security section names the default address, XSRF, an SSH tunnel, and
-    what `--server.address 0.0.0.0` exposes."""
-    readme = (ROOT / "README.md").read_text()
-    assert "\n## Security\n" in readme
-    section = readme.split("\n## Security\n", 1)[1].split("\n## ", 1)[0]
+def test_the_security_page_says_how_to_expose_the_server_deliberately() -> None:
+    """The security page (docs/security.md, which the README links to) names the default
+    address, XSRF, an SSH tunnel, and what `--server.address 0.0.0.0` exposes."""
+    section = docs.page("security.md")
+    assert section.startswith("# Security\n")
+    assert "(docs/security.md)" in docs.README.read_text()
     for phrase in ("127.0.0.1", "XSRF", "ssh -L", "--server.address 0.0.0.0", "trust"):
         assert phrase in section, phrase
 
 
-def test_the_readme_says_what_a_shared_stores_users_can_do_to_each_other() -> None:
-    """The Security section's account of a shared store: what every peer can do, what
-    none can do to another, each with the limits the code holds (issue 36)."""
+def test_the_security_page_says_what_a_shared_stores_users_can_do_to_each_other() -> None:
+    """The security page's account of a shared store: what every peer can do, what none
+    can do to another, each with the limits the code holds (issue 36)."""
     from core.data.files import MAX_BYTES, MAX_LOADED_BYTES
     from core.data.held import MAX_HELD_BYTES
     from core.store.owner import LIVENESS_SECONDS
     from core.store.paths import MAX_RUN_ID
 
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("\n## Security\n", 1)[1].split("\n## ", 1)[0]
-    shared = section.split("\n### What the users of a shared store can do to each other\n")[1]
+    section = docs.page("security.md")
+    shared = section.split("\n## What the users of a shared store can do to each other\n")[1]
     can, cannot = shared.split("What none of them **can** do to another")
     for power in ("read every run", "delete anyone's", "upload datasets", "by hand"):
         assert power in can, power
@@ -186,7 +187,7 @@ def test_an_upload_without_the_xsrf_token_is_rejected(
     def put(opener: urllib.request.OpenerDirector, extra: dict[str, str]) -> int:
         request = urllib.request.Request(url, body, {**headers, **extra}, method="PUT")
         try:
-            with opener.open(request, timeout=10) as response:
+            with opener.open(request, timeout=scaled(10)) as response:
                 return response.status
         except urllib.error.HTTPError as error:
             return error.code
@@ -194,7 +195,7 @@ def test_an_upload_without_the_xsrf_token_is_rejected(
     assert put(urllib.request.build_opener(), {}) == 403
     cookies = http.cookiejar.CookieJar()
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(cookies))
-    with opener.open(f"http://127.0.0.1:{port}/_stcore/health", timeout=10):
+    with opener.open(f"http://127.0.0.1:{port}/_stcore/health", timeout=scaled(10)):
         pass
     [token] = [cookie.value for cookie in cookies if cookie.name == "_streamlit_xsrf"]
     assert put(opener, {}) == 403  # the cookie alone is not enough
@@ -543,7 +544,7 @@ def test_a_plugin_summary_from_the_store_is_shown_as_text(lab: EngineClient) -> 
     planted.service(
         lab.store.location, "other-host:1:1", ENGINE, started=now + 60, heartbeat=now, info=info
     )
-    at = page("pages/5_Optimizers.py").run()
+    at = page(nav.OPTIMIZERS).run()
     assert not at.exception
     [label] = [expander.label for expander in at.expander if "sneaky" in expander.label]
     name, _, summary = label.partition(": ")
@@ -567,7 +568,7 @@ def test_a_plugins_texts_from_the_store_are_shown_as_text_on_train(lab: EngineCl
     planted.service(
         lab.store.location, "other-host:1:1", ENGINE, started=now + 60, heartbeat=now, info=info
     )
-    at = page("pages/1_Train.py").run()
+    at = page(nav.TRAIN).run()
     at.selectbox(key="run:optimizer").select("sneaky_sgd").run()
     at.selectbox(key="run:model").select("sneaky_mlp").run()
     assert not at.exception
@@ -590,7 +591,7 @@ def test_a_planted_runs_id_and_knobs_show_as_typed_on_live(lab: EngineClient) ->
     hostile = "x`![i](http://127.0.0.1:9/i.png)`"
     config = {"optimizer": "sgd", "hyperparameters": {"learning_rate": hostile}}
     planted.run(lab.store.location, hostile, status="stopped", config=config)
-    at = page("pages/2_Live.py")
+    at = page(nav.LIVE)
     at.session_state["watch"] = [hostile]
     at.run()
     assert not at.exception

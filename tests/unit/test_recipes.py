@@ -247,9 +247,9 @@ def test_the_verdict_text_says_yes_or_no_then_the_numbers() -> None:
     assert verdict.text() == "reproduced: yes\nIt held.\n  a = 1.235\n  b = nan"
 
 
-def test_the_readme_shows_the_verdict_table_make_recipes_wrote() -> None:
-    from bench.recipes import README, RESULTS, readme_table
+def test_the_recipes_page_shows_the_verdict_table_make_recipes_wrote() -> None:
+    from bench.recipes import PAGE, RESULTS, page_table
 
     written = [line for line in RESULTS.read_text().splitlines() if line.startswith("|")]
-    assert readme_table(README.read_text()).splitlines() == written
+    assert page_table(PAGE.read_text()).splitlines() == written
     assert len(written) == 2 + len(RECIPES)  # the header, and a row per recipe
