@@ -42,7 +42,7 @@ def ray_actor_vs_thread(settings: Settings) -> Measured:
     # (OMP_NUM_THREADS) to the CPUs it asked for.
     config = _config(last, telemetry=True).replace(num_cpus=float(available_cores()))
     # A token of its own: a local cluster would otherwise write ~/.ray/auth_token, which
-    # changes what `ray start` does on this machine from then on (see the README).
+    # changes what `ray start` does on this machine from then on (see docs/scaling.md).
     with own_token(), tempfile.TemporaryDirectory() as folder:
         ray.init(
             address="local",  # a cluster of its own, even where this machine is in another

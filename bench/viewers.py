@@ -27,6 +27,7 @@ from bench.cores import cpu_seconds
 from bench.figures import Settings
 from bench.rows import Measured, NotMeasured
 from bench.watching import RUN, SETTLE_SECONDS, WINDOW_SECONDS, lab_with_a_browser, steps_per_second
+from ui import nav
 
 VIEWERS = 20
 # The messages a viewer reads (the page's address, its fragments' intervals, a run's end)
@@ -39,7 +40,7 @@ def rerun(query: str, page_hash: str = "", fragment: str = "") -> bytes:
     message = BackMsg()
     state = message.rerun_script
     state.query_string = query
-    state.page_name = "" if page_hash else "Live"
+    state.page_name = "" if page_hash else nav.LIVE.url_path
     state.page_script_hash = page_hash
     if fragment:
         state.fragment_id = fragment
@@ -123,7 +124,7 @@ def presenter_and_room(settings: Settings) -> Measured:
         per_refresh: dict[str, list[float]] = {"alone": [], "room": []}
         try:
             presenter = browser.new_page()
-            presenter.goto(f"{url}/Live?runs={run_id}")
+            presenter.goto(f"{url}{nav.LIVE.url}?runs={run_id}")
             presenter.wait_for_selector(".js-plotly-plot", timeout=60_000)
             time.sleep(settings.pick(10.0, 6.0))  # past the first traces
 

@@ -24,6 +24,7 @@ from bench.rows import Measured, NotMeasured, Quantity
 from bench.timing import interleave
 from core.engine.client import EngineClient
 from core.store import RunRecord, Store
+from ui import nav
 
 TABS = 2
 WINDOW_SECONDS = 8.0
@@ -46,21 +47,21 @@ def race(
     """Picks the race's `length` and clicks "Start the demo race" on the Home page at `url`
     (open in `page`), then waits for its three runs to end, watched by the Live tab it
     switches to and by the tabs `also_watching`, opened on the same Live address; returns
-    the click's time and the three runs."""
+    the click's time and the three runs. Its deadlines follow the machine's speed, as
+    the tests' do (`tests.waiting`; one of them watches a race)."""
+    from tests.waiting import met_within, scaled
+
     page.goto(url)
-    page.get_by_role("button", name="Start the demo race").wait_for(timeout=60_000)
+    page.get_by_role("button", name="Start the demo race").wait_for(timeout=scaled(60_000))
     page.get_by_role("radio", name=length, exact=True).click()  # a segmented control
     page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']")
     clicked = time.time()
     page.get_by_role("button", name="Start the demo race").click()
-    page.wait_for_url(f"{url}/Live**", timeout=60_000)
+    page.wait_for_url(f"{url}{nav.LIVE.url}**", timeout=scaled(60_000))
     for tab in also_watching:
         tab.goto(page.url)
-    deadline = time.monotonic() + RACE_PATIENCE
-    while any(run.active for run in client.list()):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"the race did not end within {RACE_PATIENCE:.0f} s")
-        time.sleep(0.2)
+    if not met_within(lambda: not any(run.active for run in client.list()), RACE_PATIENCE, 0.2):
+        raise TimeoutError(f"the race did not end within {RACE_PATIENCE:.0f} s, scaled")
     runs = client.list()[:3]
     if any(run.status != "completed" for run in runs):
         # Say why: a run's error, or the engine's log if the engine itself went away.
@@ -78,6 +79,7 @@ def lab_with_a_browser() -> Iterator[tuple[EngineClient, str, Any, dict[str, set
     the pids of the engine and the page server."""
     from tests import app_server
     from tests.browser import chromium
+    from tests.waiting import met_within
 
     if not app_server.CHROMIUM.exists():
         raise NotMeasured("no Chromium at /usr/bin/chromium (apt-get install chromium)")
@@ -89,12 +91,13 @@ def lab_with_a_browser() -> Iterator[tuple[EngineClient, str, Any, dict[str, set
         stack.callback(app_server.stop, app)
         client = EngineClient(Store(store))
         stack.callback(client.close)
-        deadline = time.monotonic() + 60
-        # Its lock file is written before its row: the row may not be there yet.
-        while (service := client.engine()) is None or not service.info.get("ready"):
-            if time.monotonic() > deadline:
-                raise NotMeasured("the engine did not warm up within 60 s")
-            time.sleep(0.2)
+
+        def warm() -> bool:  # its lock file is written before its row: no row yet, maybe
+            service = client.engine()
+            return service is not None and bool(service.info.get("ready"))
+
+        if not met_within(warm, 60, interval=0.2):
+            raise NotMeasured("the engine did not warm up within 60 s, scaled")
         browser = stack.enter_context(chromium())
         pids = {"engine": {engine.pid}, "page server": {app.pid}}
         yield client, f"http://127.0.0.1:{port}", browser, pids
@@ -135,7 +138,7 @@ def two_live_tabs(settings: Settings) -> Measured:
             def watched() -> float:
                 tabs = [browser.new_page() for _ in range(TABS)]
                 for tab in tabs:
-                    tab.goto(f"{url}/Live?runs={run_id}")
+                    tab.goto(f"{url}{nav.LIVE.url}?runs={run_id}")
                 for tab in tabs:
                     tab.wait_for_selector(".js-plotly-plot", timeout=60_000)
                 time.sleep(SETTLE_SECONDS)

@@ -12,7 +12,7 @@ from core.demo_race import DEFAULT_LENGTH, LENGTHS, RUNNERS, SHOWS, race_configs
 from core.escaping import escape_markdown
 from core.knobs import InvalidInput
 from core.store import ACTIVE_STATUSES, FINAL_STATUSES
-from ui import downloads, roles, runs_table, state
+from ui import downloads, nav, roles, runs_table, state
 
 RACE_REPEATS = "home:race_repeats"
 RACE_LENGTH = "home:race_length"
@@ -47,7 +47,7 @@ def race_controls() -> None:
         except InvalidInput as exc:  # the engine's refusal: a model that cannot fit
             st.error(f"Not started: {escape_markdown(str(exc))}", icon=":material/warning:")
         else:
-            state.open_page("pages/2_Live.py", **{state.WATCH: race_ids})
+            state.open_page(nav.LIVE.file, **{state.WATCH: race_ids})
     st.segmented_control(
         "length",
         [known.label for known in LENGTHS],
@@ -73,15 +73,15 @@ with race:
         race_controls()
 with links:
     if roles.presents():
-        st.page_link("pages/1_Train.py", label="Configure a run", icon=":material/rocket_launch:")
+        st.page_link(nav.TRAIN.file, label="Configure a run", icon=nav.TRAIN.icon)
     st.page_link(
-        "pages/6_Recipes.py",
+        nav.RECIPES.file,
         label="Reproduce a classic finding",
-        icon=":material/menu_book:",
+        icon=nav.RECIPES.icon,
         help="Edge of stability, large batches, decoupled weight decay and more: one click "
         "each, with a verdict from the lab's own measurements.",
     )
-    st.page_link("pages/5_Optimizers.py", label="Browse the optimizers", icon=":material/function:")
+    st.page_link(nav.OPTIMIZERS.file, label="Browse the optimizers", icon=nav.OPTIMIZERS.icon)
 
 
 @st.fragment(run_every=5 if engine.cluster_info() is not None else None)

@@ -14,7 +14,7 @@ from core.knobs import InvalidInput
 from core.redaction import redacted
 from core.store import StoreError, UnknownRunError
 from core.sweep import Sweep, SweepStatus, TrialRow, list_studies, parallel_rows
-from ui import roles, state, sweep_actions, sweep_analysis_view, sweep_form, sweep_tables
+from ui import nav, roles, state, sweep_actions, sweep_analysis_view, sweep_form, sweep_tables
 from ui.live_chart import live_chart
 
 st.title(":material/explore: Sweep")
@@ -92,7 +92,7 @@ def steering(
         )
         and picked is not None
     ):
-        state.open_page("pages/1_Train.py", **{state.PREFILL: trial_config(sweep, picked)})
+        state.open_page(nav.TRAIN.file, **{state.PREFILL: trial_config(sweep, picked)})
     if best.button(
         "Open the best in Train",
         icon=":material/trophy:",
@@ -100,7 +100,7 @@ def steering(
         disabled=status.best_run_id is None,
         width="stretch",
     ):
-        state.open_page("pages/1_Train.py", **{state.PREFILL: sweep.best_config().to_dict()})
+        state.open_page(nav.TRAIN.file, **{state.PREFILL: sweep.best_config().to_dict()})
 
 
 def actions(
@@ -118,7 +118,7 @@ def actions(
         disabled=not shown,
         width="stretch",
     ):
-        state.open_page("pages/2_Live.py", **{state.WATCH: shown})
+        state.open_page(nav.LIVE.file, **{state.WATCH: shown})
 
 
 def sweep_view(sweep: Sweep) -> None:

@@ -11,7 +11,7 @@ from core.engine.repeats import MAX_REPEATS
 from core.engine.repeats import VARY as VARY_CHOICES
 from core.escaping import escape_markdown
 from core.store import UnknownRunError
-from ui import forms, range_test, roles, state, texts
+from ui import forms, nav, range_test, roles, state, texts
 from ui.train_form import (
     ERRORS,
     RANGE_TEST,
@@ -178,7 +178,7 @@ find_col.button(
 if errors:
     st.warning(f"Nothing started: {len(errors)} field(s) need a fix.", icon=":material/warning:")
 if run_ids := st.session_state.pop(STARTED, None):
-    state.open_page("pages/2_Live.py", **{state.WATCH: run_ids})
+    state.open_page(nav.LIVE.file, **{state.WATCH: run_ids})
 try:
     test = state.engine().status(test_id) if (test_id := st.session_state.get(RANGE_TEST)) else None
 except UnknownRunError:  # deleted since

@@ -7,13 +7,14 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from core.processes import end
+from tests.waiting import met_within, overdue
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -45,7 +46,7 @@ def start(
 ) -> tuple[subprocess.Popen, int]:
     """`streamlit run app.py` as `make run` starts it (`python -m ui.serve run app.py`) on
     a free port with `store` as `OPTLAB_STORE`, once its health check answers; fails the
-    test if it does not within 90 s.
+    test if it does not within 90 nominal seconds.
 
     `address=None` leaves the listening address to the config; `command` replaces
     `-m ui.serve` (e.g. `-c CODE` that patches something and then runs Streamlit's CLI).
@@ -61,20 +62,32 @@ def start(
         stdout=log.open("w"),
         stderr=subprocess.STDOUT,
     )
-    deadline = time.monotonic() + 90
-    while True:
+
+    def healthy() -> bool:
         try:
             with urllib.request.urlopen(
                 f"http://127.0.0.1:{port}/_stcore/health", timeout=2
             ) as response:
-                if response.read() == b"ok":
-                    return process, port
+                return response.read() == b"ok"
         except OSError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail(f"streamlit did not start; see {log}")
-        time.sleep(0.3)
+            return False
+
+    started(process, healthy, 90, "streamlit's health check", log)
+    return process, port
+
+
+def started(
+    process: subprocess.Popen, ready: Callable[[], object], timeout: float, what: str, log: Path
+) -> None:
+    """Waits for `ready` while `process` lives, up to `timeout` nominal seconds; else ends
+    it and fails the test, saying whether it exited or was too slow, and naming its `log`."""
+    met = met_within(lambda: process.poll() is not None or ready(), timeout, interval=0.2)
+    status = process.poll()
+    if met and status is None:
+        return
+    process.kill()
+    why = overdue(what, timeout) if status is None else f"{what}: it exited with {status}"
+    pytest.fail(f"{why}; see {log}")
 
 
 def stop(process: subprocess.Popen, store: Path | None = None) -> None:
@@ -92,7 +105,7 @@ def start_engine(
     max_concurrent: int = 3,
 ) -> subprocess.Popen:
     """`python -m core serve` for `store`, once it serves it (an app started next finds
-    it and launches none); fails the test if it does not within 60 s."""
+    it and launches none); fails the test if it does not within 60 nominal seconds."""
     process = subprocess.Popen(
         [
             sys.executable,
@@ -107,12 +120,7 @@ def start_engine(
         stdout=log.open("w"),
         stderr=subprocess.STDOUT,
     )
-    deadline = time.monotonic() + 60
-    while serving_engine(store) is None:
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail(f"the engine did not start; see {log}")
-        time.sleep(0.2)
+    started(process, lambda: serving_engine(store) is not None, 60, "the engine to serve", log)
     return process
 
 
@@ -129,14 +137,11 @@ def serving_engine(store: Path) -> int | None:
 
 
 def stop_engine(store: Path) -> None:
-    """Stops the engine serving `store`, if one does: SIGTERM, then SIGKILL after 15 s."""
+    """Stops the engine serving `store`, if one does: SIGTERM, then SIGKILL after 15
+    nominal seconds."""
     pid = serving_engine(store)
     if pid is None:
         return
     os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 15
-    while serving_engine(store) == pid:
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            return
-        time.sleep(0.1)
+    if not met_within(lambda: serving_engine(store) != pid, 15, interval=0.1):
+        os.kill(pid, signal.SIGKILL)

@@ -10,10 +10,13 @@ import numpy as np
 import pytest
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
+from streamlit.util import calc_hash
 
 from core.engine import RunConfig
 from core.store import Store
 from core.store.metrics import Block
+from tests.waiting import scaled
+from ui import nav
 
 ROOT = Path(__file__).resolve().parents[1]
 # A run of about a second: 12 MLP steps on the 8×8 digits.
@@ -46,17 +49,26 @@ def framed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(PagesManager, "__init__", without_pages_directory)
 
 
-def page(name: str) -> AppTest:
-    """A page of the app, run as Streamlit runs it: app.py is the main script, so page
-    paths (`st.switch_page("pages/...")`) resolve as they do in the server."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    return at if name == "app.py" else at.switch_page(name)
+def page(shown: nav.Page = nav.HOME) -> AppTest:
+    """Page `shown` of the app (`ui.nav.PAGES`), run as Streamlit runs it: app.py is the
+    main script, so a page's file (`st.switch_page(nav.LIVE.file)`) resolves as it does in
+    the server."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=scaled(60))
+    if shown is not nav.HOME:
+        # As a browser asks for the page its address names (`st.Page` hashes the address).
+        # Not `at.switch_page(shown.file)`: before a first run it knows no `st.navigation`
+        # and names a page by its file ("live"), not by its address ("Live"); after a run
+        # it matches files, so `at.switch_page(nav.COMPARE.file)` opens Compare.
+        at._page_hash = calc_hash(shown.url_path)
+    # Home, the default, is asked for by nothing: a later run then stays on the page that
+    # a switch in the page went to, as a browser's tab does.
+    return at
 
 
 def finished_run(engine: Any, **changes: Any) -> str:
     """A `SHORT` run (with `changes`) started through `engine`, once it has ended."""
     run_id = engine.start(RunConfig.from_dict({**SHORT, **changes}))
-    engine.wait(run_id, 60)
+    engine.wait(run_id, scaled(60))
     return run_id
 
 
@@ -68,6 +80,20 @@ def fill_sweep_form(at: AppTest, n_trials: int) -> None:
     at.text_input(key="sweep:epochs").input("1").run()
     at.number_input(key="sweep:n_trials").set_value(n_trials).run()
     at.radio(key="sweep:sampler").set_value("random").run()
+
+
+def trials_shown(at: AppTest) -> list[Any]:
+    """The Sweep page's tables of trials."""
+    return [d.value for d in at.dataframe if "trial" in d.value.columns]
+
+
+def trials_shown_complete(at: AppTest) -> bool:
+    """Runs the Sweep page `at` again: whether it shows every trial of its sweep complete,
+    as it does once the sweep's driver has told the study (within a poll of a run's end)."""
+    at.run()
+    assert not at.exception
+    tables = trials_shown(at)
+    return bool(tables) and set(tables[0]["state"]) == {"COMPLETE"}
 
 
 def written_run(

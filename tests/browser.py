@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from tests import app_server
+from tests.waiting import overdue, scaled
+from ui import nav
 
 ARTIFACTS = app_server.ROOT / "test-artifacts"
 NEEDS_CHROMIUM = pytest.mark.skipif(
@@ -22,13 +24,18 @@ KNOB_PANEL = "Change knobs while it trains"  # Live's expander of a run's knobs
 
 @contextmanager
 def chromium() -> Iterator[Any]:
-    """Debian's Chromium, headless, through Playwright."""
-    from playwright.sync_api import sync_playwright
+    """Debian's Chromium, headless, through Playwright, whose own deadlines (30 s for an
+    action or a navigation, 5 s for `expect`) are scaled by the machine's slowness, as
+    the tests' are; a test's explicit `timeout=` goes through `tests.waiting.scaled`."""
+    from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=str(app_server.CHROMIUM), args=list(app_server.CHROMIUM_ARGS)
         )
+        # Each new page comes in a context of its own, which takes these defaults.
+        browser.on("context", lambda context: context.set_default_timeout(scaled(30_000)))
+        expect.set_options(timeout=scaled(5_000))
         try:
             yield browser
         finally:
@@ -36,9 +43,9 @@ def chromium() -> Iterator[Any]:
 
 
 def settle(page: Any, timeout: float = 60_000) -> None:
-    """Waits until the app has finished running its script."""
+    """Waits until the app has finished running its script, up to `timeout` nominal ms."""
     page.wait_for_selector(
-        "[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout
+        "[data-testid='stApp'][data-test-script-state='notRunning']", timeout=scaled(timeout)
     )
 
 
@@ -95,26 +102,27 @@ def charts_with_data(page: Any) -> tuple[int, int]:
 
 def wait_for_drawn_charts(page: Any, count: int, what: str, timeout: float = 60_000) -> None:
     """Waits until the page holds `count` charts and each draws at least one point; fails
-    saying how many were drawn, naming `what`, when `timeout` milliseconds pass first."""
+    saying how many were drawn, naming `what`, when `timeout` nominal ms pass first."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     try:
         page.wait_for_function(
             f"() => {{ const [all, drawn] = ({_CHARTS_WITH_DATA})(); "
             f"return all === {count} && drawn === all; }}",
-            timeout=timeout,
+            timeout=scaled(timeout),
         )
     except PlaywrightTimeout:
         total, drawn = charts_with_data(page)
-        pytest.fail(f"{what}: {drawn} of {total} charts drawn, {count} expected")
+        drawn_of = f"{drawn} of {total} charts drawn, {count} expected"
+        pytest.fail(f"{overdue(what, timeout / 1000)}: {drawn_of}")
 
 
 def open_live(browser: Any, url: str, run_ids: list[str]) -> Any:
     """A new tab on the Live page of `run_ids`, once its charts are drawn."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(f"{url}/Live?runs={','.join(run_ids)}")
+    page.goto(f"{url}{nav.LIVE.url}?runs={','.join(run_ids)}")
     # Attached, not visible: on a slow machine a chart is redrawn by each refresh.
-    page.wait_for_selector(".js-plotly-plot", state="attached", timeout=60_000)
+    page.wait_for_selector(".js-plotly-plot", state="attached", timeout=scaled(60_000))
     return page
 
 
@@ -133,9 +141,9 @@ def knob_panel_opened(panel: Any) -> bool:
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
     if not panel.locator("details").evaluate("d => d.open"):
-        panel.get_by_text(KNOB_PANEL).click(timeout=120_000)
+        panel.get_by_text(KNOB_PANEL).click(timeout=scaled(120_000))
     try:
-        panel.get_by_role("slider").first.wait_for(state="visible", timeout=15_000)
+        panel.get_by_role("slider").first.wait_for(state="visible", timeout=scaled(15_000))
     except PlaywrightTimeoutError:
         return False
     return True

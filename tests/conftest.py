@@ -26,11 +26,13 @@ tf.config.set_logical_device_configuration(
 
 import contextlib  # noqa: E402
 import functools  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
+from collections.abc import Generator, Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import pytest  # noqa: E402
+
+from tests import waiting  # noqa: E402
 
 # The files that take about a minute or more (seconds on 2 cores, 2026-12-04), longest
 # first. Only the order in which `make test` hands them out depends on it.
@@ -59,6 +61,38 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return (1 if path.startswith("tests/system/") else 2), 0
 
     items.sort(key=rank)  # a stable sort: each file's tests keep their order
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-timeout reads its limit
+def pytest_configure(config: pytest.Config) -> None:
+    """One slowness for the whole session (see `tests.waiting`): measured once, by the
+    process that starts the session, and handed to pytest-xdist's workers through the
+    environment they inherit. pytest-timeout's limit on a test is a deadline too."""
+    os.environ[waiting.SLOWNESS_VARIABLE] = str(waiting.slowness().factor)
+    if getattr(config.option, "timeout", None):
+        config.option.timeout = waiting.scaled(config.option.timeout)
+
+
+def pytest_report_header() -> str:
+    """The session's slowness, so that a CI log says by how much its deadlines grew."""
+    pace = waiting.slowness()
+    return f"deadlines x{pace.factor:.2f}, the machine's slowness ({pace.how})"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A test that fails on a timeout raised by a library (Playwright's, a subprocess's,
+    a future's) says the slowness its deadline was scaled by, as `tests.waiting`'s own
+    failures do."""
+    report = yield
+    error = call.excinfo.value if call.excinfo else None
+    names = {cls.__name__ for cls in type(error).__mro__}
+    if report.failed and names & {"TimeoutError", "TimeoutExpired"}:
+        pace = waiting.slowness()
+        report.sections.append(("deadlines", f"scaled x{pace.factor:.2f} ({pace.how})"))
+    return report
 
 
 @contextlib.contextmanager

@@ -18,7 +18,7 @@ from urllib.parse import quote
 import psycopg
 from psycopg import sql
 
-from tests.waiting import wait_for
+from tests.waiting import scaled, wait_for
 
 #: Where Debian installs the server's programs, one folder per major version.
 INSTALLS = Path("/usr/lib/postgresql")
@@ -134,7 +134,7 @@ def postgres_server() -> Iterator[PostgresServer]:
 def _as_owner(*command: str) -> None:
     """Run a server program as the folder's owner: `postgres` under root, else oneself."""
     prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-    subprocess.run([*prefix, *command], check=True, capture_output=True, timeout=120)
+    subprocess.run([*prefix, *command], check=True, capture_output=True, timeout=scaled(120))
 
 
 def _connects(url: str) -> bool:

@@ -11,20 +11,23 @@ import threading
 import time
 
 from core.training.trainer import RELEASE_THREAD
+from tests.waiting import met_within, scaled
 
 
 def new_threads(before: set[threading.Thread], timeout: float = 0.0) -> list[str]:
-    """Names of live threads not among `before`, after waiting up to `timeout` seconds
-    for them to end."""
-    deadline = time.monotonic() + timeout
-    while (started := set(threading.enumerate()) - before) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return sorted(thread.name for thread in started)
+    """Names of live threads not among `before`, after waiting up to `timeout` nominal
+    seconds (`tests.waiting.scaled`) for them to end."""
+
+    def started() -> set[threading.Thread]:
+        return set(threading.enumerate()) - before
+
+    met_within(lambda: not started(), timeout)
+    return sorted(thread.name for thread in started())
 
 
 def settle_releases(timeout: float = 60.0) -> None:
-    """Waits up to `timeout` seconds for the trainers' iterator releases to end."""
-    deadline = time.monotonic() + timeout
+    """Waits up to `timeout` nominal seconds for the trainers' iterator releases to end."""
+    deadline = time.monotonic() + scaled(timeout)
     for thread in threading.enumerate():
         if thread.name == RELEASE_THREAD:
             thread.join(max(0.0, deadline - time.monotonic()))

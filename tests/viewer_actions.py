@@ -117,9 +117,8 @@ PATHS: dict[str, Path] = {
 }
 
 
-def page_loads(run_id: str) -> dict[str, dict[str, str]]:
-    """Every page of the app (`ui.nav.PAGES`), by file, with the address parameters a
-    viewer opens it with: Live and Compare on the ended run `run_id`; the Sweep page
-    opens the newest study by itself."""
-    shown = {"pages/2_Live.py", "pages/3_Compare.py"}
-    return {path: {"runs": run_id} if path in shown else {} for path, _, _ in nav.PAGES}
+def page_loads(run_id: str) -> dict[nav.Page, dict[str, str]]:
+    """Every page of the app (`ui.nav.PAGES`) with the address parameters a viewer opens
+    it with: Live and Compare on the ended run `run_id`; the Sweep page opens the newest
+    study by itself."""
+    return {page: {"runs": run_id} if page in (nav.LIVE, nav.COMPARE) else {} for page in nav.PAGES}

@@ -13,9 +13,9 @@ import streamlit as st
 
 from core.engine.api import Runs
 from core.engine.following import PresenterView
-from ui import roles
+from ui import nav, roles
 
-PAGE = "Live"
+PAGE = nav.LIVE.url_path  # the page a published view is of, as the store keeps it
 FOLLOWING = "following:on"  # whether this viewer follows (until it picks on its own)
 APPLIED = "following:applied"  # the presenter's view last shown here
 

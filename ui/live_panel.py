@@ -23,12 +23,8 @@ from core.escaping import escape_markdown
 from core.knobs import InvalidInput, Knob
 from core.store import Command, UnknownRunError
 from core.training.config import LR_FIND
-from core.training.live import TASK_WEIGHT, live_knobs
-from ui import downloads, landscape_view, range_test, roles, state, texts, views
-
-LIVE_PAGE = "pages/2_Live.py"
-TRAIN_PAGE = "pages/1_Train.py"
-
+from core.training.live import live_knobs, weighted_task
+from ui import downloads, landscape_view, nav, range_test, roles, state, texts, views
 
 # The live-knob arithmetic -----------------------------------------------------------
 
@@ -111,7 +107,7 @@ def resume(engine: Runs, run_id: str, step: int) -> None:
 def train_with(test: RunStatus, rate: float) -> None:
     """Opens Train with the config of a range test's run, at the rate it suggests."""
     config = training_config(RunConfig.from_dict(test.config), float(f"{rate:.3g}"))
-    state.open_page(TRAIN_PAGE, **{state.PREFILL: config.to_dict()})
+    state.open_page(nav.TRAIN.file, **{state.PREFILL: config.to_dict()})
 
 
 # Forms ----------------------------------------------------------------------------
@@ -121,7 +117,7 @@ def fork_form(engine: Runs, run: RunStatus, saved: list[int]) -> None:
     """Pick a checkpoint, change live knobs, the length or the name, and start a fork;
     then watch it beside its parent."""
     # A fork changes its optimizer's knobs; its task weights are its parent's.
-    live = [knob for knob in on_knobs(run) if not knob.name.startswith(TASK_WEIGHT)]
+    live = [knob for knob in on_knobs(run) if weighted_task(knob.name) is None]
     with st.form(key=f"fork:{run.id}", border=False):
         step = st.select_slider(
             "From its checkpoint of step", saved, value=saved[-1], key=f"fork-step:{run.id}"
@@ -147,7 +143,7 @@ def fork_form(engine: Runs, run: RunStatus, saved: list[int]) -> None:
     except (InvalidInput, UnknownRunError, EngineUnavailable) as exc:
         st.error(f"Not forked: {escape_markdown(str(exc))}", icon=":material/warning:")
         return
-    state.open_page(LIVE_PAGE, **{state.WATCH: [run.id, fork_id]})
+    state.open_page(nav.LIVE.file, **{state.WATCH: [run.id, fork_id]})
 
 
 def knob_keys(run: RunStatus, knob: Knob) -> tuple[str, str]:
@@ -297,7 +293,7 @@ def controls(engine: Runs, run: RunStatus, listed: Mapping[str, RunStatus]) -> N
         width="stretch",
         help="Open this run's config in Train, to tweak and rerun.",
     ):
-        state.open_page(TRAIN_PAGE, **{state.PREFILL: run.config})
+        state.open_page(nav.TRAIN.file, **{state.PREFILL: run.config})
     relatives = views.family(listed, run.id)
     if len(relatives) > 1 and stop.button(
         "What if",
@@ -306,7 +302,7 @@ def controls(engine: Runs, run: RunStatus, listed: Mapping[str, RunStatus]) -> N
         width="stretch",
         help="Watch this run with its parent and every fork, overlaid.",
     ):
-        state.open_page(LIVE_PAGE, **{state.WATCH: relatives})
+        state.open_page(nav.LIVE.file, **{state.WATCH: relatives})
 
 
 def run_panel(engine: Runs, run: RunStatus, listed: Mapping[str, RunStatus]) -> None:

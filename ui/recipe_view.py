@@ -14,7 +14,7 @@ from core.knobs import InvalidInput
 from core.recipes import RECIPES, Launch, Recipe, Verdict, results, start
 from core.recipes.recipe import format_number
 from core.store import UnknownRunError
-from ui import roles, state, views
+from ui import nav, roles, state, views
 
 LAUNCH = "recipe:launch"  # the recipe this session started last: its `Launch`, as a dict
 # The chart that draws a metric key a recipe names, where the key is not a chart's own.
@@ -94,9 +94,9 @@ def live(engine: Runs, recipe: Recipe, launch: Launch) -> None:
         views.show_in_columns({key: figures[key] for key in keys if key in figures}, live=True)
         watch, compare = st.columns(2)
         if watch.button("Watch its runs on Live", icon=":material/monitoring:"):
-            state.open_page("pages/2_Live.py", **{state.WATCH: launch.all_ids})
+            state.open_page(nav.LIVE.file, **{state.WATCH: launch.all_ids})
         if compare.button("Compare its runs", icon=":material/compare:"):
-            state.open_page("pages/3_Compare.py", **{state.COMPARE: launch.all_ids})
+            state.open_page(nav.COMPARE.file, **{state.COMPARE: launch.all_ids})
         if active and so_far.final:
             st.rerun()  # every run has ended: a full rerun stops the timer
 

@@ -14,7 +14,7 @@ from core.engine.client import EngineUnavailable
 from core.escaping import escape_markdown
 from core.knobs import InvalidInput
 from core.store import UnknownRunError
-from ui import roles, state, texts
+from ui import nav, roles, state, texts
 
 COLUMNS = {
     "tags": st.column_config.ListColumn("tags"),
@@ -105,9 +105,9 @@ def actions(engine: Runs, chosen: list[RunStatus]) -> None:
     ids = [run.id for run in chosen]
     watch, compare, clone, carry_on, tag, delete = st.columns(6)
     if watch.button("Watch live", icon=":material/monitoring:", disabled=not ids, width="stretch"):
-        state.open_page("pages/2_Live.py", **{state.WATCH: ids})
+        state.open_page(nav.LIVE.file, **{state.WATCH: ids})
     if compare.button("Compare", icon=":material/compare:", disabled=not ids, width="stretch"):
-        state.open_page("pages/3_Compare.py", **{state.COMPARE: ids})
+        state.open_page(nav.COMPARE.file, **{state.COMPARE: ids})
     if not roles.presents():
         return
     if clone.button(
@@ -116,7 +116,7 @@ def actions(engine: Runs, chosen: list[RunStatus]) -> None:
         disabled=len(ids) != 1,
         width="stretch",
     ):
-        state.open_page("pages/1_Train.py", **{state.PREFILL: chosen[0].config})
+        state.open_page(nav.TRAIN.file, **{state.PREFILL: chosen[0].config})
     can_resume = resumable(engine, chosen)
     carry_on.button(
         "Resume",

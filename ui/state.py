@@ -77,7 +77,8 @@ def colours() -> ColourBook:
 
 
 def open_page(page: str, **selection: object) -> None:
-    """Stores `selection` in session state and switches to `page` (a path under pages/)."""
+    """Stores `selection` in session state and switches to `page`, a page's file
+    (`ui.nav.LIVE.file`)."""
     for key, value in selection.items():
         st.session_state[key] = value
     st.switch_page(page)

@@ -1,6 +1,6 @@
 """The Train form's state: its widgets' keys and values, and the run config they give.
 
-The page (`pages/1_Train.py`) draws the widgets; this module seeds them (defaults, or a
+The page (`ui.nav.TRAIN`) draws the widgets; this module seeds them (defaults, or a
 cloned run's config) and turns what was typed into a started run, or into an error per
 field for the page to show.
 """

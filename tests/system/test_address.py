@@ -16,6 +16,7 @@ from core.store import Store
 from tests import app_server
 from tests.apptest import framed, page, written_group, written_run
 from tests.browser import NEEDS_CHROMIUM, chromium, settle
+from tests.waiting import scaled
 from ui import address, nav
 
 RUN, OTHER = "ended", "other"
@@ -33,16 +34,16 @@ def lab(app_store: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return app_store
 
 
-def opened(name: str, params: dict[str, str | list[str]]) -> AppTest:
-    """Page `name` of the app opened at an address with `params`."""
-    at = page(name)
+def opened(shown: nav.Page, params: dict[str, str | list[str]]) -> AppTest:
+    """Page `shown` of the app opened at an address with `params`."""
+    at = page(shown)
     for key, value in params.items():
         at.query_params[key] = value
     return at.run()
 
 
 def test_a_link_that_names_a_run_twice_opens_live_on_it_once(lab) -> None:
-    at = opened("pages/2_Live.py", {"runs": f"{RUN},{RUN}"})
+    at = opened(nav.LIVE, {"runs": f"{RUN},{RUN}"})
     assert not at.exception, at.exception
     assert at.multiselect(key="live_runs").value == [RUN]
     assert at.query_params["runs"] == RUN  # the address bar says what is shown
@@ -58,10 +59,10 @@ def test_the_shared_link_opens_live_in_a_browser(tmp_path) -> None:
     try:
         with chromium() as browser:
             tab = browser.new_page(viewport={"width": 1400, "height": 1000})
-            tab.goto(f"http://127.0.0.1:{port}/Live?runs={RUN},{RUN}")
+            tab.goto(f"http://127.0.0.1:{port}{nav.LIVE.url}?runs={RUN},{RUN}")
             settle(tab)
             assert tab.locator("[data-testid=stException]").count() == 0
-            tab.wait_for_url(f"**/Live?runs={RUN}", timeout=30_000)  # rewritten
+            tab.wait_for_url(f"**{nav.LIVE.url}?runs={RUN}", timeout=scaled(30_000))  # rewritten
             assert tab.get_by_text("an ended run").count() >= 1  # picked, once
     finally:
         app_server.stop(process, store)
@@ -69,7 +70,7 @@ def test_the_shared_link_opens_live_in_a_browser(tmp_path) -> None:
 
 def test_unknown_runs_and_garbage_drop_out_with_a_quiet_note(lab) -> None:
     named = f" {OTHER} ,no-such-run,,<script>,{RUN},{OTHER},{'x' * 5000}"
-    at = opened("pages/2_Live.py", {"runs": [named, RUN], "view": "nonsense"})
+    at = opened(nav.LIVE, {"runs": [named, RUN], "view": "nonsense"})
     assert not at.exception, at.exception
     assert at.multiselect(key="live_runs").value == [OTHER, RUN]
     assert at.query_params == {"runs": f"{OTHER},{RUN}"}
@@ -77,7 +78,7 @@ def test_unknown_runs_and_garbage_drop_out_with_a_quiet_note(lab) -> None:
 
 
 def test_compare_keeps_the_groups_and_runs_it_holds(lab) -> None:
-    at = opened("pages/3_Compare.py", {"groups": f"{GROUP},g-gone,{GROUP}", "runs": f"{RUN},{RUN}"})
+    at = opened(nav.COMPARE, {"groups": f"{GROUP},g-gone,{GROUP}", "runs": f"{RUN},{RUN}"})
     assert not at.exception, at.exception
     assert at.multiselect(key="compare_groups").value == [GROUP]
     assert at.multiselect(key="compare_runs").value == [RUN]
@@ -85,7 +86,7 @@ def test_compare_keeps_the_groups_and_runs_it_holds(lab) -> None:
 
 
 def test_the_presentation_view_is_kept(lab) -> None:
-    at = opened("pages/2_Live.py", {"runs": RUN, "view": ["presentation", "other"]})
+    at = opened(nav.LIVE, {"runs": RUN, "view": ["presentation", "other"]})
     assert not at.exception, at.exception
     assert at.query_params == {"runs": RUN, "view": "presentation"}
 
@@ -110,18 +111,18 @@ PARAMS = st.dictionaries(NAMES, st.one_of(VALUES, st.sampled_from(("presentation
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [path for path, _, _ in nav.PAGES])
+@pytest.mark.parametrize("shown", nav.PAGES, ids=lambda shown: shown.title)
 @settings(
     max_examples=25,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(params=PARAMS)
-def test_every_page_opens_on_any_address(lab, name, params) -> None:
-    at = opened(name, params)
-    assert not at.exception, (name, params, at.exception)
+def test_every_page_opens_on_any_address(lab, shown, params) -> None:
+    at = opened(shown, params)
+    assert not at.exception, (shown.title, params, at.exception)
     for key in ("runs", "groups"):
         if key in at.query_params:  # rewritten: what the page shows, once each
             kept = at.query_params[key].split(",")
-            assert len(kept) == len(set(kept)) and set(kept) <= set(KNOWN), (name, params)
+            assert len(kept) == len(set(kept)) and set(kept) <= set(KNOWN), (shown.title, params)
     assert at.query_params.get("view", "presentation") == "presentation"

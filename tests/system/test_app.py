@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -21,11 +20,22 @@ from core.escaping import escape_markdown
 from core.knobs import InvalidInput
 from core.store.metrics import Block
 from core.training.per_layer_schedule import BUDGET
-from tests.apptest import ROOT, SHORT, fill_sweep_form, finished_run, live_specs, page
+from tests.apptest import (
+    ROOT,
+    SHORT,
+    fill_sweep_form,
+    finished_run,
+    live_specs,
+    page,
+    trials_shown,
+    trials_shown_complete,
+)
+from tests.waiting import holds_for, scaled, wait_for
+from ui import nav
 
 
 def test_home_page_without_runs(lab) -> None:
-    at = page("app.py").run()
+    at = page().run()
     assert not at.exception
     assert at.title[0].value.endswith("Optimizer Lab")
     assert any("No runs yet" in info.value for info in at.info)
@@ -33,7 +43,7 @@ def test_home_page_without_runs(lab) -> None:
 
 def test_home_page_lists_runs(lab) -> None:
     run_id = finished_run(lab, name="listed run")
-    at = page("app.py").run()
+    at = page().run()
     assert not at.exception
     table = at.dataframe[0].value
     assert table["id"].tolist() == [run_id]
@@ -42,7 +52,7 @@ def test_home_page_lists_runs(lab) -> None:
 
 
 def test_demo_race_starts_three_runs_with_the_same_seed_at_the_length_picked(lab) -> None:
-    at = page("app.py").run()
+    at = page().run()
     assert at.session_state["home:race_length"] == "1 minute"  # the default
     at.session_state["home:race_length"] = "3 minutes"
     at.button[0].click().run()
@@ -74,12 +84,12 @@ def test_a_page_run_beside_an_engine_in_this_process_leaves_its_keras_session(
 
     cleared = []
     monkeypatch.setattr(keras.backend, "clear_session", lambda *_, **__: cleared.append(1))
-    page("app.py").run()
+    page().run()
     assert cleared == []
 
 
 def test_train_page_refuses_invalid_input_naming_the_field(lab) -> None:
-    at = page("pages/1_Train.py").run()
+    at = page(nav.TRAIN).run()
     assert not at.exception
     at.selectbox(key="run:optimizer").select("projected_gd").run()
     at.text_input(key="knob:projected_gd:learning_rate").input("-1").run()
@@ -95,7 +105,7 @@ def test_train_page_refuses_invalid_input_naming_the_field(lab) -> None:
 
 
 def test_train_page_starts_a_run_in_the_engine(lab) -> None:
-    at = page("pages/1_Train.py").run()
+    at = page(nav.TRAIN).run()
     at.selectbox(key="run:dataset").select("digits").run()
     at.selectbox(key="run:model").select("mlp").run()
     at.selectbox(key="run:optimizer").select("sgd").run()
@@ -108,11 +118,11 @@ def test_train_page_starts_a_run_in_the_engine(lab) -> None:
     assert run.config["hyperparameters"]["learning_rate"] == 0.2
     assert run.config["hyperparameters"]["clip_norm"] == 1.5
     assert run.config["max_steps"] == 5
-    lab.wait(run.id, 60)
+    lab.wait(run.id, scaled(60))
 
 
 def test_the_seeds_transformer_rules_fill_the_layer_rules_in_one_click(lab) -> None:
-    at = page("pages/1_Train.py").run()
+    at = page(nav.TRAIN).run()
     at.selectbox(key="run:dataset").select("digits").run()
     at.selectbox(key="run:model").select("mlp").run()
     at.text_input(key="run:max_steps").input("2").run()
@@ -124,7 +134,7 @@ def test_the_seeds_transformer_rules_fill_the_layer_rules_in_one_click(lab) -> N
         {"pattern": "norm|bias", "lr_mult": 1.0, "weight_decay": 0.0},
         {"pattern": "embedding", "lr_mult": 0.1, "weight_decay": None},
     ]
-    lab.wait(run.id, 60)
+    lab.wait(run.id, scaled(60))
 
 
 def test_train_page_offers_the_datasets_uploaded_and_a_cloned_runs_file(lab, tmp_path) -> None:
@@ -137,7 +147,7 @@ def test_train_page_offers_the_datasets_uploaded_and_a_cloned_runs_file(lab, tmp
     assert kept == f"npz:{lab.store.datasets_folder.resolve() / f'my_data.{digest[:16]}.npz'}"
     elsewhere = f"npz:{content}"  # a CLI run's file, cloned
 
-    at = page("pages/1_Train.py")
+    at = page(nav.TRAIN)
     at.session_state["prefill"] = RunConfig(dataset=elsewhere, model="mlp", batch_size=10).to_dict()
     at.run()
     assert not at.exception
@@ -151,7 +161,7 @@ def test_train_page_offers_the_datasets_uploaded_and_a_cloned_runs_file(lab, tmp
     at.button(key="start").click().run()
     assert not at.exception
     (run,) = lab.list()
-    assert run.config["dataset"] == kept and lab.wait(run.id, 60).status == "completed"
+    assert run.config["dataset"] == kept and lab.wait(run.id, scaled(60)).status == "completed"
 
 
 def test_live_page_draws_a_long_run_from_its_summaries_and_zooms_to_every_step(lab) -> None:
@@ -166,7 +176,7 @@ def test_live_page_draws_a_long_run_from_its_summaries_and_zooms_to_every_step(l
         part = slice(start, start + 50_000)
         lab.store.append_metrics("long", Block(("loss",), steps[part], loss[None, part]))
     lab.store.finish("long", "completed", {"steps": 300_000})
-    at = page("pages/2_Live.py")
+    at = page(nav.LIVE)
     at.session_state["watch"] = ["long"]
     at.run()
     assert not at.exception
@@ -193,7 +203,7 @@ def test_live_page_draws_a_long_run_from_its_summaries_and_zooms_to_every_step(l
 def test_live_says_how_often_each_run_records_its_per_layer_statistics(lab) -> None:
     logged_every_other = finished_run(lab)  # log_every 2: an explicit log_every wins
     budgeted = finished_run(lab, log_every=1)  # the budget's interval
-    at = page("pages/2_Live.py")
+    at = page(nav.LIVE)
     at.session_state["watch"] = [logged_every_other, budgeted]
     at.session_state["live_charts"] = "Per layer"
     at.run()
@@ -212,7 +222,7 @@ def plotly_array(data: list | dict) -> np.ndarray:
 
 def test_live_page_controls_an_active_run(lab) -> None:
     run_id = lab.start(RunConfig.from_dict({**SHORT, "max_steps": None, "epochs": 10_000}))
-    at = page("pages/2_Live.py")
+    at = page(nav.LIVE)
     at.session_state["watch"] = [run_id]
     at.run()
     assert not at.exception
@@ -221,27 +231,26 @@ def test_live_page_controls_an_active_run(lab) -> None:
     slider = f"knob:{run_id}:radius:20.0"
     at.select_slider(key=slider).set_value(5.0).run()
     at.run().run()
-    time.sleep(0.5)
-    assert not [e for e in lab.events(run_id) if e.kind == "knob"]
+    holds_for(
+        lambda: not [e for e in lab.events(run_id) if e.kind == "knob"], 0.5, "no change sent"
+    )
     at.select_slider(key=slider).set_value(5.0)
     at.button(key=f"apply:{run_id}").click().run()
-    deadline = time.monotonic() + 30
-    while not [e for e in lab.events(run_id) if e.kind == "knob"]:
-        assert time.monotonic() < deadline, "the slider's change never reached the run"
-        time.sleep(0.05)
+    wait_for(
+        lambda: [e for e in lab.events(run_id) if e.kind == "knob"],
+        30,
+        "the slider's change to reach the run",
+    )
     (change,) = [e.payload for e in lab.events(run_id) if e.kind == "knob"]
     assert change == {"name": "radius", "value": 5.0, "previous": 20.0}
     at.button(key=f"pause:{run_id}").click().run()
-    deadline = time.monotonic() + 30
-    while lab.status(run_id).status != "paused":
-        assert time.monotonic() < deadline, "the pause button did not pause the run"
-        time.sleep(0.05)
+    wait_for(lambda: lab.status(run_id).status == "paused", 30, "the pause button to pause")
     at.button(key=f"stop:{run_id}").click().run()
-    assert lab.wait(run_id, 30).status == "stopped"
+    assert lab.wait(run_id, scaled(30)).status == "stopped"
 
 
 def test_optimizers_page_lists_every_optimizer(lab) -> None:
-    at = page("pages/5_Optimizers.py").run()
+    at = page(nav.OPTIMIZERS).run()
     assert not at.exception
     labels = " ".join(e.label.replace("\\", "") for e in at.expander)  # Markdown escapes
     for name in (
@@ -258,33 +267,29 @@ def test_optimizers_page_lists_every_optimizer(lab) -> None:
 
 
 def test_sweep_page_starts_a_sweep_whose_trials_are_runs(lab) -> None:
-    at = page("pages/4_Sweep.py").run()
+    at = page(nav.SWEEP).run()
     assert not at.exception
     assert any("No sweeps yet" in info.value for info in at.info)
     fill_sweep_form(at, n_trials=2)
     at.button(key="sweep:start").click().run()
     assert not at.exception
     assert not at.error, [e.value for e in at.error]
-    deadline = time.monotonic() + 120
-    while len(lab.list()) < 2 or any(r.active for r in lab.list()):
-        assert time.monotonic() < deadline, "the sweep's trials did not finish"
-        time.sleep(0.2)
+    wait_for(
+        lambda: len(runs := lab.list()) == 2 and not any(r.active for r in runs),
+        120,
+        "the sweep's two trials to end",
+        interval=0.2,
+    )
     runs = lab.list()
     assert len(runs) == 2 and {r.config["model"] for r in runs} == {"mlp"}
     assert len({r.config["hyperparameters"]["learning_rate"] for r in runs}) == 2
-    while True:  # the sweep's driver tells the study each trial's end within a poll
-        at.run()
-        assert not at.exception
-        (trials,) = [d.value for d in at.dataframe if "trial" in d.value.columns]
-        if set(trials["state"]) == {"COMPLETE"}:
-            break
-        assert time.monotonic() < deadline, trials
-        time.sleep(0.2)
+    wait_for(lambda: trials_shown_complete(at), 120, "the trials shown complete", 0.2)
+    (trials,) = trials_shown(at)
     assert len(trials) == 2 and trials["value"].notna().all()
 
 
 def test_sweep_page_refuses_a_bad_space_naming_the_field(lab) -> None:
-    at = page("pages/4_Sweep.py").run()
+    at = page(nav.SWEEP).run()
     at.selectbox(key="sweep:optimizer").select("sgd").run()
     editor_key = "sweep:dimensions:sgd"
     at.session_state[editor_key] = {
@@ -311,7 +316,7 @@ def test_sliders_offer_only_values_the_knob_takes_and_headers_show_current_ones(
             }
         )
     )
-    at = page("pages/2_Live.py")
+    at = page(nav.LIVE)
     at.session_state["watch"] = [run_id]
     at.run()
     learning_rate = at.select_slider(key=f"knob:{run_id}:learning_rate:0.01")
@@ -319,14 +324,11 @@ def test_sliders_offer_only_values_the_knob_takes_and_headers_show_current_ones(
     assert "0" in at.select_slider(key=f"knob:{run_id}:weight_decay:0.004").options
     # A change made elsewhere (another tab, the CLI) shows in the header and the slider.
     lab.settle(lab.update(run_id, learning_rate=0.02))
-    deadline = time.monotonic() + 30
-    while lab.status(run_id).knobs["learning_rate"] != 0.02:
-        assert time.monotonic() < deadline, "the change never reached the run"
-        time.sleep(0.05)
+    wait_for(lambda: lab.status(run_id).knobs["learning_rate"] == 0.02, 30, "the change to land")
     at.run()
     assert "lr 0\\.02" in at.markdown[0].value  # escaped: knob values come from the store
     assert at.select_slider(key=f"knob:{run_id}:learning_rate:0.02").value == 0.02
-    home = page("app.py").run()
+    home = page().run()
     assert "lr 0.02" in home.dataframe[0].value["knobs"].tolist()[0]
     lab.settle(lab.stop(run_id))
 
@@ -334,7 +336,7 @@ def test_sliders_offer_only_values_the_knob_takes_and_headers_show_current_ones(
 def test_home_filters_tags_and_deletes_runs(lab) -> None:
     kept = finished_run(lab, name="kept run")
     gone = finished_run(lab, name="doomed run", optimizer="adam")
-    at = page("app.py").run()
+    at = page().run()
     at.text_input(key="runs_filter").input("doomed").run()
     assert at.dataframe[0].value["id"].tolist() == [gone]
     at.text_input(key="runs_filter").input("").run()
@@ -353,26 +355,23 @@ def stopped_run(lab, **changes) -> str:
     """A run stopped after step 20, with checkpoints every 5 steps."""
     config = {**SHORT, "max_steps": 300, "checkpoint_every": 5, **changes}
     run_id = lab.start(RunConfig.from_dict(config))
-    deadline = time.monotonic() + 60
-    while lab.status(run_id).step < 20:
-        assert time.monotonic() < deadline, "the run never reached step 20"
-        time.sleep(0.02)
+    wait_for(lambda: lab.status(run_id).step >= 20, 60, "step 20")
     lab.settle(lab.stop(run_id))
-    assert lab.wait(run_id, 30).status == "stopped"
+    assert lab.wait(run_id, scaled(30)).status == "stopped"
     return run_id
 
 
 def test_live_resumes_a_stopped_run_from_its_checkpoint(lab) -> None:
     run_id = stopped_run(lab)
     last = lab.checkpoints(run_id)[-1].step
-    at = page("pages/2_Live.py")
+    at = page(nav.LIVE)
     at.session_state["watch"] = [run_id]
     at.run()
     assert not at.exception
     assert f"at step {last:,}" in at.button(key=f"continue:{run_id}").help
     at.button(key=f"continue:{run_id}").click().run()
     assert not at.exception
-    assert lab.wait(run_id, 60).status == "completed"
+    assert lab.wait(run_id, scaled(60)).status == "completed"
     assert [e.step for e in lab.events(run_id) if e.kind == "restored"] == [last]
     total = lab.status(run_id).total_steps
     assert lab.metrics(run_id).steps.tolist() == list(range(2, total + 1, 2))  # each step once
@@ -382,21 +381,21 @@ def test_home_resumes_every_interrupted_run(lab) -> None:
     first, second = stopped_run(lab), stopped_run(lab, seed=1)
     for run_id in (first, second):  # as a crash leaves them
         lab.store.finish(run_id, "interrupted", lab.status(run_id).final_metrics)
-    at = page("app.py").run()
+    at = page().run()
     assert at.dataframe[0].value["checkpoints MB"].min() > 0
     (button,) = [b for b in at.button if b.label.startswith("Resume all interrupted")]
     assert button.label == "Resume all interrupted (2)"
     button.click().run()
     assert not at.exception
     for run_id in (first, second):
-        assert lab.wait(run_id, 90).status == "completed"
+        assert lab.wait(run_id, scaled(90)).status == "completed"
 
 
 def test_live_offers_the_model_of_the_last_or_the_best_checkpoint(lab) -> None:
     run_id = finished_run(lab, max_steps=40, checkpoint_every=10, val_every=10)
     saved = lab.checkpoints(run_id)
     best = max(saved, key=lambda c: (c.val_accuracy, c.step))
-    at = page("pages/2_Live.py")
+    at = page(nav.LIVE)
     at.session_state["watch"] = [run_id]
     at.run()
     assert not at.exception
@@ -422,7 +421,7 @@ def test_live_offers_the_model_of_the_last_or_the_best_checkpoint(lab) -> None:
 
 def test_live_forks_a_run_and_draws_the_branch(lab) -> None:
     parent = finished_run(lab, max_steps=40, checkpoint_every=10, log_every=1)
-    at = page("pages/2_Live.py")
+    at = page(nav.LIVE)
     at.session_state["watch"] = [parent]
     at.run()
     assert at.select_slider(key=f"fork-step:{parent}").value == 40
@@ -434,10 +433,10 @@ def test_live_forks_a_run_and_draws_the_branch(lab) -> None:
     assert not at.exception
     (fork,) = [run for run in lab.list() if run.parent == parent]
     assert fork.forked_at == 20 and fork.config["hyperparameters"]["learning_rate"] == 0.05
-    assert lab.wait(fork.id, 60).status == "completed"
+    assert lab.wait(fork.id, scaled(60)).status == "completed"
     assert lab.metrics(fork.id).steps.tolist() == list(range(21, 61))
 
-    at = page("pages/2_Live.py")
+    at = page(nav.LIVE)
     at.session_state["watch"] = [fork.id]
     at.run()
     assert not at.exception
@@ -456,11 +455,11 @@ def test_a_run_keeps_its_colour_from_live_to_compare(lab) -> None:
         loss = next(f for f in figures if f["layout"].get("uirevision") == "loss")
         return next(t["line"]["color"] for t in loss["data"] if t["name"] == f"{name} · train")
 
-    at = page("pages/2_Live.py")
+    at = page(nav.LIVE)
     at.session_state["watch"] = [second]  # alone on Live: the first colour were it by place
     at.run()
     on_live = train_colour(live_specs(at), second)
-    at.switch_page("pages/3_Compare.py")
+    at.switch_page(nav.COMPARE.file)
     at.session_state["compare"] = [first, second]
     at.run()
     assert not at.exception
@@ -470,7 +469,7 @@ def test_a_run_keeps_its_colour_from_live_to_compare(lab) -> None:
 
 
 def test_the_recipes_page_starts_a_recipe_and_shows_its_verdict_box(lab) -> None:
-    at = page("pages/6_Recipes.py").run()
+    at = page(nav.RECIPES).run()
     assert not at.exception
     cards = [b for b in at.button if b.label == "Run it"]
     assert len(cards) == 7
@@ -483,7 +482,7 @@ def test_the_recipes_page_starts_a_recipe_and_shows_its_verdict_box(lab) -> None
     for run in runs:
         lab.stop(run.id)
     for run in runs:
-        lab.wait(run.id, 60)
+        lab.wait(run.id, scaled(60))
         lab.delete(run.id)
     at.run()  # its runs deleted: the gallery alone, no error
     assert not at.exception and not at.subheader

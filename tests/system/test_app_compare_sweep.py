@@ -30,7 +30,8 @@ from tests.apptest import (
     written_run,
 )
 from tests.lean import NO_INSTRUMENTS
-from tests.waiting import wait_for
+from tests.waiting import scaled, wait_for
+from ui import nav
 
 # Trials of about a second: 8×8 digits, validated every 11 steps.
 TRIAL = RunConfig(
@@ -61,7 +62,7 @@ def sweeps(lab: EngineClient) -> Iterator[Callable[..., Sweep]]:
     yield start
     for sweep in state.sweeps().values():
         sweep.stop()
-        sweep.wait(60)
+        sweep.wait(scaled(60))
 
 
 @pytest.fixture
@@ -130,7 +131,7 @@ def test_compare_shows_the_optimizer_and_every_knob_that_differs(lab: EngineClie
         finished_run(lab, hyperparameters={**knobs, "learning_rate": 0.05}),
         finished_run(lab, optimizer="momentum", hyperparameters={**knobs, "nesterov": True}),
     ]
-    at = page("pages/3_Compare.py")
+    at = page(nav.COMPARE)
     at.session_state["compare"] = ids
     at.run()
     assert not at.exception
@@ -163,7 +164,7 @@ def test_compare_picks_the_newest_two_groups_and_says_which_is_better_first(
     written_group(lab.store, "old", (0.4, 0.5))
     written_group(lab.store, "fast", (0.30, 0.31, 0.29))
     written_group(lab.store, "slow", (0.60, 0.62, 0.58))
-    at = page("pages/3_Compare.py").run()
+    at = page(nav.COMPARE).run()
     assert not at.exception
     # The newest groups, not the newest runs of any group: nothing else is mixed in.
     assert at.multiselect(key="compare_groups").value == ["g-slow", "g-fast"]
@@ -205,7 +206,7 @@ def test_compare_shows_runs_handed_over_as_their_groups_and_single_runs(
     fast = written_group(lab.store, "fast", (0.30, 0.31, 0.29))
     slow = written_group(lab.store, "slow", (0.60, 0.62, 0.58))
     mae = written_run(lab.store, "regression", "regression", final={"best_val_mae": 0.2})
-    at = page("pages/3_Compare.py")
+    at = page(nav.COMPARE)
     at.session_state["compare"] = [*fast, slow[0], mae]  # as Home's Compare button hands them
     at.run()
     assert not at.exception
@@ -218,7 +219,7 @@ def test_compare_shows_runs_handed_over_as_their_groups_and_single_runs(
     assert "Pick two groups of repeats above" in at.caption[-1].value
 
     # A link of runs only (as shared before groups) shows those runs and no group.
-    shared = page("pages/3_Compare.py")
+    shared = page(nav.COMPARE)
     shared.query_params["runs"] = f"{fast[0]},{mae}"
     shared.run()
     assert not shared.exception
@@ -240,7 +241,7 @@ def start_from_the_form(at: AppTest, seed: int | None) -> None:
 def test_every_sweep_gets_a_fresh_seed_unless_given_one() -> None:
     from ui import state
 
-    at = page("pages/4_Sweep.py").run()
+    at = page(nav.SWEEP).run()
     assert at.number_input(key="sweep:seed").value is None  # empty: random
     for seed in (None, None, 1234):
         start_from_the_form(at, seed)
@@ -253,7 +254,7 @@ def test_the_studies_and_their_trials_refresh_while_a_sweep_runs(
     lab: EngineClient, sweeps: Callable[..., Sweep], ticking_tables: list[str]
 ) -> None:
     sweep = sweeps(TRIAL.replace(max_steps=20_000, epochs=1000), n_trials=1)
-    at = page("pages/4_Sweep.py").run()
+    at = page(nav.SWEEP).run()
     assert not at.exception
     (studies,) = [t.value for t in at.dataframe if "sweep" in t.value.columns]
     assert studies["sweep"].tolist() == [sweep.study_name]
@@ -261,7 +262,7 @@ def test_the_studies_and_their_trials_refresh_while_a_sweep_runs(
     assert f"sweep:trials:{sweep.study_name}" in ticking_tables
 
     sweep.stop()
-    assert sweep.wait(60).state == "stopped"
+    assert sweep.wait(scaled(60)).state == "stopped"
     ticking_tables.clear()
     at.run()
     assert not at.exception and ticking_tables == []  # nothing runs: no refreshing
@@ -269,11 +270,11 @@ def test_the_studies_and_their_trials_refresh_while_a_sweep_runs(
 
 def test_a_picked_trial_clones_into_train(lab: EngineClient, sweeps: Callable[..., Sweep]) -> None:
     sweep = sweeps(n_trials=2)
-    assert sweep.wait(120).state == "done"
+    assert sweep.wait(scaled(120)).state == "done"
     trial = sweep.results()[1]
     run = lab.status(trial.run_id)
 
-    at = page("pages/4_Sweep.py").run()
+    at = page(nav.SWEEP).run()
     assert at.button(key="sweep:clone").disabled  # until a trial is picked
     at.session_state[f"sweep:trials:{sweep.study_name}"] = {
         "selection": {"rows": [1], "columns": [], "cells": []}
@@ -295,10 +296,10 @@ def test_a_stopped_sweep_resumes_from_its_page(
     sweep = sweeps(TRIAL.replace(max_steps=20_000, epochs=1000), n_trials=2, parallel=1)
     wait_for(lambda: [r for r in sweep.results() if r.step])  # its first run trains
     sweep.stop()
-    status = sweep.wait(60)
+    status = sweep.wait(scaled(60))
     assert status.state == "stopped" and status.to_run == 2 and status.resumable
 
-    at = page("pages/4_Sweep.py").run()
+    at = page(nav.SWEEP).run()
     assert not at.exception
     assert not [b for b in at.button if b.key == "sweep:stop"]  # Resume in its place
     at.button(key="sweep:resume").click().run()
@@ -310,13 +311,13 @@ def test_a_stopped_sweep_resumes_from_its_page(
     first, retry = resumed.results()
     assert retry.params == first.params and retry.run_id != first.run_id
     resumed.stop()
-    assert resumed.wait(60).state == "stopped"
+    assert resumed.wait(scaled(60)).state == "stopped"
 
 
 def test_a_finished_sweep_offers_no_resume(lab: EngineClient, sweeps: Callable[..., Sweep]) -> None:
-    status = sweeps(n_trials=1).wait(120)
+    status = sweeps(n_trials=1).wait(scaled(120))
     assert status.state == "done" and status.to_run == 0 and not status.resumable
-    at = page("pages/4_Sweep.py").run()
+    at = page(nav.SWEEP).run()
     assert at.button(key="sweep:stop").disabled
     assert not [b for b in at.button if b.key == "sweep:resume"]
 
@@ -325,15 +326,16 @@ def test_a_finished_sweep_offers_no_resume(lab: EngineClient, sweeps: Callable[.
 
 RENDER_PAGES = """
 import sys
-from streamlit.testing.v1 import AppTest
+from tests.apptest import page
+from ui import nav
 
-for path in ("pages/3_Compare.py", "pages/4_Sweep.py"):
-    at = AppTest.from_file("app.py", default_timeout=60).switch_page(path)
+for shown in (nav.COMPARE, nav.SWEEP):
+    at = page(shown)
     at.session_state["compare"] = sys.argv[1:]  # the runs to compare
     at.run()
-    assert not at.exception, (path, [e.value for e in at.exception])
+    assert not at.exception, (shown.title, [e.value for e in at.exception])
     # Drawn with data: the parallel coordinates (live on Sweep, redrawn as trials end).
-    assert at.get("plotly_chart") or at.get("bidi_component"), path
+    assert at.get("plotly_chart") or at.get("bidi_component"), shown.title
 print(sorted({"tensorflow", "keras"} & set(sys.modules)))
 """
 
@@ -342,7 +344,7 @@ def test_compare_and_sweep_pages_never_import_tensorflow(
     app_store: Path, lab: EngineClient, sweeps: Callable[..., Sweep]
 ) -> None:
     ids = [finished_run(lab, seed=seed) for seed in (0, 1)]
-    assert sweeps(n_trials=1).wait(120).state == "done"
+    assert sweeps(n_trials=1).wait(scaled(120)).state == "done"
     # Another process, as the dashboard's: it finds this process's engine through the store.
     env = {**os.environ, "OPTLAB_STORE": str(app_store)}
     out = subprocess.run(
@@ -351,7 +353,7 @@ def test_compare_and_sweep_pages_never_import_tensorflow(
         text=True,
         cwd=ROOT,
         env=env,
-        timeout=300,
+        timeout=scaled(300),
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip().splitlines()[-1] == "[]"
@@ -361,10 +363,10 @@ def test_sweep_page_lists_studies_oldest_first(
     lab: EngineClient, sweeps: Callable[..., Sweep]
 ) -> None:
     first = sweeps(n_trials=1)
-    first.wait(120)
+    first.wait(scaled(120))
     second = sweeps(n_trials=1)
-    second.wait(120)
-    at = page("pages/4_Sweep.py").run()
+    second.wait(scaled(120))
+    at = page(nav.SWEEP).run()
     (studies,) = [t.value for t in at.dataframe if "sweep" in t.value.columns]
     assert studies["sweep"].tolist() == [first.study_name, second.study_name]
     assert studies["done"].tolist() == [1, 1]
@@ -373,7 +375,7 @@ def test_sweep_page_lists_studies_oldest_first(
 def test_no_field_of_the_sweep_page_names_a_server_path_or_database(lab) -> None:
     """Studies live in the lab's store: the page has no storage field, which accepted
     `sqlite:////any/path` and wrote Optuna's tables into any file on the server."""
-    at = page("pages/4_Sweep.py").run()
+    at = page(nav.SWEEP).run()
     assert not at.exception
     labels = [widget.label.lower() for widget in at.text_input]
     assert not [label for label in labels if "storage" in label or "url" in label], labels

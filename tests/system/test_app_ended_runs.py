@@ -10,6 +10,7 @@ import pytest
 
 from tests.apptest import finished_run, live_specs, page
 from tests.conftest import app_serving
+from ui import nav
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +26,7 @@ def ended(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, list[
 
 def test_clone_prefills_the_train_form(ended) -> None:
     lab, (_, run_id) = ended
-    at = page("pages/1_Train.py")
+    at = page(nav.TRAIN)
     at.session_state["prefill"] = lab.status(run_id).config
     at.run()
     assert at.selectbox(key="run:optimizer").value == "sgd"
@@ -35,7 +36,7 @@ def test_clone_prefills_the_train_form(ended) -> None:
 
 def test_live_page_shows_a_run_with_every_chart(ended) -> None:
     _, (run_id, _) = ended
-    at = page("pages/2_Live.py")
+    at = page(nav.LIVE)
     at.session_state["watch"] = [run_id]
     at.run()
     assert not at.exception
@@ -49,7 +50,7 @@ def test_live_page_shows_a_run_with_every_chart(ended) -> None:
 
 def test_compare_page_overlays_runs(ended) -> None:
     _, ids = ended
-    at = page("pages/3_Compare.py")
+    at = page(nav.COMPARE)
     at.session_state["compare"] = ids
     at.run()
     assert not at.exception
@@ -60,7 +61,7 @@ def test_compare_page_overlays_runs(ended) -> None:
 
 def test_the_live_selection_is_in_the_url(ended) -> None:
     _, (first, second) = ended
-    at = page("pages/2_Live.py")
+    at = page(nav.LIVE)
     at.query_params["runs"] = f"{second},unknown-run"
     at.run()
     assert at.multiselect(key="live_runs").value == [second]

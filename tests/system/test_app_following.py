@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 from core.presenter import KEY_VARIABLE
 from core.store import Store
 from tests.apptest import page, written_run
+from ui import nav
 
 KEY = "the-presenters-key-0123456789"
 
@@ -24,7 +25,7 @@ def runs(app_store: Path) -> list[str]:
 
 def live(runs: list[str], key: str | None = None) -> AppTest:
     """A session on Live watching `runs` (the presenter's when `key` is given)."""
-    at = page("pages/2_Live.py")
+    at = page(nav.LIVE)
     if key is not None:
         at.session_state["presenter:key"] = key
     at.session_state["watch"] = runs

@@ -15,11 +15,12 @@ from core.knobs import InvalidInput, Knob
 from core.sweep import list_studies
 from tests.apptest import SHORT, page
 from tests.waiting import wait_for
+from ui import nav
 
 
 def test_a_knobs_slider_and_field_are_one_value_sent_only_by_apply(lab) -> None:
     run_id = lab.start(RunConfig.from_dict({**SHORT, "max_steps": None, "epochs": 10_000}))
-    at = page("pages/2_Live.py")
+    at = page(nav.LIVE)
     at.session_state["watch"] = [run_id]
     at.run()
     slider, field = f"knob:{run_id}:radius:20.0", f"knob-field:{run_id}:radius:20.0"
@@ -60,7 +61,7 @@ def test_a_knobs_slider_and_field_are_one_value_sent_only_by_apply(lab) -> None:
 
 
 def test_the_train_form_is_kept_when_the_user_leaves_the_page(lab) -> None:
-    at = page("pages/1_Train.py").run()
+    at = page(nav.TRAIN).run()
     at.selectbox(key="run:optimizer").select("adamw").run()
     at.text_input(key="knob:adamw:learning_rate").input("0.003").run()
     at.text_input(key="run:batch_size").input("32").run()
@@ -69,9 +70,9 @@ def test_the_train_form_is_kept_when_the_user_leaves_the_page(lab) -> None:
     at.number_input(key="train:repeats").set_value(3).run()
     at.selectbox(key="train:vary").select("init").run()
     at.button(key="train:transformer-rules").click().run()
-    at.switch_page("pages/3_Compare.py").run()
+    at.switch_page(nav.COMPARE.file).run()
     assert not at.exception
-    at.switch_page("pages/1_Train.py").run()
+    at.switch_page(nav.TRAIN.file).run()
     assert not at.exception and not at.warning
     assert at.selectbox(key="run:optimizer").value == "adamw"
     assert at.text_input(key="knob:adamw:learning_rate").value == "0.003"
@@ -85,7 +86,7 @@ def test_the_train_form_is_kept_when_the_user_leaves_the_page(lab) -> None:
 
 
 def test_the_sweep_form_is_kept_when_the_user_leaves_the_page(lab) -> None:
-    at = page("pages/4_Sweep.py").run()
+    at = page(nav.SWEEP).run()
     at.selectbox(key="sweep:optimizer").select("momentum").run()
     at.text_input(key="sweep:epochs").input("2").run()
     at.radio(key="sweep:sampler").set_value("grid").run()
@@ -93,8 +94,8 @@ def test_the_sweep_form_is_kept_when_the_user_leaves_the_page(lab) -> None:
     at.number_input(key="sweep:parallel").set_value(3).run()
     at.number_input(key="sweep:seed").set_value(42).run()
     at.toggle(key="sweep:pruning").set_value(False).run()
-    at.switch_page("pages/3_Compare.py").run()
-    at.switch_page("pages/4_Sweep.py").run()
+    at.switch_page(nav.COMPARE.file).run()
+    at.switch_page(nav.SWEEP.file).run()
     assert not at.exception and not at.warning
     assert at.selectbox(key="sweep:optimizer").value == "momentum"
     assert at.text_input(key="sweep:epochs").value == "2"
@@ -135,7 +136,7 @@ def test_the_sweep_forms_run_fields_take_their_defaults_and_ranges_from_FIELDS(l
     """Every run field the Sweep form shows starts at its `FIELDS` default and takes what
     `FIELDS` takes, no more and no less: typed just outside its range, and at its ends,
     it is refused (or not) as `RunConfig` refuses the same values."""
-    at = page("pages/4_Sweep.py").run()
+    at = page(nav.SWEEP).run()
     fields = run_fields()
     widgets = form_fields(at)
     # The fields the issue found at odds with FIELDS are among those shown.

@@ -9,6 +9,8 @@ from streamlit.testing.v1 import AppTest
 from core.engine.client import EngineClient
 from core.sweep import Sweep, list_studies
 from tests.apptest import fill_sweep_form, page
+from tests.waiting import scaled
+from ui import nav
 
 
 def start(at: AppTest) -> None:
@@ -18,7 +20,7 @@ def start(at: AppTest) -> None:
 
 
 def test_the_picked_objective_scores_the_sweep_the_form_starts(lab: EngineClient) -> None:
-    at = page("pages/4_Sweep.py").run()
+    at = page(nav.SWEEP).run()
     fill_sweep_form(at, n_trials=1)
     box = at.selectbox(key="sweep:objective")
     assert box.value is None and "val_accuracy" in box.format_func(None)  # digits' metric
@@ -34,13 +36,13 @@ def test_the_picked_objective_scores_the_sweep_the_form_starts(lab: EngineClient
         0.2,
         "minimize",
     )
-    assert sweep.wait(120).state == "done"  # the engine drove it
+    assert sweep.wait(scaled(120)).state == "done"  # the engine drove it
 
 
 def test_time_to_target_without_a_target_is_named_and_nothing_is_written(
     lab: EngineClient,
 ) -> None:
-    at = page("pages/4_Sweep.py").run()
+    at = page(nav.SWEEP).run()
     fill_sweep_form(at, n_trials=1)
     at.selectbox(key="sweep:objective").select("time_to_target").run()
     start(at)

@@ -24,6 +24,7 @@ from bench.timing import interleave, median_seconds, seconds_per_call
 from core import models
 from core.engine import Engine, RunConfig
 from tests.lean import NO_INSTRUMENTS, digits_trial
+from tests.waiting import scaled
 
 
 def test_interleave_alternates_and_measures_relative_cost(
@@ -208,7 +209,7 @@ def test_the_sampler_charges_time_to_the_call_the_anchor_is_in() -> None:
 
     started = time.perf_counter()
     threading.Thread(target=work).start()
-    done.wait(10)
+    done.wait(scaled(10))
     elapsed = time.perf_counter() - started
 
     # A moment may go to starting the sampler's own thread, and a last look may find the
@@ -240,7 +241,7 @@ def clocked_run(tmp_path_factory):
         **NO_INSTRUMENTS,
     )
     run_id = engine.start(config)
-    status = engine.wait(run_id, 120)
+    status = engine.wait(run_id, scaled(120))
     yield store, run_id, status, calls
     engine.close()
 

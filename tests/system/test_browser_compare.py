@@ -13,6 +13,8 @@ from core.store import Store
 from tests import app_server
 from tests.apptest import written_group
 from tests.browser import NEEDS_CHROMIUM, screenshot, settle
+from tests.waiting import scaled
+from ui import nav
 
 pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
 
@@ -36,7 +38,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def box(page: object, selector: str) -> dict[str, float]:
     """The bounding box, in the window's pixels, of the first element `selector` finds
     once it is attached (drawn or not)."""
-    element = page.wait_for_selector(selector, state="attached", timeout=60_000)
+    element = page.wait_for_selector(selector, state="attached", timeout=scaled(60_000))
     return element.bounding_box()
 
 
@@ -44,7 +46,7 @@ def test_the_verdict_is_in_the_first_screen_and_no_axis_label_is_cut(
     server: str, browser: object, tmp_path: Path
 ) -> None:
     page = browser.new_page(viewport=SCREEN)
-    page.goto(f"{server}/Compare")
+    page.goto(f"{server}{nav.COMPARE.url}")
     settle(page)
     sentence = box(page, "text=over 3 and 3 seeds")
     assert sentence["y"] >= 0 and sentence["y"] + sentence["height"] <= SCREEN["height"]

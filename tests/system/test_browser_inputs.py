@@ -5,7 +5,6 @@ the form, its table too, is there again after the user leaves the page and comes
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -21,11 +20,12 @@ from tests.browser import (
     screenshot,
     settle,
 )
-from tests.waiting import wait_for
+from tests.waiting import scaled, wait_for
+from ui import nav
 
 pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
 
-TIMEOUT = 60_000  # ms; a busy 2-core machine is slow to answer, not wrong
+TIMEOUT = scaled(60_000)  # ms; a busy 2-core machine is slow to answer, not wrong
 
 
 def knob_events(client: Any, run_id: str) -> list[dict[str, Any]]:
@@ -101,21 +101,24 @@ def open_editor(page: Any, canvas: Any, knob_cell: Any, timeout: float = 60.0) -
 
     On a busy machine a rerun can remount the grid between the click and the key, which
     then go nowhere; so each step is checked (the cell selected, the editor open) and the
-    pair is tried again until the editor opens or `timeout` seconds pass."""
+    pair is tried again until the editor opens or `timeout` nominal seconds pass."""
     editor = page.locator("[id^='gdg-overlay'] .glide-select")
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def opened() -> bool:
         box = canvas.bounding_box()
-        if box is not None:
-            page.mouse.click(box["x"] + 40, box["y"] + 35 + 17)  # below the header
-            try:
-                expect(knob_cell).to_have_attribute("aria-selected", "true", timeout=5_000)
-                page.keyboard.press("Enter")
-                editor.wait_for(timeout=5_000)
-                return
-            except (AssertionError, PlaywrightTimeoutError):
-                page.keyboard.press("Escape")  # whatever half-opened, closed
-    pytest.fail(f"the knob's selectbox: not open within {timeout:g} s")
+        if box is None:
+            return False
+        page.mouse.click(box["x"] + 40, box["y"] + 35 + 17)  # below the header
+        try:
+            expect(knob_cell).to_have_attribute("aria-selected", "true", timeout=scaled(5_000))
+            page.keyboard.press("Enter")
+            editor.wait_for(timeout=scaled(5_000))
+        except (AssertionError, PlaywrightTimeoutError):
+            page.keyboard.press("Escape")  # whatever half-opened, closed
+            return False
+        return True
+
+    wait_for(opened, timeout, "the knob's selectbox to open")
 
 
 def test_a_knob_picked_in_the_search_space_fills_in_its_range_kept_across_pages(
@@ -123,7 +126,7 @@ def test_a_knob_picked_in_the_search_space_fills_in_its_range_kept_across_pages(
 ) -> None:
     _, url, browser, _ = watched_lab
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(f"{url}/Sweep")
+    page.goto(f"{url}{nav.SWEEP.url}")
     settle(page)
     grid = page.locator("[data-testid='stDataFrame']").first
     canvas = grid.locator("[data-testid='data-grid-canvas']")
@@ -150,10 +153,10 @@ def test_a_knob_picked_in_the_search_space_fills_in_its_range_kept_across_pages(
     # To Train and back, through the sidebar: the same session.
     sidebar = page.get_by_test_id("stSidebar")
     sidebar.get_by_role("link", name="Train").click()
-    page.wait_for_url(f"{url}/Train", timeout=TIMEOUT)
+    page.wait_for_url(f"{url}{nav.TRAIN.url}", timeout=TIMEOUT)
     settle(page)
     sidebar.get_by_role("link", name="Sweep").click()
-    page.wait_for_url(f"{url}/Sweep", timeout=TIMEOUT)
+    page.wait_for_url(f"{url}{nav.SWEEP.url}", timeout=TIMEOUT)
     settle(page)
     canvas.wait_for(timeout=TIMEOUT)
     assert row(0) == ["batch_size", "32", "128", "false"]

@@ -13,6 +13,8 @@ from core.store import Store
 from tests import app_server
 from tests.browser import ARTIFACTS, NEEDS_CHROMIUM, repainted, settle, wait_for_drawn_charts
 from tests.sweep_studies import stored_study
+from tests.waiting import scaled
+from ui import nav
 
 pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
 VIEW = {"width": 1280, "height": 800}
@@ -67,7 +69,7 @@ def chart_box(page: Any, key: str) -> dict[str, float]:
 def test_each_view_of_a_stored_study_is_drawn(server: tuple[str, Path], browser: Any) -> None:
     url, _ = server
     page = browser.new_page(viewport=VIEW)
-    page.goto(f"{url}/Sweep")
+    page.goto(f"{url}{nav.SWEEP.url}")
     settle(page)
     # The parallel coordinates, then the 7 views: a contour and 3 slices among them.
     wait_for_drawn_charts(page, 1 + 4 + 1 + 3, "the sweep's analysis")
@@ -99,11 +101,13 @@ def test_the_views_are_redrawn_in_place_while_the_page_drives_a_sweep(
     with Store(store) as opened:  # the newest study: the page shows it
         stored_study(opened, "resumed", n_trials=6, seed=1, written=2, pruning=False)
     page = browser.new_page(viewport=VIEW)
-    page.goto(f"{url}/Sweep")
+    page.goto(f"{url}{nav.SWEEP.url}")
     settle(page)
-    page.wait_for_function(f"() => ({POINTS})(['sweep/history', 'trial']) === 2", timeout=60_000)
+    page.wait_for_function(
+        f"() => ({POINTS})(['sweep/history', 'trial']) === 2", timeout=scaled(60_000)
+    )
     importance = ["sweep/importance", "fANOVA"]
-    page.wait_for_function(f"() => ({POINTS})({importance}) >= 0", timeout=60_000)  # drawn
+    page.wait_for_function(f"() => ({POINTS})({importance}) >= 0", timeout=scaled(60_000))  # drawn
     assert page.evaluate(POINTS, importance) == 0  # 2 trials: no importance yet
     page.evaluate("() => { window.notReloaded = true; }")
     page.get_by_role("button", name="Resume the sweep").click()
@@ -111,7 +115,7 @@ def test_the_views_are_redrawn_in_place_while_the_page_drives_a_sweep(
     page.wait_for_function(
         f"() => ({POINTS})(['sweep/history', 'trial']) >= 4"
         f" && ({POINTS})(['sweep/importance', 'fANOVA']) === 3",
-        timeout=300_000,
+        timeout=scaled(300_000),
     )
     assert page.evaluate("() => window.notReloaded === true")
     assert page.locator("[data-testid='stException']").count() == 0

@@ -13,6 +13,7 @@ from core.store import Store
 from tests import app_server
 from tests.browser import NEEDS_CHROMIUM, repainted, settle, start_sweep
 from tests.waiting import wait_for
+from ui import nav
 
 pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
 
@@ -39,7 +40,7 @@ def test_a_sweep_survives_a_dashboard_restart_and_is_stopped_from_the_page(
     process, port = app_server.start(store_path, tmp_path / "first.log")
     try:
         page = browser.new_page(viewport={"width": 1280, "height": 800})
-        page.goto(f"http://127.0.0.1:{port}/Sweep")
+        page.goto(f"http://127.0.0.1:{port}{nav.SWEEP.url}")
         settle(page)
         start_sweep(page, epochs=1000, trials=2)  # trials that train until stopped
         wait_for(lambda: TRAINING.search(progress_text(page)), 180, "its trials to train")
@@ -50,7 +51,7 @@ def test_a_sweep_survives_a_dashboard_restart_and_is_stopped_from_the_page(
         process, port = app_server.start(store_path, tmp_path / "second.log")
         assert app_server.serving_engine(store_path) == engine
         page = browser.new_page(viewport={"width": 1280, "height": 800})
-        page.goto(f"http://127.0.0.1:{port}/Sweep")
+        page.goto(f"http://127.0.0.1:{port}{nav.SWEEP.url}")
         settle(page)
         wait_for(lambda: progress_text(page).startswith("running"), 60, "the sweep, running")
         wait_for(lambda: any(trial_steps(store_path).values()), 120, "a trial to train a step")

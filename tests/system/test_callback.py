@@ -20,7 +20,8 @@ from core.optimizers import build
 from core.store import Store
 from tests.apptest import live_specs, page
 from tests.cli import run_main
-from tests.waiting import wait_for
+from tests.waiting import scaled, wait_for
+from ui import nav
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -155,12 +156,12 @@ def test_a_fit_with_a_keras_optimizer_is_recorded_and_shown(tmp_path: Path, lab)
     assert callback.run_id != first and lab.status(callback.run_id).status == "completed"
     metrics = lab.metrics(callback.run_id)
     assert metrics.steps.tolist() == [1, 2, 3, 4] and "grad_norm" not in metrics
-    for name, key in (("pages/2_Live.py", "watch"), ("pages/3_Compare.py", "compare")):
-        at = page(name)
+    for shown, key in ((nav.LIVE, "watch"), (nav.COMPARE, "compare")):
+        at = page(shown)
         at.session_state[key] = [callback.run_id]
         at.run()
-        assert not at.exception, (name, [e.value for e in at.exception])
-        assert at.get("plotly_chart") or live_specs(at), name  # Live's charts are live ones
+        assert not at.exception, (shown.title, [e.value for e in at.exception])
+        assert at.get("plotly_chart") or live_specs(at), shown.title  # Live's: live charts
 
 
 def test_bad_arguments_are_refused_naming_them() -> None:
@@ -195,7 +196,7 @@ def test_another_process_changes_the_rate_and_stops_a_scripts_fit(tmp_path: Path
             assert run_main("resume", "--store", store_path, run.id)[0] == 0
             wait_for(lambda: store.get_run(run.id).status == "running", 30, "not resumed")
             assert run_main("stop", "--store", store_path, run.id)[0] == 0
-        out, _ = script.communicate(timeout=60)
+        out, _ = script.communicate(timeout=scaled(60))
     finally:
         script.kill()
     assert script.returncode == 0, (tmp_path / "stderr.txt").read_text()[-3000:]
@@ -216,7 +217,7 @@ def test_live_steers_a_scripts_run_with_a_keras_optimizer_but_offers_no_knobs(la
     callback.set_params({"epochs": 3, "steps": 10, "verbose": 0})
     callback.on_train_begin()  # as `fit` begins: the run trains, in this process
     try:
-        at = page("pages/2_Live.py")
+        at = page(nav.LIVE)
         at.session_state["watch"] = [callback.run_id]
         at.run()
         assert not at.exception, [e.value for e in at.exception]

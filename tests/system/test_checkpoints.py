@@ -4,7 +4,6 @@ few; runs without checkpoints, or that ended otherwise, are refused."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from core.engine.checkpoints import KEEP, RunCheckpoints
 from core.knobs import InvalidInput
 from core.store import RESTORED_EVENT
 from tests.lean import NO_INSTRUMENTS
-from tests.waiting import wait_for
+from tests.waiting import scaled, wait_for
 
 BASE = {
     "dataset": "digits",
@@ -61,11 +60,9 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
 def stopped_after(engine: Engine, config: RunConfig, step: int) -> str:
     """A run of `config`, stopped once it has passed `step`."""
     run_id = engine.start(config)
-    deadline = time.monotonic() + 120
-    while engine.status(run_id).step < step and time.monotonic() < deadline:
-        time.sleep(0.002)
+    wait_for(lambda: engine.status(run_id).step >= step, 120, f"step {step}", interval=0.002)
     engine.stop(run_id)
-    status = engine.wait(run_id, 60)
+    status = engine.wait(run_id, scaled(60))
     assert status.status == "stopped", status
     return run_id
 
@@ -79,7 +76,7 @@ def uninterrupted(engine: Engine) -> dict[str, str]:
     """Each case's run, trained without a stop: started at once, run two by two."""
     runs = {case: engine.start(RunConfig.from_dict({**BASE, **CASES[case]})) for case in CASES}
     for run_id in runs.values():
-        assert engine.wait(run_id, 300).status == "completed"
+        assert engine.wait(run_id, scaled(300)).status == "completed"
     return runs
 
 
@@ -105,7 +102,7 @@ def test_a_resumed_run_continues_exactly(
     assert start == (stopped_at if origin == "stop" else stopped_at // 20 * 20)
 
     engine.resume(resumed)
-    assert engine.wait(resumed, 120).status == "completed"
+    assert engine.wait(resumed, scaled(120)).status == "completed"
     expected, got = engine.metrics(whole), engine.metrics(resumed)
     np.testing.assert_array_equal(got.steps, expected.steps)  # each step once
     for key in ("loss", "accuracy", "grad_norm", "param_norm", "noise_scale", "alpha"):
@@ -121,24 +118,21 @@ def test_a_resumed_run_continues_exactly(
 def test_pausing_saves_a_checkpoint_and_resume_unpauses(engine: Engine) -> None:
     run_id = engine.start(RunConfig.from_dict({**BASE, "max_steps": 400}))
     engine.pause(run_id)  # pauses as it starts, at step 0: nothing to save yet
-    while engine.status(run_id).status != "paused":
-        time.sleep(0.01)
+    wait_for(lambda: engine.status(run_id).status == "paused", 60, "paused at the start")
     assert checkpoints(engine, run_id).list() == []
     engine.resume(run_id)
-    while engine.status(run_id).step < 10:
-        time.sleep(0.01)
+    wait_for(lambda: engine.status(run_id).step >= 10, 60, "step 10")
     engine.pause(run_id)
-    while engine.status(run_id).status != "paused":
-        time.sleep(0.01)
+    wait_for(lambda: engine.status(run_id).status == "paused", 60, "paused at step 10")
     paused_at = engine.status(run_id).step
     assert checkpoints(engine, run_id).last().step == paused_at
     engine.resume(run_id)
-    assert engine.wait(run_id, 120).status == "completed"
+    assert engine.wait(run_id, scaled(120)).status == "completed"
 
 
 def test_a_run_keeps_its_last_checkpoints(engine: Engine) -> None:
     run_id = engine.start(RunConfig.from_dict({**BASE, "max_steps": 60, "checkpoint_every": 5}))
-    assert engine.wait(run_id, 120).status == "completed"
+    assert engine.wait(run_id, scaled(120)).status == "completed"
     # The last KEEP, and the first at or after 1, 2, 5, 10, 20, 50 steps (see `spread`).
     kept = [c.step for c in checkpoints(engine, run_id).list()]
     assert kept == sorted({5, 10, 20, 50, *range(60 - 5 * (KEEP - 1), 61, 5)})
@@ -146,7 +140,7 @@ def test_a_run_keeps_its_last_checkpoints(engine: Engine) -> None:
 
 def test_what_cannot_be_resumed_is_refused(engine: Engine) -> None:
     completed = engine.start(RunConfig.from_dict({**BASE, "max_steps": 5}))
-    engine.wait(completed, 60)
+    engine.wait(completed, scaled(60))
     with pytest.raises(InvalidInput, match="completed: nothing to resume"):
         engine.resume(completed)
     config = RunConfig.from_dict({**BASE, "max_steps": 2000, "checkpoint_every": 0})
@@ -160,14 +154,15 @@ def test_what_cannot_be_resumed_is_refused(engine: Engine) -> None:
 def test_a_fork_branches_from_its_parents_checkpoint(engine: Engine) -> None:
     config = RunConfig.from_dict({**BASE, "checkpoint_every": 10, **CASES["top_k_feedback"]})
     parent = engine.start(config)
-    deadline = time.monotonic() + 120
-    while not any(c.step == 20 for c in checkpoints(engine, parent).list()):
-        assert time.monotonic() < deadline, "no checkpoint of step 20"
-        time.sleep(0.01)
+    wait_for(
+        lambda: any(c.step == 20 for c in checkpoints(engine, parent).list()),
+        120,
+        "a checkpoint of step 20",
+    )
     same = engine.fork(parent, 20)  # while the parent trains on
     halved = engine.fork(parent, 20, learning_rate=0.0005, max_steps=100, name="halved")
     for run_id in (parent, same, halved):
-        assert engine.wait(run_id, 120).status == "completed"
+        assert engine.wait(run_id, scaled(120)).status == "completed"
 
     expected, got = engine.metrics(parent), engine.metrics(same)
     assert got.steps.tolist() == list(range(21, 81))
@@ -192,7 +187,7 @@ def test_a_long_run_can_be_forked_from_early_on(engine: Engine) -> None:
     quick = {"telemetry": False, **NO_INSTRUMENTS, "log_every": 50, "val_every": 5000}
     config = {**BASE, **quick, "epochs": 1000, "max_steps": 10_000, "checkpoint_every": 200}
     parent = engine.start(RunConfig.from_dict(config))
-    assert engine.wait(parent, 600).status == "completed"
+    assert engine.wait(parent, scaled(600)).status == "completed"
     assert [c.step for c in checkpoints(engine, parent).list()] == [
         200,
         600,
@@ -207,7 +202,7 @@ def test_a_long_run_can_be_forked_from_early_on(engine: Engine) -> None:
     same = engine.fork(parent, 1000)
     wait_for(lambda: (engine.status(same).step or 0) >= 1500, 120, "the fork's step 1,500")
     engine.stop(same)
-    engine.wait(same, 60)
+    engine.wait(same, scaled(60))
     expected, got = engine.metrics(parent), engine.metrics(same)
     common = np.intersect1d(got.steps, expected.steps)
     assert common[0] == 1050 and common[-1] >= 1500
@@ -218,7 +213,7 @@ def test_a_long_run_can_be_forked_from_early_on(engine: Engine) -> None:
 
 def test_a_fork_refuses_what_its_checkpoint_cannot_take(engine: Engine) -> None:
     parent = engine.start(RunConfig.from_dict({**BASE, "max_steps": 20, "checkpoint_every": 10}))
-    engine.wait(parent, 60)
+    engine.wait(parent, scaled(60))
     with pytest.raises(InvalidInput) as refused:
         engine.fork(parent, 10, model="lenet", radius=2.0, max_steps=10, beta_1=0.5)
     assert set(refused.value.errors) == {"model", "radius", "max_steps", "beta_1"}
@@ -236,13 +231,10 @@ def test_a_checkpoint_is_never_ahead_of_the_stored_metrics(tmp_path: Path) -> No
     engine = Engine(Store(tmp_path / "lab.sqlite", flush_interval=3600.0), max_concurrent=1)
     try:
         run_id = engine.start({**BASE, "max_steps": None, "epochs": 10_000, "checkpoint_every": 5})
-        deadline = time.monotonic() + 60
-        while not engine.checkpoints(run_id):
-            assert time.monotonic() < deadline, "no checkpoint was saved"
-            time.sleep(0.02)
+        wait_for(lambda: engine.checkpoints(run_id), 60, "a checkpoint")
         first = engine.checkpoints(run_id)[0].step
         assert (engine.store.last_step(run_id) or 0) >= first
         engine.stop(run_id)
-        engine.wait(run_id, 60)
+        engine.wait(run_id, scaled(60))
     finally:
         engine.close()

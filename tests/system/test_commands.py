@@ -39,7 +39,7 @@ from core.store.schema import DDL
 from core.training import threads
 from tests import app_server, planted
 from tests.lean import NO_INSTRUMENTS
-from tests.waiting import wait_for
+from tests.waiting import holds_for, scaled, wait_for, wait_for_moment
 
 ROOT = Path(__file__).resolve().parents[2]
 LONG = {
@@ -187,10 +187,12 @@ def test_a_dashboard_beats_until_its_client_closes(tmp_path) -> None:
 
 def test_a_zombie_owner_is_dead(tmp_path) -> None:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
-    deadline = time.monotonic() + 10
-    while Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+    wait_for(
+        lambda: Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z",
+        10,
+        "the child to exit, uncollected",
+        interval=0.01,
+    )
     stat = Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()
     zombie = f"{os.uname().nodename}:{child.pid}:{stat[19]}"
     assert not owner.alive(zombie)  # exited, not collected yet: it takes no commands
@@ -217,7 +219,7 @@ def test_a_run_started_by_the_client_trains_in_the_engine_and_obeys_commands(ser
     # none may have fallen between the first steps and the pause.
     wait_for(lambda: client.status(run_id).steps_per_second, what="the speed published")
     client.settle(client.stop(run_id))
-    assert client.wait(run_id, 30).status == "stopped"
+    assert client.wait(run_id, scaled(30)).status == "stopped"
     with pytest.raises(InvalidHyperparameters, match="has ended"):
         client.pause(run_id)
 
@@ -254,7 +256,7 @@ def test_tags_and_deleting_an_ended_run(served) -> None:
     with pytest.raises(InvalidHyperparameters, match="at most 20 tags"):
         client.set_tags(run_id, [f"t{i}" for i in range(MAX_TAGS + 1)])
     assert len(client.status(run_id).tags) == MAX_TAGS
-    client.wait(run_id, 60)
+    client.wait(run_id, scaled(60))
     client.delete(run_id)
     assert run_id not in {r.id for r in client.list()}
     for run in client.list():
@@ -269,11 +271,11 @@ def test_what_the_engine_published_is_read_at_most_once_a_second(served, monkeyp
     monkeypatch.setattr(
         client.store, "services", lambda *a, **k: reads.append(a) or services(*a, **k)
     )
-    time.sleep(INFO_SECONDS)  # what an earlier call read has aged
+    wait_for_moment(time.monotonic() + INFO_SECONDS)  # what an earlier call read has aged
     for _ in range(5):
         client.plugins(), client.plugin_models(), client.plugin_datasets()
     assert len(reads) == 1
-    time.sleep(INFO_SECONDS)
+    wait_for_moment(time.monotonic() + INFO_SECONDS)
     client.plugin_models()
     assert len(reads) == 2
 
@@ -313,15 +315,15 @@ def test_one_engine_serves_a_store_and_a_second_exits_at_once(tmp_path) -> None:
             cwd=ROOT,
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=scaled(60),
         )
-        assert second.returncode == 0 and time.monotonic() - started < 10
+        assert second.returncode == 0 and time.monotonic() - started < scaled(10)
         assert "an engine already serves" in second.stderr
         holder = lock_path(path.resolve()).read_text().strip()
         assert holder.split(":")[1] == str(first.pid)
         client = EngineClient(Store(path))
         run_id = client.start({**LONG, "epochs": 1, "max_steps": 5})
-        assert client.wait(run_id, 120).status == "completed"
+        assert client.wait(run_id, scaled(120)).status == "completed"
         client.close()
         # Its 3 runs at once fill this machine's cores (CI's 2): one thread an op.
         user_set = threads.INTRA_OP in os.environ or threads.INTER_OP in os.environ
@@ -330,7 +332,7 @@ def test_one_engine_serves_a_store_and_a_second_exits_at_once(tmp_path) -> None:
         assert said == bool(pools)
     finally:
         first.send_signal(signal.SIGTERM)
-        assert first.wait(30) == 0
+        assert first.wait(scaled(30)) == 0
     with Store(path) as store:
         assert store.services(ENGINE) == []  # it took its row with it
 
@@ -351,11 +353,10 @@ def test_a_launched_engine_leaves_once_idle_with_no_dashboard(tmp_path, monkeypa
         target=lambda: (serve(path, max_concurrent=1, exit_when_idle=True), done.set())
     )
     thread.start()
-    time.sleep(3)
-    assert not done.is_set(), "it left while a dashboard lived"
+    holds_for(lambda: not done.is_set(), 3, "staying while a dashboard lives")
     dashboard.kill()
     dashboard.wait()
-    assert done.wait(15), "it did not leave once idle"
+    assert done.wait(scaled(15)), "it did not leave once idle"
     thread.join()
     assert IDLE_GRACE_SECONDS >= 30  # the real grace outlasts a restart of Streamlit
 
@@ -387,7 +388,7 @@ def test_a_cli_run_is_steered_from_another_process(tmp_path) -> None:
     assert client.settle(client.update(run_id, learning_rate=0.01)).error is None
     wait_for(lambda: client.status(run_id).knobs["learning_rate"] == 0.01, what="the change")
     client.settle(client.stop(run_id))
-    out, _err = cli.communicate(timeout=60)
+    out, _err = cli.communicate(timeout=scaled(60))
     assert cli.returncode == 1 and f"run {run_id} stopped" in out
     assert client.status(run_id).status == "stopped"
     client.close()

@@ -10,6 +10,7 @@ import pytest
 
 from core.demo_race import DEFAULT_LENGTH, LENGTHS, RUNNERS, length, race_configs
 from core.engine import Engine
+from tests.waiting import scaled
 
 
 def test_each_length_trains_longer_and_every_runner_starts_alike() -> None:
@@ -31,7 +32,7 @@ def test_the_short_race_shows_something_on_every_headline_chart(tmp_path: Path) 
         ids = [engine.start(config) for config in race_configs("short")]
         runs = {}
         for run_id in ids:
-            assert engine.wait(run_id, 300).status == "completed"
+            assert engine.wait(run_id, scaled(300)).status == "completed"
             runs[engine.status(run_id).config["optimizer"]] = engine.metrics(run_id)
     finally:
         engine.close()

@@ -16,7 +16,7 @@ from core.optimizers import InvalidHyperparameters
 from core.store import PER_LAYER_EVENT
 from core.training.per_layer_schedule import BUDGET
 from tests.threads import new_threads
-from tests.waiting import wait_for
+from tests.waiting import holds_for, scaled, wait_for
 
 # Small and fast: 8×8 digits, 22 steps per epoch at batch 64.
 FAST = {
@@ -46,7 +46,7 @@ def test_a_run_completes_with_its_telemetry(engine) -> None:
             hyperparameters={"learning_rate": 0.1, "radius": 30.0, "clip_norm": 5.0},
         )
     )
-    status = engine.wait(run_id, 120)
+    status = engine.wait(run_id, scaled(120))
     assert status.status == "completed" and status.step == status.total_steps == 40
     metrics = engine.metrics(run_id)
     assert metrics.steps.tolist() == [5, 10, 15, 20, 22, 25, 30, 35, 40]  # 22: epoch end
@@ -92,7 +92,7 @@ def test_the_budget_spaces_per_layer_statistics_only_where_the_run_is_long_enoug
 ) -> None:
     short, long = (engine.start(config(max_steps=n, epochs=1000, seed=n)) for n in (20, 2000))
     for run_id in (short, long):
-        assert engine.wait(run_id, 600).status == "completed"
+        assert engine.wait(run_id, scaled(600)).status == "completed"
 
     def carried(run_id: str) -> np.ndarray:
         metrics = engine.metrics(run_id)
@@ -118,7 +118,7 @@ def test_the_budget_spaces_per_layer_statistics_only_where_the_run_is_long_enoug
 
 def test_telemetry_off_records_only_the_essentials(engine) -> None:
     run_id = engine.start(config(max_steps=10, telemetry=False))
-    engine.wait(run_id, 60)
+    engine.wait(run_id, scaled(60))
     assert not [e for e in engine.events(run_id) if e.kind == PER_LAYER_EVENT]
     assert set(engine.metrics(run_id).keys) == {
         "loss",
@@ -140,10 +140,14 @@ def test_queue_is_fifo_and_at_most_two_train_at_once(tmp_path) -> None:
             engine.start(config(max_steps=n, seed=i, log_every=20)) for i, n in enumerate(lengths)
         ]
         most = 0
-        while any(engine.status(r).active for r in ids):
+
+        def ended() -> bool:  # the most that trained at once, seen on the way
+            nonlocal most
             statuses = [run.status for run in engine.list()]  # one snapshot of all four
             most = max(most, statuses.count("running") + statuses.count("paused"))
-            time.sleep(0.01)
+            return not any(engine.status(r).active for r in ids)
+
+        wait_for(ended, 120, "the four runs to end", interval=0.01)
         assert most == 2
         starts = [engine.status(r).started for r in ids]
         # The first two start together, in either order; the queued ones after them, in turn.
@@ -172,7 +176,7 @@ def test_a_milestone_is_a_stored_validation_or_a_runs_end(tmp_path) -> None:
             stored.append((seen - 1, int(np.isfinite(validated).sum())))
         # Each validation was in the store when its milestone woke the waiter.
         assert all(count >= min(reached, 3) for reached, count in stored), stored
-        assert engine.milestones == 5 and engine.wait(run_id, 600).status == "completed"
+        assert engine.milestones == 5 and engine.wait(run_id, scaled(600)).status == "completed"
     finally:
         engine.close()
 
@@ -190,7 +194,7 @@ def test_waiting_for_a_milestone_wakes_and_fails_when_the_engine_closes(tmp_path
     waiting = threading.Thread(target=wait)
     waiting.start()
     engine.close()
-    waiting.join(600)
+    waiting.join(scaled(600))
     assert not waiting.is_alive() and "closed" in str(raised[0])
 
 
@@ -203,7 +207,7 @@ def test_queued_run_can_be_stopped_before_it_starts(tmp_path) -> None:
         engine.stop(second)
         assert engine.status(second).status == "stopped"
         engine.stop(first)
-        assert engine.wait(first, 60).status == "stopped"
+        assert engine.wait(first, scaled(60)).status == "stopped"
         assert engine.status(second).step == 0
     finally:
         engine.close()
@@ -222,8 +226,7 @@ def test_pause_resume_and_stop_act_within_one_step(engine) -> None:
     wait_for(lambda: engine.status(run_id).status == "paused", timeout=60)
     paused_at = engine.status(run_id).step
     assert paused_at <= at_request + 1
-    time.sleep(0.3)
-    assert engine.status(run_id).step == paused_at  # nothing trains while paused
+    holds_for(lambda: engine.status(run_id).step == paused_at, 0.3, "nothing trains while paused")
 
     engine.resume(run_id)
     wait_for(lambda: engine.status(run_id).step >= paused_at + 20, timeout=30)
@@ -232,10 +235,10 @@ def test_pause_resume_and_stop_act_within_one_step(engine) -> None:
     started = time.monotonic()
     engine.stop(run_id)
     at_request = engine.status(run_id).step  # read after the request, as for the pause
-    final = engine.wait(run_id, 10)
+    final = engine.wait(run_id, scaled(10))
     assert final.status == "stopped"
     assert final.step <= at_request + 1
-    assert time.monotonic() - started < 10.0  # generous: a loaded machine is slow
+    assert time.monotonic() - started < scaled(10.0)  # generous: a loaded machine is slow
     kinds = [e.kind for e in engine.events(run_id) if e.kind != PER_LAYER_EVENT]
     assert kinds == ["init", "paused", "resumed"]
     assert engine.metrics(run_id).last_step == final.step  # every finished step was logged
@@ -251,7 +254,7 @@ def test_huge_learning_rate_diverges_and_keeps_earlier_metrics(engine) -> None:
             hyperparameters={"learning_rate": 100.0, "momentum": 0.99},
         )
     )
-    status = engine.wait(run_id, 120)
+    status = engine.wait(run_id, scaled(120))
     assert status.status == "diverged"
     diverged_at = status.final_metrics["diverged_at"]
     assert status.step == diverged_at  # logging every step: it stops at that step
@@ -271,7 +274,7 @@ def test_same_seed_same_weights_and_batches_across_threads(tmp_path) -> None:
         ]
         other = engine.start(config(max_steps=30, seed=1))
         for run_id in [*same, other]:
-            engine.wait(run_id, 120)
+            engine.wait(run_id, scaled(120))
         init = [engine.events(r)[0].payload for r in [*same, other]]
         keys = ("weights_sha256", "first_batch_sha256")
         assert [init[0][k] for k in keys] == [init[1][k] for k in keys]
@@ -282,7 +285,7 @@ def test_same_seed_same_weights_and_batches_across_threads(tmp_path) -> None:
 
 def test_identical_runs_in_parallel_train_identically(engine) -> None:
     ids = [engine.start(config(max_steps=40)) for _ in range(2)]
-    series = [engine.wait(r, 120) and engine.metrics(r)["loss"] for r in ids]
+    series = [engine.wait(r, scaled(120)) and engine.metrics(r)["loss"] for r in ids]
     np.testing.assert_array_equal(series[0], series[1])
 
 
@@ -359,11 +362,11 @@ def test_a_failing_run_reports_the_error_and_others_go_on(engine, monkeypatch) -
     monkeypatch.setattr(data, "load", load_shrunk_mnist)
     bad = engine.start(config(dataset="mnist-5k"))
     good = engine.start(config(max_steps=10))
-    failed = engine.wait(bad, 60)
+    failed = engine.wait(bad, scaled(60))
     assert failed.status == "failed"
     assert failed.error.startswith("ValueError: batch_size: larger than the training split")
     assert "trainer.py" in failed.error
-    assert engine.wait(good, 60).status == "completed"
+    assert engine.wait(good, scaled(60)).status == "completed"
 
 
 def test_closing_the_engine_interrupts_runs_and_a_new_engine_lists_them(tmp_path) -> None:
@@ -385,7 +388,7 @@ def test_multitask_model_logs_each_task(engine) -> None:
     run_id = engine.start(
         config(max_steps=22, multitask=True, task_weights={"digit": 1.0, "parity": 0.5})
     )
-    assert engine.wait(run_id, 60).status == "completed"
+    assert engine.wait(run_id, scaled(60)).status == "completed"
     metrics = engine.metrics(run_id)
     for key in (
         "loss/digit",
@@ -432,7 +435,7 @@ def test_a_single_task_run_has_no_task_weights_to_change(engine) -> None:
 
 def test_mirrored_strategy_trains_like_one_device(engine) -> None:
     ids = [engine.start(config(max_steps=20, strategy=s)) for s in ("default", "mirrored")]
-    one, two = (engine.wait(r, 120) for r in ids)
+    one, two = (engine.wait(r, scaled(120)) for r in ids)
     assert one.status == two.status == "completed"
     assert engine.events(ids[1])[0].payload["replicas"] == 2
     np.testing.assert_allclose(
@@ -446,8 +449,8 @@ def test_offline_tfds_dataset_fails_fast_with_how_to(engine, tmp_path, monkeypat
     monkeypatch.setattr(tfds_source, "network_reachable", lambda timeout=2.0: False)
     started = time.monotonic()
     run_id = engine.start(config(dataset="mnist", data_dir=str(tmp_path / "tfds")))
-    status = engine.wait(run_id, 30)
-    assert status.status == "failed" and time.monotonic() - started < 5
+    status = engine.wait(run_id, scaled(30))
+    assert status.status == "failed" and time.monotonic() - started < scaled(5)
     # The message says what to do, and nothing of where in the lab it was raised.
     assert status.error.startswith("dataset: 'mnist' is not prepared") and "tfds" in status.error
     assert ".py:" not in status.error
@@ -466,7 +469,7 @@ def test_lenet_adamw_learns_mnist_5k(engine) -> None:
             log_every=10,
         )
     )
-    status = engine.wait(run_id, 600)
+    status = engine.wait(run_id, scaled(600))
     assert status.status == "completed"
     print(f"\nlenet + adamw, 10 epochs: {status.final_metrics}")
     assert status.final_metrics["val_accuracy"] >= 0.92
@@ -475,7 +478,7 @@ def test_lenet_adamw_learns_mnist_5k(engine) -> None:
 def test_multiworker_strategy_runs_as_a_single_worker_without_tf_config(engine, monkeypatch):
     monkeypatch.delenv("TF_CONFIG", raising=False)
     run_id = engine.start(config(max_steps=10, strategy="multiworker"))
-    status = engine.wait(run_id, 120)
+    status = engine.wait(run_id, scaled(120))
     assert status.status == "completed", status.error
     assert engine.events(run_id)[0].payload["replicas"] == 1
 
@@ -495,7 +498,7 @@ def test_a_scheduled_run_logs_eta_t_and_a_live_change_scales_the_schedule(engine
     )
     wait_for(lambda: engine.status(run_id).step >= 60, 120, "60 steps")
     engine.update(run_id, learning_rate=0.02)
-    assert engine.wait(run_id, 120).status == "completed"
+    assert engine.wait(run_id, scaled(120)).status == "completed"
     (change,) = [e for e in engine.events(run_id) if e.kind == "knob"]
     metrics = engine.store.read_metrics(run_id)
     peaks = np.where(metrics.steps < change.step, 0.01, 0.02)

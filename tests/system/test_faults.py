@@ -41,11 +41,12 @@ from core.engine import Engine
 from core.engine.server import EngineService
 from core.store import Store, StoreError, is_url
 from core.store.connections import ConnectionPool
-from tests import app_server
+from tests import app_server, apptest
 from tests.browser import NEEDS_CHROMIUM, chromium, settle
 from tests.lean import NO_INSTRUMENTS
 from tests.threads import new_threads
-from tests.waiting import wait_for
+from tests.waiting import scaled, wait_for, wait_for_moment
+from ui import nav
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = {
@@ -158,7 +159,7 @@ def test_the_app_shows_why_it_refuses_a_corrupt_store_and_leaves_it(app_store: P
     keeps its bytes."""
     _random_bytes(app_store)
     before = sha256(app_store)
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=scaled(60)).run()
     assert not at.exception
     assert [e.value for e in at.error if "is not a SQLite database" in e.value]
     assert sha256(app_store) == before
@@ -206,7 +207,7 @@ def start_demo_race(url: str) -> None:
         page.get_by_role("radio", name="short", exact=True).click()  # a segmented control
         settle(page)
         page.get_by_role("button", name="Start the demo race").click()
-        page.wait_for_url(f"{url}/Live**", timeout=60_000)
+        page.wait_for_url(f"{url}{nav.LIVE.url}**", timeout=scaled(60_000))
 
 
 def live_page_text(url: str) -> str:
@@ -214,7 +215,7 @@ def live_page_text(url: str) -> str:
     with chromium() as browser:
         page = browser.new_page()
         page.goto(url)
-        page.wait_for_selector("[data-testid='stProgress']", timeout=60_000)
+        page.wait_for_selector("[data-testid='stProgress']", timeout=scaled(60_000))
         return page.inner_text("body")
 
 
@@ -248,10 +249,11 @@ def test_sigkill_of_the_engine_while_two_runs_train_loses_at_most_a_second(
     try:
         start_demo_race(f"http://127.0.0.1:{port}")
         wait_for(lambda: trained_past(store_path, 20) == 2, 120, "two runs never trained 20 steps")
-        time.sleep(0.45)  # the writers commit every 0.5 s: kill near the worst moment
+        # Just seen committed; the writers commit every 0.5 s: kill near the worst moment.
+        wait_for_moment(time.monotonic() + 0.45)
         killed_at = time.time()
         os.kill(engine_process.pid, signal.SIGKILL)
-        engine_process.wait(30)
+        engine_process.wait(scaled(30))
     finally:
         engine_process.kill()
         app_server.stop(app)
@@ -305,7 +307,7 @@ def test_the_runs_outlive_a_sigkill_of_the_app_which_finds_them_again(tmp_path: 
         wait_for(lambda: trained_past(store_path, 5) >= 1, 120, "no run trained 5 steps")
         engine_pid = app_server.serving_engine(store_path)
         os.kill(app.pid, signal.SIGKILL)
-        app.wait(30)
+        app.wait(scaled(30))
         steps = lambda: sum(r.step for r in Store(store_path).list_runs())  # noqa: E731
         before = steps()
         wait_for(lambda: steps() > before + 20, 60, "the runs stopped with the app")
@@ -313,7 +315,7 @@ def test_the_runs_outlive_a_sigkill_of_the_app_which_finds_them_again(tmp_path: 
         app, port = app_server.start(store_path, tmp_path / "streamlit-again.log")
         with Store(store_path) as store:
             ids = sorted(r.id for r in store.list_runs())
-        shown = live_page_text(f"http://127.0.0.1:{port}/Live?runs={','.join(ids)}")
+        shown = live_page_text(f"http://127.0.0.1:{port}{nav.LIVE.url}?runs={','.join(ids)}")
         assert all(run_id in shown for run_id in ids), shown
         wait_for(
             lambda: all(not r.active for r in Store(store_path).list_runs()),
@@ -454,7 +456,7 @@ def test_a_full_disk_fails_the_run_and_the_engine_keeps_serving(small_disk: Smal
     engine = Engine(small_disk.location, max_concurrent=2)
     try:
         kept = engine.start({**FAST, "max_steps": 20})
-        assert engine.wait(kept, 120).status == "completed"
+        assert engine.wait(kept, scaled(120)).status == "completed"
         kept_metrics = engine.metrics(kept)
         threads = set(threading.enumerate())
 
@@ -462,7 +464,7 @@ def test_a_full_disk_fails_the_run_and_the_engine_keeps_serving(small_disk: Smal
         wait_for(lambda: len(engine.metrics(victim)) >= 5, 120, "the run stored no metrics")
         stored_before = engine.metrics(victim)
         small_disk.fill()
-        failed = engine.wait(victim, 60)
+        failed = engine.wait(victim, scaled(60))
         assert failed.status == "failed", failed
         assert small_disk.says in failed.error
         assert not (lingering := new_threads(threads, 10)), f"threads linger: {lingering}"
@@ -484,12 +486,12 @@ def test_a_full_disk_fails_the_run_and_the_engine_keeps_serving(small_disk: Smal
             except StoreError as exc:
                 assert small_disk.says in str(exc)
             else:
-                status = engine.wait(doomed, 120)
+                status = engine.wait(doomed, scaled(120))
                 assert status.status == "failed" and small_disk.says in status.error, status
 
         small_disk.free()
         again = engine.start({**FAST, "max_steps": 20})
-        assert engine.wait(again, 120).status == "completed"
+        assert engine.wait(again, scaled(120)).status == "completed"
     finally:
         engine.close()
 
@@ -567,14 +569,14 @@ def test_a_plugin_that_raises_in_the_step_fails_its_run_and_others_complete(
     try:
         bad = engine.start({**FAST, "optimizer": wrong_shape_plugin, "max_steps": 20})
         good = engine.start({**FAST, "max_steps": 40})
-        failed = engine.wait(bad, 120)
+        failed = engine.wait(bad, scaled(120))
         assert failed.status == "failed"
         lines = failed.error.splitlines()
         assert re.match(r"^\w+Error: ", lines[0]), failed.error  # the exception, then
         assert "shape" in failed.error  # its message, then the innermost frames
         assert re.match(r"^  \S+\.py:\d+ in \w+$", lines[-1]), failed.error
         assert failed.step == 0 and len(engine.metrics(bad)) == 0
-        assert engine.wait(good, 120).status == "completed"
+        assert engine.wait(good, scaled(120)).status == "completed"
         assert engine.metrics(good).last_step == 40
     finally:
         engine.close()
@@ -597,13 +599,12 @@ def test_a_diverging_run_ends_diverged_and_the_live_page_says_so(app_store: Path
             "hyperparameters": {"learning_rate": 100.0, "momentum": 0.99},
         }
     )
-    status = engine.wait(run_id, 120)
+    status = engine.wait(run_id, scaled(120))
     assert status.status == "diverged", status.error
     diverged_at = status.final_metrics["diverged_at"]
     assert diverged_at <= 20
 
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    at.switch_page("pages/2_Live.py")
+    at = apptest.page(nav.LIVE)
     at.session_state["watch"] = [run_id]
     at.run()
     assert not at.exception

@@ -24,6 +24,7 @@ from core.store import Store
 from core.store.paths import FILES_VAR
 from tests.cli import run_main
 from tests.lean import NO_INSTRUMENTS
+from tests.waiting import scaled
 
 # A checkpoint at steps 2 and 4 of a run of 4 tiny MLP steps (a second or so).
 RUN = {
@@ -85,7 +86,7 @@ def test_the_labs_files_are_its_owners_alone(
     engine = Engine(location)
     try:
         run_id = engine.start(RunConfig(**RUN))
-        assert engine.wait(run_id, 120).status == "completed"
+        assert engine.wait(run_id, scaled(120)).status == "completed"
         checkpoints = RunCheckpoints(engine.store.checkpoint_folder(run_id))
         assert [c.step for c in checkpoints.list()] == [2, 4]
         checkpoints.copy(2, engine.store.checkpoint_folder("fork"))

@@ -35,6 +35,8 @@ from core.knobs import InvalidHyperparameters, LayerRule
 from core.store import LOCK_PATIENCE, Store
 from tests import app_server
 from tests.lean import NO_INSTRUMENTS
+from tests.waiting import scaled, wait_for
+from ui import nav
 
 # Each takes Python's backtracking `re` exponential time on a long enough text.
 CATASTROPHIC = ("(x|x|x|x|x|x)*y", "(x+x+)+y", "(x+)+y", "(.*x){20}y", "((x|xx)+)+y")
@@ -81,14 +83,15 @@ def test_runs_with_catastrophic_rules_never_freeze_the_servers(tmp_path) -> None
     answers: list[float] = []
     stale: list[float] = []
 
-    def watch() -> None:
-        while not watched.is_set():
+    def watch() -> None:  # every 0.1 s, until the runs have ended
+        while not watched.wait(0.1):
             asked = time.monotonic()
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=5):
+            with urllib.request.urlopen(
+                f"http://127.0.0.1:{port}/_stcore/health", timeout=scaled(5)
+            ):
                 answers.append(time.monotonic() - asked)
             service = client.engine()
             stale.append(time.time() - service.heartbeat if service else float("inf"))
-            time.sleep(0.1)
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
@@ -97,10 +100,10 @@ def test_runs_with_catastrophic_rules_never_freeze_the_servers(tmp_path) -> None
             client.start({**RUN, "max_steps": 30, "hyperparameters": {"layer_rules": [rule]}})
             for rule in ({"pattern": p, "lr_mult": 0.5} for p in (*CATASTROPHIC, *FREEZE_ON_PATHS))
         ]
-        assert {client.wait(run_id, 180).status for run_id in runs} == {"completed"}
+        assert {client.wait(run_id, scaled(180)).status for run_id in runs} == {"completed"}
     finally:
         watched.set()
-        watcher.join(10)
+        watcher.join(scaled(10))
         client.close()
         app_server.stop(app)
         app_server.end(engine)
@@ -141,15 +144,12 @@ def lock_held(path: Path, seconds: float) -> Iterator[list[float]]:
     try:
         yield times
     finally:
-        holder.wait(seconds + 30)
+        holder.wait(seconds + scaled(30))
         times.append(time.time())
 
 
 def wait_for_steps(engine: Engine, run_id: str, steps: int) -> None:
-    deadline = time.monotonic() + 120
-    while len(engine.metrics(run_id)) < steps:
-        assert time.monotonic() < deadline, f"fewer than {steps} steps stored"
-        time.sleep(0.05)
+    wait_for(lambda: len(engine.metrics(run_id)) >= steps, 120, f"{steps} steps stored")
 
 
 @pytest.mark.slow
@@ -168,7 +168,7 @@ def test_a_run_outlasts_a_held_lock_with_every_metric(
         wait_for_steps(engine, run_id, 50)
         with lock_held(path, seconds) as held:
             pass
-        status = engine.wait(run_id, 120)
+        status = engine.wait(run_id, scaled(120))
         assert status.status == "completed", status.error
         metrics = engine.metrics(run_id)
         assert metrics.steps.tolist() == list(range(1, steps + 1))
@@ -189,7 +189,7 @@ def test_metrics_that_could_not_be_written_fail_the_run_naming_them(tmp_path) ->
         run_id = engine.start({**RUN, "max_steps": 2000, "epochs": 100})
         wait_for_steps(engine, run_id, 50)
         with lock_held(path, 4.0):
-            status = engine.wait(run_id, 60)
+            status = engine.wait(run_id, scaled(60))
         assert status.status == "failed"
         assert "not saved" in status.error and "database is locked" in status.error, status.error
     finally:
@@ -228,7 +228,7 @@ def test_runs_and_export_never_import_plugins(tmp_path) -> None:
             cwd=Path(__file__).resolve().parents[2],
             env={**os.environ, "OPTLAB_PLUGINS": str(folder)},
             capture_output=True,
-            timeout=60,
+            timeout=scaled(60),
         )
         assert done.returncode == 0, command
 
@@ -338,7 +338,7 @@ def test_broken_plugins_are_reported_on_the_optimizers_page_and_in_the_cli(
     )
     monkeypatch.setenv("OPTLAB_PLUGINS", str(folder))
     request.getfixturevalue("lab")  # the app's engine, serving in this process, loads them
-    at = page("pages/5_Optimizers.py").run()
+    at = page(nav.OPTIMIZERS).run()
     assert not at.exception
     shown = [error.value.replace("\\", "") for error in at.error]  # Markdown escapes
     assert any("exits.py" in text and "no thanks" in text for text in shown), shown
@@ -354,7 +354,7 @@ def test_broken_plugins_are_reported_on_the_optimizers_page_and_in_the_cli(
         env={**os.environ, "OPTLAB_PLUGINS": str(folder)},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
     )
     assert done.returncode == 0, done.stderr
     warnings = [line for line in done.stderr.splitlines() if line.startswith("warning: plugin")]

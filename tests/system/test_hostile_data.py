@@ -33,7 +33,8 @@ from tests.apptest import page
 from tests.conftest import served
 from tests.hostile_files import Zeros, write_npz
 from tests.lean import NO_INSTRUMENTS
-from tests.waiting import wait_for
+from tests.waiting import scaled, wait_for
+from ui import nav
 
 ROOT = Path(__file__).resolve().parents[2]
 GB = 2**30
@@ -64,7 +65,8 @@ def wide_npz(path: Path, features: int) -> Path:
 def run_measured(argv: list[str], *, guard: float, timeout: float = 300.0) -> tuple[int, int, str]:
     """Runs `python -m core ARGV`; returns its exit status, its peak resident memory in
     bytes, and its stderr. A guard kills it once its memory passes `guard` bytes, or
-    `timeout` seconds pass (its status is then -9): before this fix it grew past 20 GB.
+    `timeout` nominal seconds pass (its status is then -9): before this fix it grew past
+    20 GB.
 
     The peak is the kernel's high-water mark of the child's own memory (`VmHWM`), read
     every 20 ms: the rusage `wait4` gives counts a forked child's copy of this process
@@ -92,8 +94,8 @@ def _guard(
     child: subprocess.Popen, limit: float, timeout: float, done: threading.Event, peaks: list[int]
 ) -> None:
     """Samples the child's high-water mark into `peaks`; kills it past `limit` bytes or
-    `timeout` seconds."""
-    deadline = time.monotonic() + timeout
+    `timeout` nominal seconds."""
+    deadline = time.monotonic() + scaled(timeout)
     status = Path(f"/proc/{child.pid}/status")
     while not done.wait(0.02):
         try:
@@ -147,7 +149,7 @@ def test_the_train_page_refuses_a_4_gb_expanding_upload_as_a_field_error(
     lab: EngineClient, tmp_path: Path
 ) -> None:
     content = expanding_npz(tmp_path / "bomb.npz").read_bytes()
-    at = page("pages/1_Train.py").run()
+    at = page(nav.TRAIN).run()
     with peak_growth() as grown:
         at.file_uploader(key="train_upload").set_value(("bomb.npz", content, "")).run()
     reason = "its arrays take 4.0 GB once loaded (features as float32); the limit is 2.0 GB"
@@ -188,7 +190,7 @@ def test_the_train_page_shows_the_engines_refusal_of_a_model_that_cannot_fit(
     the run; the form shows why under `model`, and no run is left."""
     features = int(1.5 * psutil.virtual_memory().available / MLP_ADAM_BYTES_PER_FEATURE)
     content = wide_npz(tmp_path / "wide.npz", features).read_bytes()
-    at = page("pages/1_Train.py").run()
+    at = page(nav.TRAIN).run()
     at.file_uploader(key="train_upload").set_value(("wide.npz", content, "")).run()
     at.selectbox(key="run:model").select("mlp").run()
     at.selectbox(key="run:optimizer").select("adam").run()
@@ -276,7 +278,7 @@ def test_a_run_through_the_store_reads_only_the_uploads(tmp_path: Path) -> None:
             ), record.error
             assert store.read_metrics(run_id).last_step is None
         accepted = handed(store, engine.owner, dataset=kept)
-        assert engine.wait(accepted, 60).status == "completed"
+        assert engine.wait(accepted, scaled(60)).status == "completed"
 
         client = EngineClient(store)
         with pytest.raises(InvalidInput) as refusal:
@@ -301,7 +303,7 @@ def test_a_resume_or_a_fork_through_the_store_is_held_to_the_uploads_too(tmp_pat
         run_id = engine.start({**long_run, "checkpoint_every": 1})
         wait_for(lambda: engine.status(run_id).step >= 2, what="two steps")
         engine.stop(run_id)
-        assert engine.wait(run_id, 60).status == "stopped"
+        assert engine.wait(run_id, scaled(60)).status == "stopped"
         client = EngineClient(store)
         with pytest.raises(InvalidInput) as refusal:
             client.fork(run_id, engine.checkpoints(run_id)[-1].step)
@@ -319,7 +321,7 @@ def test_a_resume_or_a_fork_through_the_store_is_held_to_the_uploads_too(tmp_pat
         engine.resume(run_id)  # asked here, as `optlab resume` asks
         wait_for(lambda: engine.status(run_id).status == "running", what="resumed here")
         engine.stop(run_id)
-        assert engine.wait(run_id, 60).status == "stopped"
+        assert engine.wait(run_id, scaled(60)).status == "stopped"
 
 
 def test_the_cli_trains_on_a_file_anywhere(tmp_path: Path) -> None:
@@ -347,7 +349,7 @@ def test_an_upload_of_a_known_name_never_changes_what_earlier_runs_trained_on(
         at.file_uploader(key="train_upload").set_value(("mine.npz", npz.read_bytes(), "")).run()
         return npz.read_bytes()
 
-    at = page("pages/1_Train.py").run()
+    at = page(nav.TRAIN).run()
     first = upload(at, 60)
     at.selectbox(key="run:model").select("mlp").run()
     at.text_input(key="run:max_steps").input("2").run()
@@ -355,8 +357,8 @@ def test_an_upload_of_a_known_name_never_changes_what_earlier_runs_trained_on(
     at.button(key="start").click().run()
     assert not at.session_state["train_errors"]
     (run,) = lab.list()
-    assert lab.wait(run.id, 60).status == "completed"
-    at = page("pages/1_Train.py").run()  # the start went on to Live
+    assert lab.wait(run.id, scaled(60)).status == "completed"
+    at = page(nav.TRAIN).run()  # the start went on to Live
     second = upload(at, 80)
     trained_on = Path(run.config["dataset"].removeprefix("npz:"))
     assert trained_on.read_bytes() == first and second != first

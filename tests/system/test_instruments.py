@@ -15,6 +15,7 @@ from core.engine import Engine, RunConfig, run_fields
 from core.training import instruments
 from core.training.config import instrument_intervals
 from tests.imports import heavy_modules_after
+from tests.waiting import scaled
 
 
 def quadratic_alpha(curvature: float, learning_rate: float) -> float:
@@ -143,7 +144,7 @@ SMALL = {
 @pytest.mark.parametrize("strategy", ["default", "mirrored"])
 def test_a_run_records_every_instrument(engine, strategy: str) -> None:
     run_id = engine.start(RunConfig.from_dict({**SMALL, "strategy": strategy}))
-    assert engine.wait(run_id, 120).status == "completed"
+    assert engine.wait(run_id, scaled(120)).status == "completed"
     metrics = engine.metrics(run_id)
     logged = {
         key: metrics.steps[~np.isnan(metrics[key])].tolist()
@@ -176,7 +177,7 @@ def test_a_run_records_every_instrument(engine, strategy: str) -> None:
 def test_instruments_can_be_turned_off(engine) -> None:
     off = {k: 0 for k in ("alpha_every", "sharpness_every", "noise_scale_every", "histogram_every")}
     run_id = engine.start(RunConfig.from_dict({**SMALL, **off, "max_steps": 10}))
-    engine.wait(run_id, 60)
+    engine.wait(run_id, scaled(60))
     keys = set(engine.metrics(run_id).keys)
     assert not keys & {"alpha", "sharpness", "noise_scale"}
     assert not [e for e in engine.events(run_id) if e.kind == "histogram"]
@@ -194,7 +195,7 @@ def test_alpha_tells_a_timid_step_from_an_overshoot(engine) -> None:
                 }
             )
         )
-        engine.wait(run_id, 120)
+        engine.wait(run_id, scaled(120))
         values = engine.metrics(run_id)["alpha"]
         return float(np.nanmedian(values))
 

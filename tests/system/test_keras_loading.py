@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waiting import scaled
+
 ROOT = Path(__file__).resolve().parents[2]
 
 SAVE = """
@@ -52,7 +54,7 @@ def python(script: str, folder: Path) -> subprocess.CompletedProcess[str]:
         text=True,
         cwd=ROOT,
         env=environment,
-        timeout=300,
+        timeout=scaled(300),
     )
 
 
@@ -109,7 +111,7 @@ def test_a_plugin_is_imported_once_in_its_probe_and_once_here(tmp_path) -> None:
             "OPTLAB_CACHE": str(tmp_path / "cache"),
             "TF_CPP_MIN_LOG_LEVEL": "3",
         },
-        timeout=300,
+        timeout=scaled(300),
     )
     assert done.returncode == 0, done.stderr
     assert len(set(log.read_text().split())) == 2  # the probe's process, then this one

@@ -25,7 +25,7 @@ from core.store import MetricsWriter
 from core.store.paths import PROJECT_ROOT
 from tests.lean import NO_INSTRUMENTS
 from tests.threads import settle_releases
-from tests.waiting import wait_for
+from tests.waiting import scaled, wait_for
 
 FAST = {
     "dataset": "digits",
@@ -86,7 +86,7 @@ def measured_cycles(folder: Path) -> tuple[Usage, Usage]:
             run_id = engine.start({**FAST, "epochs": 10_000})
             wait_for(lambda: engine.status(run_id).step >= 1, 60, "the run never stepped")
             engine.stop(run_id)
-            assert engine.wait(run_id, 30).status == "stopped"
+            assert engine.wait(run_id, scaled(30)).status == "stopped"
 
         for _ in range(WARM_UP):
             cycle()
@@ -131,7 +131,7 @@ def cycles(tmp_path_factory: pytest.TempPathFactory) -> tuple[Usage, Usage]:
         cwd=PROJECT_ROOT,
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=scaled(900),
     )
     assert done.returncode == 0, done.stderr[-3000:]
     *said, usage = done.stdout.splitlines()
@@ -193,7 +193,7 @@ def test_four_at_once_twenty_queued_ten_pollers_all_complete_in_order(tmp_path: 
                 # Ten times a second each: 100 reads a second in all, a hundred tabs'
                 # worth. At 50 a second each, the pollers held the GIL most of the time
                 # and the 24 runs took 98 s instead of 61.
-                time.sleep(0.1)
+                done.wait(0.1)
         except BaseException as exc:  # any failure of a poller fails the test
             errors.append(exc)
 
@@ -203,12 +203,12 @@ def test_four_at_once_twenty_queued_ten_pollers_all_complete_in_order(tmp_path: 
         for poller in pollers:
             poller.start()
         for run_id in ids:
-            engine.wait(run_id, 240)
+            engine.wait(run_id, scaled(240))
         elapsed = time.monotonic() - started
     finally:
         done.set()
         for poller in pollers:
-            poller.join(30)
+            poller.join(scaled(30))
         runs = {run.id: run for run in engine.list()}
         engine.close()
 

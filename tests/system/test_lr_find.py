@@ -14,6 +14,8 @@ from core.engine.lr_find import RangeTest, range_test_config
 from core.store import LR_FIND_ENDED_EVENT, Store
 from tests.apptest import live_specs, page
 from tests.cli import run_main
+from tests.waiting import scaled
+from ui import nav
 
 DIGITS = ("--dataset", "digits", "--model", "mlp", "--batch-size", "32")
 
@@ -89,7 +91,7 @@ def test_every_optimizer_takes_the_range_with_a_radius_and_clipping(lab, optimiz
         hyperparameters={"radius": 30.0, "clip_norm": 1.0},
     )
     run_id = lab.start(range_test_config(config, steps=40, start=1e-5, end=1.0))
-    assert lab.wait(run_id, 120).status == "completed"
+    assert lab.wait(run_id, scaled(120)).status == "completed"
     metrics = lab.metrics(run_id)
     rates = metrics["learning_rate"]
     assert rates[0] == pytest.approx(1e-5, rel=1e-4) and rates[-1] == pytest.approx(1.0, 1e-4)
@@ -99,7 +101,7 @@ def test_every_optimizer_takes_the_range_with_a_radius_and_clipping(lab, optimiz
 
 
 def test_the_train_page_finds_a_rate_and_uses_it(lab) -> None:
-    at = page("pages/1_Train.py").run()
+    at = page(nav.TRAIN).run()
     at.selectbox(key="run:dataset").select("digits").run()
     at.selectbox(key="run:model").select("mlp").run()
     at.selectbox(key="run:optimizer").select("momentum").run()
@@ -109,7 +111,7 @@ def test_the_train_page_finds_a_rate_and_uses_it(lab) -> None:
     (run,) = lab.list()
     assert run.config["kind"] == "lr_find" and run.config["optimizer"] == "momentum"
     assert run.config["max_steps"] == 200 and run.config["hyperparameters"]["learning_rate"] == 10
-    lab.wait(run.id, 120)
+    lab.wait(run.id, scaled(120))
     at.run()
     assert not at.exception
     (spec,) = live_specs(at)
@@ -129,8 +131,8 @@ def test_the_train_page_finds_a_rate_and_uses_it(lab) -> None:
 def test_live_shows_a_range_test_again_and_hands_its_rate_to_train(lab) -> None:
     config = RunConfig(dataset="digits", model="mlp", optimizer="adamw", batch_size=32)
     run_id = lab.start(range_test_config(config))
-    lab.wait(run_id, 120)
-    at = page("pages/2_Live.py")
+    lab.wait(run_id, scaled(120))
+    at = page(nav.LIVE)
     at.session_state["watch"] = [run_id]
     at.run()
     assert not at.exception

@@ -15,6 +15,7 @@ import pytest
 from core.store import Store
 from tests.apptest import ROOT
 from tests.cli import run_main
+from tests.waiting import scaled
 
 # 20 steps of 64 examples; the global-norm clip and the ball's projection both at work.
 RUN = ["--model", "mlp", "--dataset", "digits", "--optimizer", "sgd", "--lr", "0.1"]
@@ -54,7 +55,7 @@ def test_two_workers_train_as_one_process_with_the_same_global_batch(tmp_path) -
     ports = free_ports(2)
     workers = [worker(index, ports, store) for index in (0, 1)]
     try:
-        outputs = [process.communicate(timeout=300) for process in workers]
+        outputs = [process.communicate(timeout=scaled(300)) for process in workers]
     finally:
         for process in workers:
             process.kill()

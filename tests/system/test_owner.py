@@ -7,17 +7,16 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from core.engine import Engine, RunConfig
 from core.engine.commands import RUNS
-from core.store import Store, owner
+from core.store import RunRecord, Store, owner
 from core.store.paths import PROJECT_ROOT
 from tests.lean import NO_INSTRUMENTS as LEAN
-from tests.waiting import wait_for
+from tests.waiting import holds_for, met_within, scaled, wait_for
 
 
 def test_this_process_is_alive_and_a_finished_one_is_not() -> None:
@@ -87,7 +86,7 @@ def test_an_engine_on_a_sqlite_file_writes_no_heartbeat(tmp_path) -> None:
     engine = Engine(tmp_path / "lab.sqlite")
     try:
         run_id = engine.start(RunConfig(dataset="digits", model="mlp", max_steps=3, **LEAN))
-        engine.wait(run_id, 60)
+        engine.wait(run_id, scaled(60))
         assert engine.store.services(RUNS) == []
     finally:
         engine.close()
@@ -97,10 +96,7 @@ def test_an_engine_leaves_a_live_process_runs_alone(tmp_path) -> None:
     store = tmp_path / "lab.sqlite"
     first = Engine(store)
     run_id = first.start(RunConfig(dataset="digits", model="mlp", optimizer="sgd", epochs=10_000))
-    deadline = time.monotonic() + 60
-    while first.status(run_id).step < 3:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_for(lambda: first.status(run_id).step >= 3, 60, "step 3")
     second = Engine(store)  # e.g. the CLI opening the dashboard's store
     try:
         assert second.interrupted_at_start == []
@@ -129,29 +125,30 @@ def test_two_processes_train_on_one_store_and_a_frozen_one_is_waited_for(tmp_pat
         ours = engine.start(
             RunConfig(dataset="digits", model="mlp", optimizer="sgd", epochs=100, max_steps=800)
         )
-        deadline = time.monotonic() + 120
-        while not (runs := [r for r in engine.list() if r.name == "cli" and r.step >= 20]):
-            assert cli.poll() is None and time.monotonic() < deadline, "the CLI run did not train"
-            time.sleep(0.05)
-        theirs = runs[0].id
+
+        def trained() -> list[RunRecord]:
+            assert cli.poll() is None, "the CLI ended"
+            return [r for r in engine.list() if r.name == "cli" and r.step >= 20]
+
+        wait_for(trained, 120, "the CLI's run to train 20 steps")
+        theirs = trained()[0].id
         os.kill(cli.pid, signal.SIGSTOP)
         try:
-            time.sleep(5)
-            assert engine.status(theirs).status == "running"
+            holds_for(lambda: engine.status(theirs).status == "running", 5, "the frozen CLI's run")
             # A new engine (a restarted app's) ends nothing: the frozen run lives. It may
             # have been frozen inside a write, holding the lock: then the new engine waits
             # for it, so it starts in a thread and the CLI thaws while it waits.
             with ThreadPoolExecutor(1) as pool:
                 other = pool.submit(Engine, path)
-                time.sleep(1)
+                met_within(other.done, 1)  # opened, or waiting for the frozen CLI's lock
                 os.kill(cli.pid, signal.SIGCONT)
-                assert other.result(timeout=60).interrupted_at_start == []
+                assert other.result(timeout=scaled(60)).interrupted_at_start == []
                 other.result().close()
         finally:
             os.kill(cli.pid, signal.SIGCONT)
-        _, err = cli.communicate(timeout=180)
+        _, err = cli.communicate(timeout=scaled(180))
         assert cli.returncode == 0, err
-        assert engine.wait(ours, 180).status == "completed"
+        assert engine.wait(ours, scaled(180)).status == "completed"
         for run_id in (ours, theirs):
             assert engine.status(run_id).status == "completed"
             assert engine.metrics(run_id).steps.tolist() == list(range(1, 801))

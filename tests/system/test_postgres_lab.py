@@ -21,11 +21,19 @@ import pytest
 from core.engine.client import EngineClient
 from core.store import Store
 from core.store.owner import LIVENESS_SECONDS
-from tests.apptest import ROOT, SHORT, fill_sweep_form, finished_run, page
+from tests.apptest import (
+    ROOT,
+    SHORT,
+    fill_sweep_form,
+    finished_run,
+    page,
+    trials_shown_complete,
+)
 from tests.cli import run_main
 from tests.conftest import app_serving, served
 from tests.lean import NO_INSTRUMENTS_FLAGS
-from tests.waiting import wait_for
+from tests.waiting import scaled, wait_for
+from ui import nav
 
 SHORT_RUN = [
     *("--max-steps", "20", "--log-every", "5", "--model", "mlp", "--batch-size", "32"),
@@ -41,7 +49,7 @@ def core(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", **env},
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(300),
     )
 
 
@@ -63,7 +71,7 @@ def on_other_host(log: Path, *args: str) -> Iterator[subprocess.Popen[bytes]]:
             yield process
         finally:
             process.kill()
-            process.wait(30)
+            process.wait(scaled(30))
 
 
 @pytest.fixture
@@ -144,22 +152,22 @@ def test_one_engine_serves_a_postgresql_store_from_any_machine(postgres, tmp_pat
             wait_for(lambda: (store.read_metrics(run_id).last_step or 0) > 0, timeout=120)
             stopped = core("stop", run_id, "--store", url)
             assert stopped.returncode == 0, stopped.stderr
-            assert client.wait(run_id, 60).status == "stopped"
+            assert client.wait(run_id, scaled(60)).status == "stopped"
     finally:
         first.send_signal(signal.SIGTERM)
-        assert first.wait(60) == 0
+        assert first.wait(scaled(60)) == 0
         log.close()
 
 
 @pytest.mark.slow
 def test_the_dashboard_lists_and_shows_runs_of_a_postgresql_store(pg_lab) -> None:
     run_id = finished_run(pg_lab, name="on postgres")
-    at = page("app.py").run()
+    at = page().run()
     assert not at.exception
     table = at.dataframe[0].value
     assert table["id"].tolist() == [run_id] and table["name"].tolist() == ["on postgres"]
 
-    live = page("pages/2_Live.py")
+    live = page(nav.LIVE)
     live.session_state["watch"] = [run_id]
     live.run()
     assert not live.exception and "completed" in live.markdown[0].value
@@ -167,19 +175,11 @@ def test_the_dashboard_lists_and_shows_runs_of_a_postgresql_store(pg_lab) -> Non
 
 @pytest.mark.slow
 def test_a_sweep_keeps_its_study_in_the_postgresql_store(pg_lab) -> None:
-    at = page("pages/4_Sweep.py").run()
+    at = page(nav.SWEEP).run()
     fill_sweep_form(at, n_trials=2)
     at.button(key="sweep:start").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    deadline = time.monotonic() + 120
-    while True:
-        at.run()
-        assert not at.exception
-        trials = [d.value for d in at.dataframe if "trial" in d.value.columns]
-        if trials and set(trials[0]["state"]) == {"COMPLETE"}:
-            break
-        assert time.monotonic() < deadline, trials
-        time.sleep(0.2)
+    wait_for(lambda: trials_shown_complete(at), 120, "the trials shown complete", 0.2)
     # Optuna's tables are in the lab's database, beside the runs of its trials.
     with psycopg.connect(pg_lab.store.location) as conn:
         (n_trials,) = conn.execute("SELECT count(*) FROM trials").fetchone()
@@ -213,7 +213,7 @@ def test_an_engine_that_dies_on_another_host_is_taken_over_here(
         )
         assert client.status(queued).status == "queued"
         remote.kill()
-        remote.wait(30)
+        remote.wait(scaled(30))
         wait_for(
             lambda: client.status(marked).status == "interrupted",
             LIVENESS_SECONDS + 30,
@@ -227,7 +227,7 @@ def test_an_engine_that_dies_on_another_host_is_taken_over_here(
         assert store.get_run(deleted) is None
         assert status_in_store(url, marked) == "running"  # as its engine left it
         with served(url):  # an engine on this host
-            assert client.wait(queued, 120).status == "completed"
+            assert client.wait(queued, scaled(120)).status == "completed"
         assert status_in_store(url, marked) == "interrupted"
 
 
@@ -255,5 +255,5 @@ def test_a_cli_run_on_another_host_lives_by_its_heartbeat_and_stops_from_here(
         wait_for(alive_past_the_window, LIVENESS_SECONDS + 60, "the window", interval=0.5)
         code, _, err = run_main("stop", run.id, "--store", url)
         assert code == 0, err
-        assert remote.wait(60) == 1  # the CLI reports the stop
+        assert remote.wait(scaled(60)) == 1  # the CLI reports the stop
         assert client.status(run.id).status == "stopped"

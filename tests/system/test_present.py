@@ -5,7 +5,6 @@ no log, no command line and no output but the banner's one presenter URL."""
 
 from __future__ import annotations
 
-import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -20,14 +19,19 @@ from tests.apptest import written_run
 from tests.browser import ARTIFACTS, NEEDS_CHROMIUM, chromium, screenshot, settle
 from tests.room import Room, served
 from tests.viewer_actions import CONTROLS
-from tests.waiting import wait_for
+from tests.waiting import overdue, scaled, wait_for
+from ui import nav
 
 pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
 
 RUN_ID = "ended"
 OTHER_ID = "newest"  # the newest run: what the presenter's Live opens on
-# Each page a viewer may open, by its address under the site's root.
-PAGES = ("", f"Live?runs={RUN_ID}", f"Compare?runs={RUN_ID}", "Sweep", "Optimizers", "Recipes")
+# Each page a viewer may open, by its address under the site's root (Recipes last).
+PAGES = tuple(
+    shown.url_path + (f"?runs={RUN_ID}" if shown in (nav.LIVE, nav.COMPARE) else "")
+    for shown in nav.PAGES
+    if not shown.presenters_only
+)
 INPUTS = "[data-testid=stFileUploader], [data-testid=stSlider], [data-testid=stNumberInput]"
 
 
@@ -65,7 +69,7 @@ def test_the_audience_url_shows_no_control_and_no_key(room: Room) -> None:
             assert room.key not in page.content(), path
             assert "Train" not in page.locator("[data-testid=stSidebar]").inner_text(), path
         screenshot(page, "present-viewer-recipes")
-        page.goto(room.audience + "Train")
+        page.goto(room.audience + nav.TRAIN.url_path)
         settle(page)
         assert "Train is the presenter's" in page.content()
         assert not buttons(page) & CONTROLS and room.key not in page.content()
@@ -83,7 +87,7 @@ def test_the_presenter_url_shows_the_controls_and_drops_the_key(room: Room) -> N
         assert room.key not in page.url
         screenshot(page, "present-presenter-home")
         page.locator("[data-testid=stSidebar] a", has_text="Live").click()
-        page.wait_for_url("**/Live**")
+        page.wait_for_url(f"**{nav.LIVE.url}**")
         settle(page)
         page.get_by_role("button", name="Clone").wait_for()  # the same session: still in control
         page.locator("[data-testid=stSidebar] a", has_text="Train").click()
@@ -118,12 +122,14 @@ def test_a_viewers_live_follows_the_presenters_within_a_refresh(room: Room) -> N
         presenter.goto(room.presenter)
         presenter.get_by_role("button", name="Start the demo race").wait_for()
         presenter.locator("[data-testid=stSidebar] a", has_text="Live").click()
-        presenter.wait_for_url("**/Live**")
+        presenter.wait_for_url(f"**{nav.LIVE.url}**")
         choose(presenter, "Per layer")
         viewer = browser.new_page(viewport={"width": 1024, "height": 768})
-        viewer.goto(f"{room.audience}Live?runs={RUN_ID}")
+        viewer.goto(f"{room.audience}{nav.LIVE.url_path}?runs={RUN_ID}")
         # The presenter's run replaces the viewer's, and its group of charts follows.
-        viewer.get_by_text("the presenter's run", exact=False).first.wait_for(timeout=60_000)
+        viewer.get_by_text("the presenter's run", exact=False).first.wait_for(
+            timeout=scaled(60_000)
+        )
         picked(viewer, "Per layer", "the viewer's Live to show Per layer")
         choose(presenter, "Instruments")
         picked(viewer, "Instruments", "the viewer's Live to follow within a refresh", 30)
@@ -136,14 +142,15 @@ def test_a_viewers_live_follows_the_presenters_within_a_refresh(room: Room) -> N
 
 
 def picked(page: Any, group: str, what: str, seconds: float = 60) -> None:
-    """Waits until Live's one group picker shows `group` picked."""
+    """Waits until Live's one group picker shows `group` picked, up to `seconds` nominal
+    seconds."""
     if not shows_picked(page, group, seconds):
-        pytest.fail(f"{what}: not within {seconds:.0f} s")
+        pytest.fail(overdue(what, seconds))
 
 
 def shows_picked(page: Any, group: str, seconds: float) -> bool:
-    """Whether Live's one group picker shows `group` picked within `seconds` (while a page
-    runs again, the last picker lingers beside the new one)."""
+    """Whether Live's one group picker shows `group` picked within `seconds` nominal seconds
+    (while a page runs again, the last picker lingers beside the new one)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     try:
@@ -154,7 +161,7 @@ def shows_picked(page: Any, group: str, seconds: float) -> bool:
                 return found.length === 1 && found[0].getAttribute('aria-checked') === 'true';
             }""",
             arg=group,
-            timeout=seconds * 1000,
+            timeout=scaled(seconds * 1000),
         )
     except PlaywrightTimeout:
         return False
@@ -164,19 +171,19 @@ def shows_picked(page: Any, group: str, seconds: float) -> bool:
 def choose(page: Any, group: str, seconds: float = 120) -> None:
     """Picks `group` in Live's group picker. The page refreshes every few seconds in a
     room, and a click that lands during a refresh can go nowhere: it is made again until
-    the picker shows `group`."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    the picker shows `group`, up to `seconds` nominal seconds."""
+
+    def clicked_and_shown() -> bool:
         settle(page)
         page.get_by_role("radio", name=group, exact=True).first.click()
-        if shows_picked(page, group, 10):
-            return
-    pytest.fail(f"{group} picked on {page.url}: not within {seconds:.0f} s")
+        return shows_picked(page, group, 10)
+
+    wait_for(clicked_and_shown, seconds, f"{group} picked on {page.url}")
 
 
 def test_sigterm_stops_the_dashboard(room: Room) -> None:
     port = urllib.parse.urlsplit(room.audience).port
     room.process.terminate()
-    room.process.wait(30)
+    room.process.wait(scaled(30))
     with pytest.raises(OSError):
         urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2)

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 
 from tests.browser import ARTIFACTS, NEEDS_CHROMIUM, repainted, settle, wait_for_drawn_charts
+from tests.waiting import scaled
+from ui import nav
 
 pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
 
@@ -50,7 +52,7 @@ def lab() -> Iterator[tuple[str, list[str], Any]]:
         base = {"model": "mlp", "dataset": "digits", "epochs": 2}
         ids = [client.start({**base, **run}) for run in RUNS]
         for run_id in ids:
-            assert client.wait(run_id, 120).status == "completed"
+            assert client.wait(run_id, scaled(120)).status == "completed"
         yield url, ids, browser
 
 
@@ -67,7 +69,7 @@ def measured(page: Any, per_row: int) -> list[dict[str, Any]]:
                 && tops.filter(top => top === Math.min(...tops)).length === perRow;
         }""",
         arg=per_row,
-        timeout=60_000,
+        timeout=scaled(60_000),
     )
     return page.evaluate(BOXES)
 
@@ -105,7 +107,7 @@ def test_the_presentation_view_fits_a_projector(lab) -> None:
     url, ids, browser = lab
     page = browser.new_page(viewport=PROJECTOR)
     # The first address this server is asked for: the view's, as a bookmark opens it.
-    page.goto(f"{url}/Live?runs={','.join(ids)}&view=presentation")
+    page.goto(f"{url}{nav.LIVE.url}?runs={','.join(ids)}&view=presentation")
     wait_for_drawn_charts(page, 5, what="the presentation view")
     settle(page)
     assert page.title() == "Live · Optimizer Lab"  # framed by app.py from the first visit
@@ -129,7 +131,7 @@ def test_the_presentation_view_fits_a_projector(lab) -> None:
         "() => { const c = [...document.querySelectorAll('.js-plotly-plot')];"
         " return c.length === 5 && c[2].getBoundingClientRect().top"
         " === c[0].getBoundingClientRect().top; }",
-        timeout=60_000,
+        timeout=scaled(60_000),
     )
     settle(page)
     assert_legible(measured(page, 3), per_row=3)
@@ -145,18 +147,20 @@ def test_the_presentation_view_fits_a_projector(lab) -> None:
 def test_the_switch_keeps_the_view_in_the_address(lab) -> None:
     url, ids, browser = lab
     page = browser.new_page(viewport=PROJECTOR)
-    page.goto(f"{url}/Live?runs={ids[0]}")
+    page.goto(f"{url}{nav.LIVE.url}?runs={ids[0]}")
     wait_for_drawn_charts(page, 5, what="Live")
     assert page.get_by_role("button", name="Fork").count() == 1  # the full card
     page.get_by_text("Presentation view", exact=True).click()
-    page.wait_for_url("**view=presentation**", timeout=60_000)
-    page.wait_for_function("() => !document.body.innerText.includes('Fork')", timeout=60_000)
+    page.wait_for_url("**view=presentation**", timeout=scaled(60_000))
+    page.wait_for_function(
+        "() => !document.body.innerText.includes('Fork')", timeout=scaled(60_000)
+    )
     page.reload()
     wait_for_drawn_charts(page, 5, what="the presentation view, reloaded")
     assert page.get_by_role("switch", name="Presentation view").is_checked()
     page.get_by_text("Presentation view", exact=True).click()
-    page.wait_for_function("() => !location.search.includes('view=')", timeout=60_000)
-    page.get_by_role("button", name="Fork").wait_for(timeout=60_000)
+    page.wait_for_function("() => !location.search.includes('view=')", timeout=scaled(60_000))
+    page.get_by_role("button", name="Fork").wait_for(timeout=scaled(60_000))
     page.close()
 
 
@@ -166,7 +170,7 @@ def test_homes_race_controls_and_links_fit_a_projector(lab) -> None:
     url, _, browser = lab
     page = browser.new_page(viewport=PROJECTOR)
     page.goto(url)
-    page.get_by_role("button", name="Start the demo race").wait_for(timeout=60_000)
+    page.get_by_role("button", name="Start the demo race").wait_for(timeout=scaled(60_000))
     cut = page.evaluate(
         """() => [...document.querySelectorAll('[data-testid=stMain]')[0]
                 .querySelectorAll('[role=radio], [data-testid=stPageLink] a')]

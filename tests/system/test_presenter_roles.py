@@ -18,7 +18,8 @@ from core.sweep.hosting import SweepHost
 from tests.apptest import framed, page, written_run
 from tests.sweep_studies import abandoned_trial
 from tests.viewer_actions import CONTROLS, PATHS, page_loads
-from ui import roles
+from tests.waiting import scaled
+from ui import nav, roles
 
 KEY = "the-presenters-key-0123456789"
 # Calls a path of tests/viewer_actions.py in the session, as its page would.
@@ -60,7 +61,7 @@ def snapshot(store: Path) -> tuple[list[tuple], list[str]]:
 
 def act(path: str, run_id: str, key: str | None = None) -> AppTest:
     """Runs `path` in a session (the presenter's when `key` is the key)."""
-    at = AppTest.from_string(SCRIPT, default_timeout=60)
+    at = AppTest.from_string(SCRIPT, default_timeout=scaled(60))
     if key is not None:
         at.session_state["presenter:key"] = key
     at.session_state["path"] = path
@@ -102,31 +103,31 @@ def buttons(at: AppTest) -> set[str]:
 
 
 def test_a_viewer_sees_no_control_and_no_train(room) -> None:
-    for name in ("app.py", "pages/2_Live.py", "pages/4_Sweep.py", "pages/6_Recipes.py"):
-        at = page(name)
-        if name == "pages/2_Live.py":
+    for shown in (nav.HOME, nav.LIVE, nav.SWEEP, nav.RECIPES):
+        at = page(shown)
+        if shown is nav.LIVE:
             at.query_params["runs"] = room[1]
         at.run()
-        assert not at.exception, name
-        assert not buttons(at) & CONTROLS, (name, buttons(at) & CONTROLS)
-        assert not at.get("file_uploader") and not at.select_slider, name
-    at = page("app.py").run()
+        assert not at.exception, shown.title
+        assert not buttons(at) & CONTROLS, (shown.title, buttons(at) & CONTROLS)
+        assert not at.get("file_uploader") and not at.select_slider, shown.title
+    at = page().run()
     assert "Live" in sidebar_links(at) and "Train" not in sidebar_links(at)
     assert not any("Share with the room" in e.label for e in at.expander)
-    train = page("pages/1_Train.py").run()
+    train = page(nav.TRAIN).run()
     assert any("Train is the presenter's" in info.value for info in train.info)
     assert not train.button and not train.get("file_uploader")
 
 
 def test_the_presenters_key_is_kept_and_dropped_from_the_address(room) -> None:
-    at = page("app.py")
+    at = page()
     at.query_params["key"] = KEY
     at.run()
     assert "key" not in at.query_params
     assert {"Start the demo race", "Delete", "Add tags"} <= buttons(at)
     assert "Train" in sidebar_links(at)
     assert any("Share with the room" in e.label for e in at.expander)
-    at.switch_page("pages/2_Live.py")
+    at.switch_page(nav.LIVE.file)
     at.query_params["runs"] = room[1]
     at.run()  # another page, the address without the key: still the presenter
     assert "Clone" in buttons(at)
@@ -134,7 +135,7 @@ def test_the_presenters_key_is_kept_and_dropped_from_the_address(room) -> None:
 
 
 def test_a_wrong_key_leaves_a_viewer_with_a_message(room) -> None:
-    at = page("app.py")
+    at = page()
     at.query_params["key"] = "not-the-key"
     at.run()
     assert "key" not in at.query_params
@@ -143,7 +144,7 @@ def test_a_wrong_key_leaves_a_viewer_with_a_message(room) -> None:
 
 
 def test_without_a_key_every_session_presents(app_store) -> None:
-    at = page("app.py").run()
+    at = page().run()
     assert "Start the demo race" in buttons(at)
     assert not any("Share with the room" in e.label for e in at.expander)
 
@@ -156,7 +157,7 @@ def test_the_sixth_wrong_key_of_a_minute_waits_the_right_one_included(room, monk
     monkeypatch.setattr(roles, "GUESSES", Guesses("presenter key", clock=lambda: now[0]))
 
     def shown(key: str) -> AppTest:
-        at = page("app.py")
+        at = page()
         at.query_params["key"] = key
         return at.run()
 
@@ -176,7 +177,7 @@ def test_the_sixth_wrong_key_of_a_minute_waits_the_right_one_included(room, monk
 @pytest.mark.parametrize("weak", ["a" * 16, "passwordpassword"])
 def test_a_dashboard_started_with_a_weak_key_stops_every_page(app_store, monkeypatch, weak) -> None:
     monkeypatch.setenv(KEY_VARIABLE, weak)
-    at = page("app.py").run()
+    at = page().run()
     (error,) = at.error
     assert error.value.startswith(
         "The lab is misconfigured: "
@@ -187,8 +188,8 @@ def test_a_dashboard_started_with_a_weak_key_stops_every_page(app_store, monkeyp
 
 
 @pytest.mark.parametrize("sweeps", ["no sweep", "an abandoned trial"])
-@pytest.mark.parametrize("name", sorted(page_loads("ended")))
-def test_each_page_a_viewer_opens_writes_nothing(room, monkeypatch, name, sweeps) -> None:
+@pytest.mark.parametrize("shown", nav.PAGES, ids=lambda shown: shown.title)
+def test_each_page_a_viewer_opens_writes_nothing(room, monkeypatch, shown, sweeps) -> None:
     """A viewer's page load, refreshed once, leaves the store and its sweeps' studies as
     they were: a store without sweeps gets no table of Optuna's, and a trial left
     running is the engine's to settle, never a page's (the engine's settling is held
@@ -199,13 +200,13 @@ def test_each_page_a_viewer_opens_writes_nothing(room, monkeypatch, name, sweeps
     if sweeps == "an abandoned trial":
         abandoned_trial(Store(store), "abandoned", run_id)
     before = snapshot(store)
-    at = page(name)
-    for key, value in page_loads(run_id)[name].items():
+    at = page(shown)
+    for key, value in page_loads(run_id)[shown].items():
         at.query_params[key] = value
     at.run().run()
     assert not at.exception, at.exception
     after = snapshot(store)
-    assert [row for row in after[0] if row not in before[0]] == [], name  # rows written
-    assert after == before, name  # nor any deleted, nor a file
-    if name == "pages/home.py":  # the table's download: a viewer's too
+    assert [row for row in after[0] if row not in before[0]] == [], shown.title  # rows written
+    assert after == before, shown.title  # nor any deleted, nor a file
+    if shown is nav.HOME:  # the table's download: a viewer's too
         assert [b.proto.label for b in at.get("download_button")] == ["Download as CSV"]

@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,8 @@ from tests.conftest import app_serving
 from tests.lean import NO_INSTRUMENTS
 from tests.system.test_hostile_data import MLP_ADAM_BYTES_PER_FEATURE, wide_npz
 from tests.system.test_postgres_lab import core
-from tests.waiting import wait_for
+from tests.waiting import holds_for, scaled, wait_for
+from ui import nav
 
 pytestmark = pytest.mark.slow
 
@@ -95,7 +95,7 @@ def test_a_sweep_spreads_its_trials_over_the_nodes_and_the_dashboard_stops_one(
     command = [sys.executable, "-m", "core", "sweep", *where, *search, "--sampler", "random"]
     with app_serving(url, monkeypatch, ray_address=cluster.address):
         lab = state.shared_engine()
-        watch = page("pages/2_Live.py").run()  # loaded once, so that a click later is quick
+        watch = page(nav.LIVE).run()  # loaded once, so that a click later is quick
         assert not watch.exception
 
         def starting() -> list[Any]:
@@ -118,19 +118,19 @@ def test_a_sweep_spreads_its_trials_over_the_nodes_and_the_dashboard_stops_one(
             watch.run()
             assert not watch.exception
             watch.button(key=f"stop:{chosen}").click().run()
-            assert lab.wait(chosen, 60).status == "stopped"
+            assert lab.wait(chosen, scaled(60)).status == "stopped"
 
             wait_for(lambda: (lab.cluster_info() or {}).get("free_cpus") == 0, 30)
-            home = page("app.py").run()
+            home = page().run()
             assert not home.exception
             (field,) = [info.value for info in home.info if "Ray cluster" in info.value]
             assert "2 node(s) (head, second)" in field and " of 2 CPUs free" in field
             table = home.dataframe[0].value
             assert set(table["node"].dropna()) <= {"head", "second"}
-            train = page("pages/1_Train.py").run()  # asks for the run's share of the cluster
+            train = page(nav.TRAIN).run()  # asks for the run's share of the cluster
             assert train.text_input(key="run:num_cpus").value == "1"
             assert train.text_input(key="run:num_gpus").value == "0"
-            _, err = sweep.communicate(timeout=300)
+            _, err = sweep.communicate(timeout=scaled(300))
         finally:
             sweep.kill()
     assert sweep.returncode == 0, err[-2000:]
@@ -149,12 +149,11 @@ def test_live_knobs_and_pause_reach_a_run_on_the_cluster(cluster, postgres) -> N
         engine.pause(run_id)
         wait_for(lambda: engine.status(run_id).status == "paused", 30)
         step = engine.status(run_id).step
-        time.sleep(1.0)
-        assert engine.status(run_id).step == step  # a paused actor takes no step
+        holds_for(lambda: engine.status(run_id).step == step, 1.0, "a paused actor takes no step")
         engine.resume(run_id)
         wait_for(lambda: engine.status(run_id).step > step, 30)
         engine.stop(run_id)
-        assert engine.wait(run_id, 60).status == "stopped"
+        assert engine.wait(run_id, scaled(60)).status == "stopped"
         (change,) = [e.payload for e in engine.events(run_id) if e.kind == "knob"]
         assert change == {"name": "learning_rate", "value": 0.02, "previous": 0.05}
     finally:
@@ -174,7 +173,7 @@ def test_a_run_trains_at_the_engines_priority_not_at_that_of_rays_workers(
         # An earlier test's actor may be ending meanwhile.
         assert {niceness(pid) for pid in actors} - {None} == {niceness(os.getpid())}
         engine.stop(run_id)
-        assert engine.wait(run_id, 60).status == "stopped"
+        assert engine.wait(run_id, scaled(60)).status == "stopped"
     finally:
         engine.close()
 
@@ -193,7 +192,7 @@ def test_the_store_password_is_in_no_actor_record_command_line_or_log(cluster, p
         assert SECRET.encode() not in command_lines()
         assert SECRET.encode() not in session_logs(cluster)
         engine.stop(run_id)
-        assert engine.wait(run_id, 60).status == "stopped"
+        assert engine.wait(run_id, scaled(60)).status == "stopped"
     finally:
         engine.close()
 
@@ -263,7 +262,7 @@ def test_the_lab_joins_with_the_token_it_has_and_says_how_to_give_one_it_lacks(
     def join(**more: str) -> subprocess.CompletedProcess[str]:
         command = [sys.executable, "-c", JOIN, cluster.address, str(tmp_path / "lab.sqlite")]
         return subprocess.run(
-            command, cwd=ROOT, env=env | more, capture_output=True, text=True, timeout=120
+            command, cwd=ROOT, env=env | more, capture_output=True, text=True, timeout=scaled(120)
         )
 
     joined = join(RAY_AUTH_TOKEN_PATH=str(token_file))
@@ -278,7 +277,7 @@ def test_a_run_asking_more_than_any_node_has_fails_saying_so(cluster, postgres) 
     engine = Engine(postgres.create_schema(), ray_address=cluster.address)
     try:
         run_id = engine.start({**LONG, "num_cpus": 2})
-        status = engine.wait(run_id, 60)
+        status = engine.wait(run_id, scaled(60))
         assert status.status == "failed"
         assert "no node of the cluster has 2 CPUs" in status.error
     finally:
@@ -297,7 +296,7 @@ def test_a_run_that_cannot_fit_in_its_nodes_memory_fails_there_saying_so(
     try:
         config = {"model": "mlp", "optimizer": "adam", "batch_size": 1, "max_steps": 1}
         run_id = engine.start({**config, "dataset": f"npz:{wide}", **NO_INSTRUMENTS})
-        status = engine.wait(run_id, 120)
+        status = engine.wait(run_id, scaled(120))
         assert status.status == "failed", status.error
         assert status.error.startswith(f"model: mlp on examples of shape ({features},) has ")
         assert engine.metrics(run_id).last_step is None
@@ -312,13 +311,16 @@ def test_a_run_waits_for_a_free_cpu_and_can_be_stopped_while_it_waits(cluster, p
         for run_id in busy:
             started(engine, run_id)
         waiting = engine.start(LONG)
-        time.sleep(2.0)
-        assert (engine.status(waiting).status, engine.status(waiting).step) == ("queued", 0)
+        holds_for(
+            lambda: (engine.status(waiting).status, engine.status(waiting).step) == ("queued", 0),
+            2.0,
+            "the third run queued while two take the cluster's CPUs",
+        )
         engine.stop(waiting)
-        assert engine.wait(waiting, 10).status == "stopped"
+        assert engine.wait(waiting, scaled(10)).status == "stopped"
         for run_id in busy:
             engine.stop(run_id)
-            assert engine.wait(run_id, 60).status == "stopped"
+            assert engine.wait(run_id, scaled(60)).status == "stopped"
     finally:
         engine.close()
 
@@ -345,7 +347,7 @@ def test_a_node_that_cannot_use_the_store_fails_the_run_saying_why(
         assert engine.cluster is not None
         engine.cluster.location = store_there.format(tmp=tmp_path)
         run_id = engine.start(LONG)
-        status = engine.wait(run_id, 60)
+        status = engine.wait(run_id, scaled(60))
         assert status.status == "failed", status
         assert status.error.startswith(error), status.error
     finally:
@@ -377,19 +379,19 @@ def test_a_run_on_a_node_that_dies_ends_interrupted_and_resumes(cluster, postgre
         doomed, spared = where["second"], where["head"]
         wait_for(lambda: engine.checkpoints(doomed), 60, "a checkpoint of the run to lose")
         cluster.remove_node(cluster.second)
-        status = engine.wait(doomed, 60)
+        status = engine.wait(doomed, scaled(60))
         assert status.status == "interrupted", status
         assert "Ray actor died" in status.error
         assert engine.store.last_step(doomed) > 0  # its metrics are kept
         assert engine.status(spared).status == "running"
         engine.stop(spared)
-        assert engine.wait(spared, 60).status == "stopped"
+        assert engine.wait(spared, scaled(60)).status == "stopped"
 
         engine.resume(doomed)
         resumed_from = engine.checkpoints(doomed)[-1].step
         wait_for(lambda: engine.status(doomed).step > resumed_from, 120, "the resumed run")
         assert engine.status(doomed).node == "head"
         engine.stop(doomed)
-        assert engine.wait(doomed, 60).status == "stopped"
+        assert engine.wait(doomed, scaled(60)).status == "stopped"
     finally:
         engine.close()

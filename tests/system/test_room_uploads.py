@@ -21,7 +21,7 @@ from core.store import Store
 from tests.browser import NEEDS_CHROMIUM, chromium, settle
 from tests.room import Room, served, session_ids
 from tests.viewer_actions import CONTROLS
-from tests.waiting import wait_for
+from tests.waiting import scaled, wait_for
 
 pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
 
@@ -59,7 +59,7 @@ def opened(browser: Any, url: str) -> tuple[Any, str]:
 def presenting(browser: Any, room: Room) -> str:
     """A session on the presenter URL, once it shows the presenter's controls: its id."""
     page, session = opened(browser, room.presenter)
-    page.get_by_role("button", name="Start the demo race").wait_for(timeout=60_000)
+    page.get_by_role("button", name="Start the demo race").wait_for(timeout=scaled(60_000))
     return session
 
 
@@ -89,7 +89,7 @@ def put(room: Room, session: str, size: int, file_id: str = "probe") -> tuple[in
     it (the whole body, the anti-forgery pair set by hand): (status, body)."""
     head, tail = multipart(size)
     body = head + b"\0" * size + tail
-    connection = http.client.HTTPConnection("127.0.0.1", port(room), timeout=60)
+    connection = http.client.HTTPConnection("127.0.0.1", port(room), timeout=scaled(60))
     try:
         path = f"/_stcore/upload_file/{session}/{file_id}"
         connection.request("PUT", path, body=body, headers=headers(len(body)))
@@ -105,7 +105,7 @@ def under_way(room: Room, session: str, size: int, file_id: str) -> Iterator[Non
     counts the form's framing too), held under way: it asks for `100 Continue`, which the
     server sends once its route reads the body, past the guard, and sends no body; it
     hangs up as the block ends."""
-    with socket.create_connection(("127.0.0.1", port(room)), timeout=60) as connection:
+    with socket.create_connection(("127.0.0.1", port(room)), timeout=scaled(60)) as connection:
         lines = [
             f"PUT /_stcore/upload_file/{session}/{file_id} HTTP/1.1",
             f"Host: 127.0.0.1:{port(room)}",
@@ -149,7 +149,7 @@ def test_the_presenter_uploads_a_dataset_on_train(room, browser, tmp_path) -> No
     page.wait_for_function(  # kept and picked: the select box shows it
         "() => [...document.querySelectorAll('input')]"
         ".some(i => i.value.startsWith('your file mine.npz'))",
-        timeout=60_000,
+        timeout=scaled(60_000),
     )
     kept = room.store.parent / f"{room.store.stem}.datasets"
     assert [p.name for p in kept.iterdir() if p.name.startswith("mine.")]

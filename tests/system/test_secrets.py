@@ -24,6 +24,7 @@ from tests.apptest import page
 from tests.cli import run_main
 from tests.conftest import app_serving
 from tests.lean import NO_INSTRUMENTS_FLAGS
+from ui import nav
 
 # The role's password: a `%` and a blank, which a URL must percent-encode. Typed as it is,
 # libpq refuses the URL quoting it; any message holding "s3cr3t" shows it, in any form.
@@ -150,7 +151,7 @@ def test_the_sweep_page_shows_a_storage_that_fails_as_a_message_without_the_pass
         conn.execute(f"GRANT USAGE ON SCHEMA {role} TO {role}")
         conn.execute(f"CREATE TABLE {role}.studies (study_id INTEGER)")
     with app_serving(role_url, monkeypatch):
-        at = page("pages/4_Sweep.py").run()
+        at = page(nav.SWEEP).run()
     assert not at.exception
     (error,) = [e.value for e in at.error if "sweeps cannot be read" in e.value]
     assert "permission denied for schema" in error and "\\*\\*\\*" in error

@@ -15,7 +15,8 @@ import pytest
 from core.engine.client import EngineClient
 from core.store.metrics import Block
 from tests.apptest import live_specs, page, written_run
-from ui import shared_figures
+from tests.waiting import scaled
+from ui import nav, shared_figures
 
 
 @pytest.fixture(autouse=True)
@@ -49,13 +50,13 @@ def test_sessions_asking_while_it_is_drawn_wait_for_that_drawing() -> None:
     def draw() -> dict[str, str]:
         made.append(1)
         started.set()
-        finish.wait(30)
+        finish.wait(scaled(30))
         return {"loss": "{}"}
 
     results: list[dict[str, str]] = []
     drawer = threading.Thread(target=lambda: results.append(shared_figures.shared("k", 0, draw)))
     drawer.start()
-    assert started.wait(30)
+    assert started.wait(scaled(30))
     others = [
         threading.Thread(target=lambda: results.append(shared_figures.shared("k", 0, draw)))
         for _ in range(7)
@@ -64,7 +65,7 @@ def test_sessions_asking_while_it_is_drawn_wait_for_that_drawing() -> None:
         thread.start()
     finish.set()
     for thread in [drawer, *others]:
-        thread.join(30)
+        thread.join(scaled(30))
     assert made == [1] and len(results) == 8
     assert all(result is results[0] for result in results)
 
@@ -105,7 +106,7 @@ def test_live_sessions_share_a_refresh_until_a_new_step_is_logged_and_it_ages(
     run_id = written_run(lab.store, "shared", "shared run")
 
     def session() -> list[str]:
-        at = page("pages/2_Live.py")
+        at = page(nav.LIVE)
         at.session_state["watch"] = [run_id]
         at.run()
         assert not at.exception

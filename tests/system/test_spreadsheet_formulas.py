@@ -21,6 +21,7 @@ from tests import app_server
 from tests.apptest import written_run
 from tests.browser import NEEDS_CHROMIUM, chromium, settle
 from tests.cli import run_main
+from tests.waiting import scaled
 
 NAME = '=HYPERLINK("http://x","y")'
 TAGS = ["=1+2", "@SUM(1+1)"]
@@ -102,10 +103,10 @@ def test_homes_table_downloads_no_formula_and_offers_no_download_of_its_own(
         table = page.locator("[data-testid=stDataFrame]")
         table.hover()  # shows the table's toolbar
         toolbar = page.locator("[data-testid=stElementToolbar]")
-        toolbar.get_by_role("button", name="Search").wait_for(timeout=30_000)
+        toolbar.get_by_role("button", name="Search").wait_for(timeout=scaled(30_000))
         assert toolbar.get_by_role("button", name="Download as CSV").count() == 0
 
-        with page.expect_download(timeout=60_000) as download:
+        with page.expect_download(timeout=scaled(60_000)) as download:
             page.locator("[data-testid=stDownloadButton] button").click()
         saved = tmp_path / download.value.suggested_filename
         download.value.save_as(saved)

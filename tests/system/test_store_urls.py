@@ -180,7 +180,7 @@ def test_the_pages_show_a_store_url_that_cannot_be_used_as_a_message(
     monkeypatch.setenv("OPTLAB_STORE", ISSUE[0])
     streamlit.cache_resource.clear()
     try:
-        at = page("app.py").run()
+        at = page().run()
     finally:
         streamlit.cache_resource.clear()
     assert not at.exception, [e.value for e in at.exception]

@@ -38,7 +38,7 @@ from core.training.config import INSTRUMENT_FIELDS
 from tests.apptest import written_run
 from tests.lean import NO_INSTRUMENTS
 from tests.sweep_studies import abandoned_trial
-from tests.waiting import wait_for
+from tests.waiting import scaled, wait_for
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -231,7 +231,7 @@ def test_a_random_sweep_runs_each_trial_as_an_engine_run(engine) -> None:
     sweep = Sweep(engine, base, space(LR), n_trials=4, sampler="random", parallel=2, seed=3, **FAST)
     assert sweep.status().state == "idle"
     sweep.start()
-    status = sweep.wait(120)
+    status = sweep.wait(scaled(120))
     assert status.state == "done" and status.finished == status.n_trials == 4
 
     study = load_study(engine, sweep.study_name)  # the lab's SQLite file holds the study
@@ -277,7 +277,7 @@ def test_a_regression_sweep_minimizes_the_validation_mae(engine) -> None:
     sweep = Sweep(engine, base, rates, n_trials=3, sampler="random", parallel=2, seed=1, **FAST)
     assert sweep.plan.objective.metric == "val_mae"
     sweep.start()
-    status = sweep.wait(120)
+    status = sweep.wait(scaled(120))
     assert status.state == "done" and status.finished == 3
 
     study = load_study(engine, sweep.study_name)
@@ -302,7 +302,7 @@ def test_a_grid_sweep_enumerates_exactly_the_grid(engine) -> None:
     sweep = Sweep(engine, BASE.replace(max_steps=22), grid, sampler="grid", **FAST)
     assert sweep.plan.n_trials == 6  # the grid size, by default
     sweep.start()
-    assert sweep.wait(120).state == "done"
+    assert sweep.wait(scaled(120)).state == "done"
     tried = [(r.params["learning_rate"], r.params["seed"]) for r in sweep.results()]
     assert sorted(tried) == [(lr, seed) for lr in (0.01, 0.1, 1.0) for seed in (0, 1)]
     configs = [
@@ -337,7 +337,7 @@ def test_pruned_trials_stop_their_runs_early(engine) -> None:
         **FAST,
     )
     sweep.start()
-    status = sweep.wait(120)
+    status = sweep.wait(scaled(120))
     assert status.state == "done"
     assert (status.finished, status.pruned, status.failed) == (2, 2, 0)
     [summary] = list_studies(engine)
@@ -356,7 +356,7 @@ def test_a_diverged_run_fails_its_trial_with_the_reason(engine) -> None:
     lr = Dimension("learning_rate", choices=(0.1, 100.0))
     sweep = Sweep(engine, base, space(lr), sampler="grid", **FAST)
     sweep.start()
-    assert sweep.wait(120).state == "done"
+    assert sweep.wait(scaled(120)).state == "done"
     rows = {row.params["learning_rate"]: row for row in sweep.results()}
     assert (rows[0.1].state, rows[0.1].run_status) == ("COMPLETE", "completed")
     assert (rows[100.0].state, rows[100.0].run_status, rows[100.0].value) == (
@@ -379,10 +379,10 @@ def test_stop_ends_the_sweep_and_its_runs_promptly(engine) -> None:
         Sweep.load(engine, sweep.study_name).start()  # one driver per study
     began = time.monotonic()
     sweep.stop()
-    status = sweep.wait(60)
+    status = sweep.wait(scaled(60))
     # Well under a second on an idle machine; a busy one may take seconds to reach the
     # next step (the first validation traces a graph).
-    assert status.state == "stopped" and time.monotonic() - began < 30
+    assert status.state == "stopped" and time.monotonic() - began < scaled(30)
     runs = engine.list()
     assert [run.status for run in runs] == ["stopped", "stopped"]
     assert all(run.step < 20_000 for run in runs)
@@ -406,7 +406,7 @@ def test_listing_a_sweep_at_work_loads_no_study(engine, monkeypatch) -> None:
         assert summary.running >= 1 and loads == []
     finally:
         sweep.stop()
-        sweep.wait(60)
+        sweep.wait(scaled(60))
 
 
 def test_a_loaded_sweep_resumes_its_unfinished_trials(engine) -> None:
@@ -416,7 +416,7 @@ def test_a_loaded_sweep_resumes_its_unfinished_trials(engine) -> None:
     engine.pause(sweep.results()[1].run_id)  # holds the second trial mid-run
     wait_for(lambda: sweep.results()[1].run_status == "paused")
     sweep.stop()
-    assert sweep.wait(30).state == "stopped"
+    assert sweep.wait(scaled(30)).state == "stopped"
     first, cut = sweep.results()
     assert (first.state, cut.state, cut.reason) == ("COMPLETE", "FAIL", "the sweep was stopped")
 
@@ -425,7 +425,7 @@ def test_a_loaded_sweep_resumes_its_unfinished_trials(engine) -> None:
     # Its state as its study says: the driver that stopped it recorded how it ended.
     assert (resumed.status().state, resumed.status().finished) == ("stopped", 1)
     resumed.start()
-    status = resumed.wait(120)
+    status = resumed.wait(scaled(120))
     assert status.state == "done" and status.finished == 3
     rows = resumed.results()
     assert [r.state for r in rows] == ["COMPLETE", "FAIL", "COMPLETE", "COMPLETE"]
@@ -442,7 +442,7 @@ def test_a_sweep_resumes_after_its_engine_closed(tmp_path) -> None:
     sweep.start()
     wait_for(lambda: any(run.step > 0 for run in engine.list()))
     engine.close()  # as when the app exits: the run ends interrupted, the store closes
-    status = sweep.wait(30)
+    status = sweep.wait(scaled(30))
     assert status.state == "failed" and "closed" in status.error
     [orphan] = load_study(engine, sweep.study_name).trials
     assert orphan.state.name == "RUNNING"  # nothing could tell the study how the run ended
@@ -453,7 +453,7 @@ def test_a_sweep_resumes_after_its_engine_closed(tmp_path) -> None:
         resumed.start()
         wait_for(lambda: len(resumed.results()) == 2 and resumed.results()[1].step)
         resumed.stop()
-        assert resumed.wait(30).state == "stopped"
+        assert resumed.wait(scaled(30)).state == "stopped"
         settled, retry = resumed.results()
         assert (settled.state, settled.run_status) == ("FAIL", "interrupted")
         assert retry.params == settled.params and retry.run_id != settled.run_id
@@ -506,7 +506,7 @@ def start_and_kill_a_sweep(path: Path, name: str, engine_kind: str, base: RunCon
         assert driver.stdout is not None and driver.stdout.readline() == b"trials started\n"
     finally:
         driver.kill()
-        driver.wait(30)
+        driver.wait(scaled(30))
 
 
 def test_a_killed_sweeps_trials_end_as_their_runs_do(tmp_path) -> None:
@@ -519,10 +519,11 @@ def test_a_killed_sweeps_trials_end_as_their_runs_do(tmp_path) -> None:
     with served(path) as engine:
         start_and_kill_a_sweep(path, "killed", "client", BASE.replace(max_steps=1500, epochs=1000))
         runs = [run.id for run in engine.list()]
-        deadline = time.monotonic() + 30
-        while any(engine.status(run_id).status != "running" for run_id in runs):
-            assert time.monotonic() < deadline, "the engine did not take the sweep's runs"
-            time.sleep(0.05)
+        wait_for(
+            lambda: all(engine.status(run_id).status == "running" for run_id in runs),
+            30,
+            "the engine to take the sweep's runs",
+        )
         for run_id in runs:
             engine.pause(run_id)  # still training: the trials must wait for them
         assert settle_abandoned(engine, load_study(engine, "killed"), driven_here=False) == 0
@@ -530,7 +531,7 @@ def test_a_killed_sweeps_trials_end_as_their_runs_do(tmp_path) -> None:
         assert (summary.running, summary.finished) == (2, 0)
         for run_id in runs:
             engine.resume(run_id)
-            assert engine.wait(run_id, 120).status == "completed"
+            assert engine.wait(run_id, scaled(120)).status == "completed"
         wait_for(lambda: list_studies(engine)[0].running == 0, 60, "the engine's settling")
         [summary] = list_studies(engine)
         assert (summary.running, summary.finished, summary.failed) == (0, 2, 0)
@@ -589,7 +590,7 @@ def test_a_sweep_killed_with_its_engine_runs_its_trials_again_on_resume(tmp_path
         resumed.start()
         wait_for(lambda: len(resumed.results()) == 4 and all(r.run_id for r in resumed.results()))
         resumed.stop()
-        resumed.wait(30)
+        resumed.wait(scaled(30))
         retried = load_study(engine, "killed").trials[2:]
         assert sorted(t.user_attrs["retry_of"] for t in retried) == [0, 1]
         assert {t.params["learning_rate"] for t in retried} == {
@@ -603,7 +604,7 @@ def test_a_sweep_over_repeats_values_each_trial_by_the_mean_of_its_seeds(engine)
     )
     assert SweepPlan.from_dict(sweep.plan.to_dict()).repeats == 3  # kept with the study
     sweep.start()
-    assert sweep.wait(180).state == "done"
+    assert sweep.wait(scaled(180)).state == "done"
     runs = {run.id: run for run in engine.list()}
     assert len(runs) == 6
     for trial in load_study(engine, sweep.study_name).get_trials():

@@ -24,7 +24,7 @@ from core.sweep.studies import PLAN_ATTR, storage_url
 from tests import app_server
 from tests.conftest import served
 from tests.lean import NO_INSTRUMENTS_FLAGS, digits_trial
-from tests.waiting import wait_for
+from tests.waiting import scaled, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 LONG = digits_trial(max_steps=20_000, epochs=1000)  # trials that train until stopped
@@ -83,13 +83,13 @@ def test_a_sweep_runs_on_without_its_client_and_another_client_stops_it(
         assert sweep.status().state == "running" and sweep.active
 
         sweep.stop()
-        status = sweep.wait(60)
+        status = sweep.wait(scaled(60))
         assert status.state == "stopped" and not status.active
         assert status.to_run == 3 and status.resumable  # the trial cut short runs again
         assert client.status(run_id).status == "stopped"
     finally:
         engine.send_signal(signal.SIGTERM)
-        assert engine.wait(60) == 0
+        assert engine.wait(scaled(60)) == 0
 
 
 def test_an_engine_that_restarts_resumes_the_sweep_it_drove(
@@ -101,7 +101,7 @@ def test_an_engine_that_restarts_resumes_the_sweep_it_drove(
         sweep.submit()
         wait_for(lambda: training(sweep), 120, "the first trial's run trains")
         engine.send_signal(signal.SIGTERM)  # closed: it ends its drive as interrupted
-        assert engine.wait(60) == 0
+        assert engine.wait(scaled(60)) == 0
         assert sweep.status().state == "interrupted"
 
         engine = engine_process(store_path, "second")
@@ -112,17 +112,17 @@ def test_an_engine_that_restarts_resumes_the_sweep_it_drove(
         assert sweep.status().state == "running"
 
         engine.kill()  # killed: its record still says running, by a process now dead
-        engine.wait(60)
+        engine.wait(scaled(60))
         assert sweep.status().state == "interrupted"
         engine = engine_process(store_path, "third")
         wait_for(lambda: driver_pid(client, sweep.study_name) == engine.pid, 120, "taken up")
         wait_for(lambda: len(sweep.results()) == 3 and training(sweep), 120, "a retry trains")
         assert sweep.results()[2].params == first.params
         sweep.stop()
-        assert sweep.wait(60).state == "stopped"
+        assert sweep.wait(scaled(60)).state == "stopped"
     finally:
         engine.send_signal(signal.SIGTERM)
-        engine.wait(60)
+        engine.wait(scaled(60))
 
 
 def test_an_optlab_sweep_is_seen_and_stopped_from_another_client(store_path: Path) -> None:
@@ -151,7 +151,7 @@ def test_an_optlab_sweep_is_seen_and_stopped_from_another_client(store_path: Pat
         assert driver_pid(client, "cli") == cli.pid  # it drives the sweep itself
 
         sweep.stop()
-        _, err = cli.communicate(timeout=60)
+        _, err = cli.communicate(timeout=scaled(60))
         assert cli.returncode == 130, err
         assert b"stopped from another process" in err
         status = sweep.status()

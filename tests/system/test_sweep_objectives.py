@@ -18,6 +18,7 @@ from core.sweep import Dimension, SearchSpace, Sweep, SweepPlan, list_studies
 from core.sweep.objective import named
 from tests.conftest import served
 from tests.lean import digits_trial
+from tests.waiting import scaled
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DIGITS = digits_trial(max_steps=44, epochs=2)  # validated at steps 11, 22, 33 and 44
@@ -73,7 +74,7 @@ def test_a_regression_sweep_through_the_engine_minimizes_the_validation_mae(
         client = EngineClient(Store(tmp_path / "lab.sqlite"))
         sweep = Sweep(client, diabetes, RATES, n_trials=2, parallel=2, **FAST)
         sweep.submit()  # the default objective of a regression
-        status = sweep.wait(120)
+        status = sweep.wait(scaled(120))
         assert status.state == "done" and status.finished == 2
         study = optuna.load_study(study_name=sweep.study_name, storage=sweep.storage)
         assert study.direction.name == "MINIMIZE"
@@ -87,7 +88,7 @@ def test_a_regression_sweep_through_the_engine_minimizes_the_validation_mae(
 def test_a_val_loss_sweep_minimizes_each_runs_lowest_validation_loss(engine: Engine) -> None:
     sweep = Sweep(engine, DIGITS, RATES, n_trials=2, objective="val_loss", **FAST)
     sweep.start()
-    status = sweep.wait(120)
+    status = sweep.wait(scaled(120))
     assert status.state == "done"
     study = optuna.load_study(study_name=sweep.study_name, storage=sweep.storage)
     assert study.direction.name == "MINIMIZE"
@@ -104,7 +105,7 @@ def test_time_to_target_is_the_first_step_a_run_reached_it(engine: Engine) -> No
     never = Sweep(engine, DIGITS, RATES, n_trials=1, objective="time_to_target", target=0.999)
     for sweep in (reached, never):
         sweep.start()
-    assert reached.wait(120).state == "done" and never.wait(120).state == "done"
+    assert reached.wait(scaled(120)).state == "done" and never.wait(scaled(120)).state == "done"
     for row in reached.results():
         metrics = engine.metrics(row.run_id)
         steps, accuracy = metrics.steps, metrics["val_accuracy"]

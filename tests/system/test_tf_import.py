@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from core.store.paths import PROJECT_ROOT
+from tests.waiting import scaled
 
 # Four threads start at once, as the warm-up and the demo race's runs do in a fresh
 # engine: one imports Keras first, as the warm-up does, the others TensorFlow, as a run's
@@ -44,7 +45,7 @@ def errors_of(mode: str) -> str:
         cwd=PROJECT_ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
         check=True,
     )
     return done.stdout.strip()
@@ -81,7 +82,7 @@ def test_the_loaded_stack_is_frozen_out_of_full_collections_and_later_garbage_is
         cwd=PROJECT_ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
         check=True,
     )
     frozen, frozen_after, collected = map(int, done.stdout.split())

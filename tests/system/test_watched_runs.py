@@ -33,7 +33,8 @@ from tests.browser import (
     settle,
     wait_for_drawn_charts,
 )
-from tests.waiting import wait_for
+from tests.waiting import scaled, wait_for
+from ui import nav
 
 pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
 
@@ -81,7 +82,7 @@ def watch(page: Any, client: Any, run_ids: list[str], steps: int) -> None:
             p.layout && p.layout.uirevision === 'loss' && (p._fullData || []).some(
                 t => t.x && t.x.length && Number(t.x[t.x.length - 1]) >= step))""",
         arg=min(targets.values()),
-        timeout=120_000,
+        timeout=scaled(120_000),
     )
 
 
@@ -102,9 +103,9 @@ def test_the_demo_race_starts_at_once_and_ends_watched(watched_lab) -> None:
     assert {r.status for r in race} == {"completed"}
     # Together, none queued behind another. From the click it is about 1 s here (0.2-1.1 s
     # measured); on a loaded machine the page's answer to the click comes later.
-    assert max(starts) - min(starts) < 2.0, "the three runs did not start at once"
-    assert max(starts) < 10.0, "the race started late"
-    assert max(ends) <= RACE_GUARD
+    assert max(starts) - min(starts) < scaled(2.0), "the three runs did not start at once"
+    assert max(starts) < scaled(10.0), "the race started late"
+    assert max(ends) <= scaled(RACE_GUARD)
 
     for run in race:  # every instrument measured
         metrics = client.metrics(run.id)
@@ -112,7 +113,9 @@ def test_the_demo_race_starts_at_once_and_ends_watched(watched_lab) -> None:
             assert key in metrics.keys, (run.config["optimizer"], key)
         assert [e for e in client.events(run.id) if e.kind == "histogram"]
     # The full refresh after the runs ended: each is shown completed.
-    page.wait_for_function("document.body.innerText.split('completed').length > 3", timeout=60_000)
+    page.wait_for_function(
+        "document.body.innerText.split('completed').length > 3", timeout=scaled(60_000)
+    )
     for view, charts in (("Training", 5), ("Per layer", 9), ("Instruments", 6)):
         page.get_by_text(view, exact=True).click()
         # The group's charts replace the last one's (which linger while it draws).
@@ -130,7 +133,7 @@ def test_watching_never_changes_a_run(watched_lab) -> None:
         open_knob_expanders(first)
         watch(first, client, ids, WATCH_STEPS)
         first.reload()
-        first.wait_for_selector(".js-plotly-plot", state="attached", timeout=60_000)
+        first.wait_for_selector(".js-plotly-plot", state="attached", timeout=scaled(60_000))
         open_knob_expanders(first)
         second = open_live(browser, url, ids)
         open_knob_expanders(second)
@@ -139,17 +142,20 @@ def test_watching_never_changes_a_run(watched_lab) -> None:
         for stopped, run_id in enumerate(ids, 1):  # the runs end while both tabs watch
             asked = time.monotonic()
             assert client.settle(client.stop(run_id)).error is None
-            assert client.wait(run_id, 30).status == "stopped"
+            assert client.wait(run_id, scaled(30)).status == "stopped"
             stop_seconds.append(time.monotonic() - asked)
             first.wait_for_function(  # the tab has shown it stopped
-                f"document.body.innerText.split('stopped').length > {stopped}", timeout=60_000
+                f"document.body.innerText.split('stopped').length > {stopped}",
+                timeout=scaled(60_000),
             )
     finally:  # a failure leaves no run training into the next test
         for run_id in ids:
             if client.status(run_id).active:
                 client.settle(client.stop(run_id))
-    assert max(stop_seconds) < STOP_SECONDS, stop_seconds
-    first.wait_for_function("document.body.innerText.split('stopped').length > 3", timeout=30_000)
+    assert max(stop_seconds) < scaled(STOP_SECONDS), stop_seconds
+    first.wait_for_function(
+        "document.body.innerText.split('stopped').length > 3", timeout=scaled(30_000)
+    )
     screenshot(first, "live-watched", height=2400)
 
     unasked = [
@@ -173,11 +179,11 @@ def test_the_streamlit_process_never_imports_tensorflow(watched_lab) -> None:
     _, url, browser, pids = watched_lab
     (app_pid,) = pids["page server"]
     page = browser.new_page()
-    for path in ("", "/Train", "/Live", "/Compare", "/Sweep", "/Optimizers"):
-        page.goto(url + path)
-        page.wait_for_selector("h1", timeout=60_000)
+    for shown in (nav.HOME, nav.TRAIN, nav.LIVE, nav.COMPARE, nav.SWEEP, nav.OPTIMIZERS):
+        page.goto(url + shown.url)
+        page.wait_for_selector("h1", timeout=scaled(60_000))
         settle(page)
-        assert page.locator("[data-testid='stException']").count() == 0, path
+        assert page.locator("[data-testid='stException']").count() == 0, shown.title
     page.close()
     maps = Path(f"/proc/{app_pid}/maps").read_text()
     assert "_pywrap_tensorflow" not in maps and "libtensorflow" not in maps

@@ -15,6 +15,7 @@ from core import data
 from core.data import bundled, files, loading, tfds_source
 from core.data.held import MAX_HELD_BYTES, Held
 from tests.tfds_builders import prepare
+from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -134,9 +135,12 @@ def test_concurrent_loads_of_one_dataset_read_it_once(monkeypatch):
     fresh_kept(monkeypatch)
     calls = []
 
+    asked = []
+
     def slow_digits():
         calls.append(threading.current_thread().name)
-        time.sleep(0.2)  # Long enough for every thread to be waiting on the same load.
+        # It reads until every thread has asked, so that they ask while it reads.
+        wait_for(lambda: len(asked) == 4, 10, "every thread to ask for the dataset")
         return original()
 
     original = bundled.LOADERS["digits"]
@@ -144,6 +148,7 @@ def test_concurrent_loads_of_one_dataset_read_it_once(monkeypatch):
     results = [None] * 4
 
     def worker(i):
+        asked.append(i)
         results[i] = data.load("digits")
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]

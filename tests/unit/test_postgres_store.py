@@ -1,8 +1,8 @@
 """What a PostgreSQL store adds to the behaviour every store has (tested on both backends
 in test_store.py): writers taking turns across processes, and a server that goes away."""
 
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import psycopg
 import pytest
@@ -10,6 +10,7 @@ import pytest
 from core.store import Store, StoreError
 from core.store.postgres import WRITE_LOCK
 from tests.postgres_server import MISSING, binaries, postgres_server
+from tests.waiting import scaled, wait_for
 
 
 def test_a_write_waits_for_another_process_holding_the_store_and_then_fails(postgres):
@@ -32,25 +33,18 @@ def test_a_write_waits_for_another_process_holding_the_store_and_then_fails(post
 
 
 def test_a_write_goes_through_once_the_other_process_lets_go(postgres):
+    """The other transaction lets go of the lock once the server shows the write waiting
+    for it (pg_locks), then the write goes through."""
     url = postgres.create_database()
-    with Store(url, timeout=10) as store:
+    with Store(url, timeout=scaled(10)) as store, ThreadPoolExecutor(1) as writes:
         store.create_run("r", "r", {})
-        held = threading.Event()
-
-        def hold_for_a_while() -> None:
-            with psycopg.connect(url) as blocker:
-                blocker.execute(f"SELECT {WRITE_LOCK}")
-                held.set()
-                time.sleep(0.5)
-
-        holder = threading.Thread(target=hold_for_a_while)
-        holder.start()
-        held.wait(5)
-        start = time.monotonic()
-        store.add_event("r", 0, "note")
-        waited = time.monotonic() - start
-        holder.join()
-        assert waited > 0.3 and [e.kind for e in store.events("r")] == ["note"]
+        with psycopg.connect(url) as blocker:  # its transaction ends with the block
+            blocker.execute(f"SELECT {WRITE_LOCK}")
+            write = writes.submit(store.add_event, "r", 0, "note")
+            waiting = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            wait_for(lambda: blocker.execute(waiting).fetchone()[0], 10, "the write to wait")
+        write.result(scaled(10))
+        assert [e.kind for e in store.events("r")] == ["note"]
 
 
 @pytest.mark.slow  # a server of its own, stopped and started

@@ -7,11 +7,11 @@ import os
 import socket
 
 import pytest
-from tests.unit.test_presenter import decoded
 
 from core.cli.presenting import banner
 from core.presenter import KEY_VARIABLE
 from tests.cli import run_main
+from tests.unit.test_presenter import decoded
 
 
 @pytest.mark.parametrize(

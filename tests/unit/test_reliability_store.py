@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from core.store import MetricsWriter, Store, StoreError
+from tests.waiting import scaled
 
 
 @contextlib.contextmanager
@@ -148,6 +149,6 @@ def test_a_flush_asked_for_commits_at_once_in_the_writers_thread(tmp_path: Path)
         writer.append(1, {"loss": 1.0})
         with write_locked(store.path):
             writer.flush_soon(then)  # returns while the store is locked: the flusher waits
-        assert committed.wait(60)  # long before the writer's own interval
+        assert committed.wait(scaled(60))  # long before the writer's own interval
         assert stored == [[1]]  # called once the row was in the store
         writer.close()

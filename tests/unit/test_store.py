@@ -36,7 +36,7 @@ from core.store import (
 from core.store.owner import LIVENESS_SECONDS
 from core.store.paths import files_base
 from tests import planted
-from tests.waiting import wait_for
+from tests.waiting import scaled, wait_for
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -67,15 +67,19 @@ def sha256(path):
 
 
 def raised_by(check, timeout=5.0):
-    """Call `check` until it raises `StoreError`, and return that; fail after `timeout` s."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    """Calls `check` until it raises `StoreError`, and returns that; fails after `timeout`
+    nominal seconds."""
+    raised = []
+
+    def raises() -> bool:
         try:
             check()
         except StoreError as exc:
-            return exc
-        time.sleep(0.01)
-    pytest.fail(f"no StoreError within {timeout} s")
+            raised.append(exc)
+        return bool(raised)
+
+    wait_for(raises, timeout, "a StoreError", interval=0.01)
+    return raised[0]
 
 
 def write_rows(store, run_id, rows, flush_every=None):
@@ -764,14 +768,15 @@ def test_reads_while_another_thread_writes(store):
     n_steps = 3000
     errors = []
     done = threading.Event()
+    read = [-1]  # the last step a reader has seen
 
     def train():
         try:
             with store.metrics_writer("r", flush_interval=0.01) as writer:
                 for step in range(n_steps):
                     writer.append(step, {"loss": float(step), "acc": step / n_steps})
-                    if step % 10 == 0:
-                        time.sleep(0.001)
+                    if step % 300 == 299:  # the readers catch up: reads fall between writes
+                        wait_for(lambda step=step: read[0] >= step, 20, f"a read of step {step}")
         except Exception as exc:
             errors.append(exc)
         finally:
@@ -783,6 +788,7 @@ def test_reads_while_another_thread_writes(store):
             while True:
                 finished = done.is_set()  # before reading, so that the last read sees it all
                 seen = seen.concat(store.read_metrics("r", since_step=seen.last_step))
+                read[0] = max(read[0], -1 if seen.last_step is None else seen.last_step)
                 np.testing.assert_array_equal(seen.steps, np.arange(len(seen)))
                 if len(seen):
                     np.testing.assert_array_equal(seen["loss"], seen.steps)
@@ -797,7 +803,7 @@ def test_reads_while_another_thread_writes(store):
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=20)
+        thread.join(timeout=scaled(20))
     assert not errors, errors
     assert len(store.read_metrics("r")) == n_steps
 
@@ -833,9 +839,16 @@ def test_sigkill_loses_at_most_the_last_interval(tmp_path, db_path):
     def started():
         return (report.exists() and report.stat().st_size > 0) or child.poll() is not None
 
+    flushed = set()  # the last stored step after each of the child's flushes
+
+    def flushed_thrice():  # a second of writing, killed between flushes as a long run is
+        with closing(sqlite3.connect(db_path)) as conn:
+            flushed.add(conn.execute("SELECT max(last_step) FROM metric_chunks").fetchone()[0])
+        return child.poll() is not None or len(flushed - {None}) >= 3
+
     try:
         wait_for(started)
-        time.sleep(2.0)
+        wait_for(flushed_thrice, 30, "three flushes of the child's metrics")
     finally:
         child.send_signal(signal.SIGKILL)
         _, stderr = child.communicate()
