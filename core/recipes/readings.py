@@ -20,6 +20,21 @@ def series(metrics: Metrics, key: str) -> tuple[np.ndarray, np.ndarray]:
     return metrics.steps[logged], metrics[key][logged]
 
 
+def last_epoch(metrics: Metrics, key: str) -> np.ndarray:
+    """`key`'s values logged in the run's last epoch, as the run itself counted its epochs:
+    its `epoch` series is the step over the run's steps an epoch (full batches only, so
+    digits' 1,438 examples make 22 steps of 64, not 23), and the last epoch's steps are
+    those past the start of the epoch its last logged step ends. All of `key`'s values
+    when the run logged no epoch."""
+    steps, values = series(metrics, key)
+    epoch_steps, epochs = series(metrics, "epoch")
+    if not len(epochs) or not epochs[-1] > 0:
+        return values
+    steps_per_epoch = epoch_steps[-1] / epochs[-1]
+    start = (math.ceil(epochs[-1]) - 1) * steps_per_epoch
+    return values[steps > start + 1e-9 * steps_per_epoch]
+
+
 def final(metrics: Metrics, key: str) -> float:
     """`key`'s last logged value; NaN when it was never logged."""
     _, values = series(metrics, key)

@@ -92,9 +92,11 @@ class Verdict:
 
     Attributes:
         reproduced: True or False once every run has ended; None while some have not
-            (the numbers are then those of the runs ended so far).
-        numbers: The measured values the verdict rests on, by name.
-        sentence: The verdict in words, with its numbers.
+            (the numbers are then those measured on the runs ended so far).
+        numbers: The measured values the verdict rests on, by name; while runs train,
+            only those measured already.
+        sentence: The verdict in words, with its numbers; while runs train, what it
+            waits for (a sentence of numbers not measured yet would read "nan").
         ended, total: How many of the recipe's runs have ended, of how many.
     """
 
@@ -174,13 +176,12 @@ class Recipe:
         total = sum(arm.repeats for arm in self.arms())
         ended = sum(len(results.get(arm.key, ())) for arm in self.arms())
         judged = self.judge(results)
-        return Verdict(
-            reproduced=judged.reproduced if ended >= total else None,
-            numbers=judged.numbers,
-            sentence=judged.sentence,
-            ended=ended,
-            total=total,
-        )
+        if ended >= total:
+            return Verdict(judged.reproduced, judged.numbers, judged.sentence, ended, total)
+        measured = {name: v for name, v in judged.numbers.items() if not math.isnan(v)}
+        waiting = [arm.key for arm in self.arms() if len(results.get(arm.key, ())) < arm.repeats]
+        sentence = f"The verdict waits for {total - ended} more run(s): {', '.join(waiting)}."
+        return Verdict(None, measured, sentence, ended, total)
 
 
 def digits_mlp(**fields: Any) -> RunConfig:

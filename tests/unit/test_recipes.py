@@ -27,6 +27,7 @@ from core.recipes import (
     projection,
     warmup,
 )
+from core.recipes.readings import last_epoch
 from core.store import Store
 from core.training.config import RunConfig
 
@@ -207,11 +208,28 @@ def test_warmup_counts_a_diverged_run_as_worst(store) -> None:
 def test_clipping(store, plain_trains, expected) -> None:
     def rows(key: str, _: int) -> Rows:
         trains = key == clipping.CLIPPED or plain_trains
-        return {step: {"loss": 2.5 * (0.98**step if trains else 0.94)} for step in range(1, 116)}
+        return {
+            step: {"loss": 2.5 * (0.98**step if trains else 0.94), "epoch": step / 22}
+            for step in range(1, 111)
+        }
 
     verdict = judged(clipping.RECIPE, store, rows)
     assert verdict.reproduced is expected
     assert verdict.numbers["loss ratio, clipped (worst)"] < clipping.TRAINED
+
+
+@pytest.mark.parametrize("logged_every", [1, 5])
+def test_the_last_epoch_is_the_runs_own(store, logged_every) -> None:
+    # digits at batch 64: 1,438 examples make 22 full batches an epoch (not 23), 110 steps
+    # in 5 epochs; the step before the last epoch's must not count in it.
+    rows = {
+        step: {"loss": 0.1 if step > 88 else 1.0, "epoch": step / 22}
+        for step in range(1, 111)
+        if step % logged_every == 0 or step == 1
+    }
+    values = last_epoch(stored(store, rows).metrics, "loss")
+    assert len(values) == sum(step > 88 for step in rows) and set(values) == {0.1}
+    assert clipping.loss_ratio(stored(store, rows)) == pytest.approx(0.1)
 
 
 @pytest.mark.parametrize(("overshoot", "expected"), [(1.0, True), (1.01, False)])
@@ -236,7 +254,9 @@ def test_a_verdict_while_runs_train_is_partial(store) -> None:
     verdict = recipe.verdict({first: [stored(store, rows)]})
     assert verdict.reproduced is None and (verdict.ended, verdict.total) == (1, 2)
     assert verdict.numbers["late median at η=0.25"] == 7.6
-    assert math.isnan(verdict.numbers["late median at η=0.5"])
+    assert "late median at η=0.5" not in verdict.numbers  # not measured yet: not shown
+    assert "nan" not in verdict.text() and "nan" not in verdict.sentence
+    assert verdict.sentence == "The verdict waits for 1 more run(s): η = 0.5."
     assert verdict.text().startswith("so far (1 of 2 runs ended)\n")
     for each in RECIPES.values():  # no runs ended yet: numbers, and no verdict
         assert each.verdict({}).reproduced is None
