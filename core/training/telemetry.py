@@ -33,7 +33,8 @@ def layer_of(path: str) -> str:
 class LayerStatistics:
     """Per-layer statistics of a model's trainable variables, from what the optimizer's
     telemetry measured of its last step (`optimizer.stats`): step and parameter norms,
-    update ratio, sparsity and distance from the weights it was made with. Works traced
+    update ratio, sparsity and distance from the weights it was made with; and, read
+    from the weights themselves, their norm (`weight_norm`). Works traced
     (the lab's step) or eagerly (`LabCallback`, after a step of `fit`).
 
     Attributes:
@@ -70,12 +71,17 @@ class LayerStatistics:
 
         zero_counts = transforms.per_tensor(zeros, values)
         moved = transforms.squared_distances(values, self.initial)
+        squares = transforms.squared_norms(values)
         return {
             "step_norm": step_norm,
             "param_norm": param_norm,
             "update_ratio": step_norm / tf.maximum(param_norm, 1e-12),
             "sparsity": per_layer(zero_counts) / per_layer(self._sizes),
             "distance_from_init": tf.sqrt(per_layer(moved)),
+            # Read from the variables after the step, apart from `param_norm`, which a
+            # stage computes (a projection's is its own formula, never above the radius):
+            # what a verdict on the weights reads.
+            "weight_norm": tf.sqrt(per_layer(squares)),
         }
 
     def row(self, per_layer: dict[str, tf.Tensor]) -> dict[str, float]:
@@ -97,6 +103,7 @@ def optimizer_readings(optimizer: Any, per_layer: dict[str, tf.Tensor]) -> dict[
         out["learning_rate"] = optimizer.applied_learning_rate()
     if per_layer:
         out["distance_from_init"] = tf.norm(per_layer["distance_from_init"])
+        out["weight_norm"] = tf.norm(per_layer["weight_norm"])
     stats = optimizer.stats
     scalars = [name for name in stats if name in optimizers.SCALAR_STATS]
     return out | {name: tf.convert_to_tensor(stats[name]) for name in scalars}
