@@ -19,8 +19,13 @@ collector ran its oldest generation. After the freeze it takes microseconds.
 from __future__ import annotations
 
 import gc
+import importlib
 import threading
 
+#: The stack, by name: imported for their effect, which a linter's fix of "unused"
+#: imports cannot take away (it once dropped two of them). Keras's backend imports
+#: TensorFlow.
+STACK = ("keras", "core.optimizers.registry", "core.training.strategies", "core.training.trainer")
 _LOCK = threading.Lock()
 _loaded = False
 
@@ -34,7 +39,8 @@ def load() -> None:
     with _LOCK:
         if _loaded:  # imported (and frozen) while this thread waited: not twice
             return
-        import keras  # noqa: F401  (its backend imports TensorFlow)
+        for module in STACK:
+            importlib.import_module(module)
 
         gc.collect()  # the imports' own garbage is not frozen with them
         gc.freeze()

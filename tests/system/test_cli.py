@@ -696,7 +696,7 @@ def test_a_commands_engine_sets_the_thread_pools_its_runs_at_once_need(
     env = {k: v for k, v in os.environ.items() if k not in unset}
     probe = (
         "import argparse, os; from core.cli.opening import open_engine; "
-        "from core.engine import threads; threads.available_cores = lambda: 2; "
+        "from core.training import threads; threads.available_cores = lambda: 2; "
         f"args = argparse.Namespace(store={str(tmp_path / 'lab.sqlite')!r}, ray_address=None); "
         f"engine = open_engine(args, max_concurrent={runs_at_once}, must_exist=False); "
         f"print({{k: os.environ[k] for k in {unset!r} if k in os.environ}}); engine.close()"

@@ -9,6 +9,7 @@ import pytest
 
 from core.engine import RunConfig
 from core.engine.repeats import repeat_configs
+from core.escaping import escape_markdown
 from core.store import Store
 from tests.apptest import (
     SHORT,
@@ -159,7 +160,5 @@ def test_the_sweep_page_values_each_trial_over_seeds(lab) -> None:
     assert len(runs) == 2 and len({r.config["group"] for r in runs}) == 1
     bests = [r.final_metrics["best_val_accuracy"] for r in runs]
     assert trial["value"] == pytest.approx(sum(bests) / 2) and trial["± (95%)"] >= 0
-    assert any(
-        "2 seeds a trial" in c.value and "the mean over its 2 runs (seeds)" in c.value
-        for c in at.caption
-    )
+    mean = escape_markdown("the mean over its 2 runs (seeds)")  # the caption is Markdown
+    assert any("2 seeds a trial" in c.value and mean in c.value for c in at.caption)
