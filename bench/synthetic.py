@@ -27,6 +27,7 @@ STEP_KEYS = (
     "learning_rate",
     "weight_decay",
     "distance_from_init",
+    "weight_norm",
     "grad_norm",
     "grad_norm_clipped",
     "clip_active",
@@ -37,7 +38,14 @@ STEP_KEYS = (
     "projection_active",
     *(
         f"{stat}/{layer}"
-        for stat in ("step_norm", "param_norm", "update_ratio", "sparsity", "distance_from_init")
+        for stat in (
+            "step_norm",
+            "param_norm",
+            "update_ratio",
+            "sparsity",
+            "distance_from_init",
+            "weight_norm",
+        )
         for layer in LAYERS
     ),
     "epoch",

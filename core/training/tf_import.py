@@ -19,13 +19,8 @@ collector ran its oldest generation. After the freeze it takes microseconds.
 from __future__ import annotations
 
 import gc
-import importlib
 import threading
 
-#: The stack, by name: imported for their effect, which a linter's fix of "unused"
-#: imports cannot take away (it once dropped two of them). Keras's backend imports
-#: TensorFlow.
-STACK = ("keras", "core.optimizers.registry", "core.training.strategies", "core.training.trainer")
 _LOCK = threading.Lock()
 _loaded = False
 
@@ -39,8 +34,14 @@ def load() -> None:
     with _LOCK:
         if _loaded:  # imported (and frozen) while this thread waited: not twice
             return
-        for module in STACK:
-            importlib.import_module(module)
+        import keras
+
+        from core.optimizers import registry
+        from core.training import strategies, trainer
+
+        # Imported for their effect; named here so that no linter's fix of "unused"
+        # imports takes them away (one once dropped two of them).
+        del keras, registry, strategies, trainer
 
         gc.collect()  # the imports' own garbage is not frozen with them
         gc.freeze()
