@@ -87,6 +87,7 @@ def test_a_knob_without_effect_ranks_last_near_zero(method) -> None:
     assert found[0].low > found[-1].high, found  # type: ignore[operator]
 
 
+@pytest.mark.slow  # 50 studies, each with its bootstrap: about 10 s
 def test_fifty_four_trial_studies_are_told_or_say_why_and_never_raise() -> None:
     """Tiny sweeps as they come: settings drawn twice, scores tied or all the same. fANOVA
     refuses a resample without variance ("zero total variance in all trees"), which once

@@ -46,6 +46,7 @@ def slow_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return "slow_yardstick"
 
 
+@pytest.mark.slow  # child processes that wait out a deadline
 def test_a_slow_plugin_on_a_slow_machine_passes_and_one_that_hangs_is_reported(
     tmp_path: Path, slow_machine: str
 ) -> None:
