@@ -33,7 +33,7 @@ from core.training.config import RunConfig, instrument_intervals
 from core.training.divergence import Divergence
 from core.training.evaluation import Evaluation
 from core.training.instruments import INSTRUMENTS, Instrument, Measurements, ReplicaStep
-from core.training.learning_rate import scheduled
+from core.training.learning_rate import learning_rate
 from core.training.live import weighted_task
 from core.training.losses import task_of
 from core.training.run_data import RunData, sha256
@@ -78,10 +78,10 @@ class Trainer:
                     seed=config.seed,
                     multitask=config.multitask,
                 )
-            self.optimizer = optimizers.build(
-                config.optimizer,
-                **scheduled(config, self.data.total_steps),
-                telemetry=config.telemetry,
+            spec = optimizers.get_spec(config.optimizer)
+            rate = learning_rate(config, self.data.total_steps)
+            self.optimizer = spec.build(
+                **{**config.hyperparameters, "learning_rate": rate}, telemetry=config.telemetry
             )
             self.optimizer.build(self.model.trainable_variables)
             self.scaler = precision.loss_scaler(config.precision, self.optimizer)

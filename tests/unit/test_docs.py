@@ -51,3 +51,23 @@ def test_every_link_leads_to_a_file_and_heading() -> None:
             elif anchor and file.suffix == ".md" and anchor not in anchors(file):
                 broken.append(f"{page.name}: {target} (no such heading)")
     assert broken == []
+
+
+def test_the_two_paths_name_real_files_in_their_picture_list_and_count() -> None:
+    """docs/architecture.md's knob and statistic paths: each picture names the files its
+    numbered list names, in order, every one a file of the repository, as many as the
+    sentence above it says."""
+    text = docs.page("architecture.md")
+    start, end = text.index("## How a knob and a statistic"), text.index("### The counts")
+    section = text[start:end]
+    paths = re.split(r"^### ", section, flags=re.MULTILINE)[1:]
+    assert len(paths) == 2
+    for path in paths:
+        said = int(re.search(r"crosses (\d+) files", path).group(1))
+        picture = re.search(r"```mermaid\n(.*?)```", path, re.DOTALL).group(1)
+        pictured = re.findall(r"<br/>([\w/.]+\.(?:py|js))", picture)
+        listed = re.findall(r"^\d+\. `([\w/.]+)`", path, re.MULTILINE)
+        assert pictured == listed
+        assert len(listed) == said
+        assert len(set(listed)) == said
+        assert [name for name in listed if not (docs.ROOT / name).is_file()] == []
