@@ -43,9 +43,10 @@ test-fast: $(DEV)
 bench: $(DEV)
 	$(BIN)/python -m bench
 
-# Every recipe (core/recipes) with its default seeds: recipes/results.md, and docs/recipes.md's table.
+# Every recipe (core/recipes) and its negative control at SEEDS seeds: recipes/results.md, and docs/recipes.md's table.
+SEEDS ?= 5
 recipes: $(DEV)
-	$(BIN)/python -m bench.recipes
+	$(BIN)/python -m bench.recipes --seeds $(SEEDS)
 
 # The README's tour: a short real race and sweep on a fresh store, each page shot in
 # Chromium at 1280x800 into docs/images/ (a few minutes; not part of `make test`).

@@ -110,6 +110,24 @@ class Knob:
     def _number(self, value: float) -> str:
         return str(int(value)) if self.type == "int" else f"{value:g}"
 
+    def from_text(self, text: str) -> Any:
+        """`text` as typed (a flag's, a form's `KNOB=VALUE`) turned into what `validate`
+        takes: a number when it reads as one, None for `none` (an optional knob), `true`
+        or `false` for a bool, else the text itself, for `validate` to refuse naming the
+        knob."""
+        if self.optional and text.strip().lower() == "none":
+            return None
+        if self.type == "bool" and text.strip().lower() in ("true", "false"):
+            return text.strip().lower() == "true"
+        if self.type not in ("int", "float"):
+            return text
+        # A float knob's text is read as a float: as an int, `1` and 400 zeros would be a
+        # number that no float holds (1e400 reads as inf, which validation refuses).
+        try:
+            return read_number(text, real=self.type == "float")
+        except ValueError:
+            return text
+
     def validate(self, value: Any) -> Any:
         """Returns `value` normalized to the knob's type, or raises `ValueError` saying why."""
         if value is None:

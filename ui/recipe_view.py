@@ -12,6 +12,7 @@ from core.engine.api import Runs
 from core.escaping import escape_markdown
 from core.knobs import InvalidInput
 from core.recipes import RECIPES, Launch, Recipe, Verdict, results, start
+from core.recipes.probe import PUBLISHED, Probe
 from core.recipes.recipe import format_number
 from core.store import UnknownRunError
 from ui import nav, roles, state, views
@@ -48,16 +49,54 @@ def card(engine: Runs, recipe: Recipe) -> None:
             f"Measure: {escape_markdown(recipe.measure)} About {recipe.runtime_s:.0f} s on "
             "2 CPU cores."
         )
-        if roles.presents() and st.button(
-            "Run it", key=f"recipe:run:{recipe.name}", icon=":material/play_arrow:"
-        ):
-            try:
-                launch = start(recipe, engine)
-            except InvalidInput as exc:  # the engine's refusal: a model that cannot fit
-                st.error(f"Not started: {escape_markdown(str(exc))}", icon=":material/warning:")
-            else:
-                st.session_state[LAUNCH] = launch.to_dict()
-                st.rerun()
+        if not roles.presents():
+            return
+        run_col, break_col = st.columns([1, 2])
+        if run_col.button("Run it", key=f"recipe:run:{recipe.name}", icon=":material/play_arrow:"):
+            launch_probed(engine, recipe, PUBLISHED)
+        with break_col.popover("Try to break it", icon=":material/science:"):
+            probe = probe_form(recipe)
+            if st.button("Run it so", key=f"recipe:probe:{recipe.name}", type="primary"):
+                launch_probed(engine, recipe, probe)
+
+
+def probe_form(recipe: Recipe) -> Probe:
+    """A seed, the recipe's negative control or not, and knobs set on every arm: the
+    probe they make (checked when it starts)."""
+    st.caption(
+        "The same measure, with the recipe's stated numbers, on runs you change: a seed "
+        "moves every run's initial weights and batch order; a knob or run field is set "
+        "on every arm that has it."
+    )
+    seed = st.number_input("seed", min_value=0, value=0, step=1, key=f"recipe:seed:{recipe.name}")
+    control = st.checkbox(
+        "its negative control",
+        key=f"recipe:control:{recipe.name}",
+        help=f"{recipe.control.why} The verdict must say no.",
+    )
+    typed = st.text_area(
+        "set on every arm, KNOB=VALUE a line",
+        key=f"recipe:set:{recipe.name}",
+        placeholder="radius=1000\nbatch_size=128",
+    )
+    overrides: dict[str, Any] = {**recipe.control.overrides} if control else {}
+    for line in typed.splitlines():
+        name, _, value = line.partition("=")
+        if name.strip():
+            overrides[name.strip()] = value.strip()
+    return Probe(int(seed), overrides)
+
+
+def launch_probed(engine: Runs, recipe: Recipe, probe: Probe) -> None:
+    """Starts `recipe` as `probe` makes it and shows it; or says, naming the field, why
+    nothing started."""
+    try:
+        launch = start(recipe, engine, probe=probe)
+    except InvalidInput as exc:  # a value refused, or the engine's: a model that cannot fit
+        st.error(f"Not started: {escape_markdown(str(exc))}", icon=":material/warning:")
+    else:
+        st.session_state[LAUNCH] = launch.to_dict()
+        st.rerun()
 
 
 def live(engine: Runs, recipe: Recipe, launch: Launch) -> None:
@@ -74,6 +113,13 @@ def live(engine: Runs, recipe: Recipe, launch: Launch) -> None:
         ended = results(launch, engine)
         so_far = recipe.verdict(ended)
         st.subheader(escape_markdown(recipe.title))
+        if launch.probe.overrides == recipe.control.overrides:
+            st.caption(
+                f"Its negative control: {escape_markdown(recipe.control.why)} The verdict "
+                f"must say no. ({escape_markdown(launch.probe.text())})"
+            )
+        elif not launch.probe.published:
+            st.caption(f"Probed: {escape_markdown(launch.probe.text())}")
         verdict_box(recipe, so_far)
         tables = {
             f"recipe/{i}": heatmap_figure(
@@ -119,7 +165,9 @@ def verdict_box(recipe: Recipe, so_far: Verdict) -> None:
             f"**So far: {so_far.ended} of {so_far.total} runs ended.** {body}",
             icon=":material/hourglass_top:",
         )
-    elif so_far.reproduced:
+    elif so_far.reproduced == "yes":
         st.success(f"**Reproduced.** {body}", icon=":material/check_circle:")
+    elif so_far.reproduced == "inconclusive":
+        st.warning(f"**Inconclusive here.** {body}", icon=":material/help:")
     else:
         st.error(f"**Not reproduced here.** {body}", icon=":material/cancel:")

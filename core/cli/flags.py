@@ -7,7 +7,7 @@ import argparse
 import contextlib
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,7 @@ from typing import Any
 from core.cli.exits import EPILOG, UsageError
 from core.engine import FIELDS, RunConfig, fields
 from core.engine.cluster import ADDRESS_VAR
-from core.knobs import Knob, read_number
+from core.knobs import Knob
 from core.optimizers.optimizer_catalog import OptimizerSpec
 
 HYPERPARAMETER = "hyperparameters."  # argparse dest prefix of optimizer knobs
@@ -186,33 +186,13 @@ def _add_knob(group: argparse._ArgumentGroup, knob: Knob, dest: str, default_tex
         )
     else:
         flags = ("--lr", flag) if knob.name == "learning_rate" else (flag,)
-        group.add_argument(*flags, type=_value_parser(knob), metavar=_metavar(knob), **common)
+        group.add_argument(*flags, type=knob.from_text, metavar=_metavar(knob), **common)
 
 
 def _metavar(knob: Knob) -> str:
     if knob.type == "choice" and knob.choices:
         return "{" + ",".join(knob.choices) + "}"
     return {"int": "N", "float": "X"}.get(knob.type, "TEXT")
-
-
-def _value_parser(knob: Knob) -> Callable[[str], Any]:
-    """Turns a flag's text into what `knob.validate` takes: a number when it reads as one,
-    None for `none` (optional knobs), else the text itself, for validation to refuse with
-    the field's name (argparse's own message would name only the flag)."""
-
-    def parse(text: str) -> Any:
-        if knob.optional and text.lower() == "none":
-            return None
-        if knob.type not in ("int", "float"):
-            return text
-        # A float knob's text is read as a float: as an int, `1` and 400 zeros would be a
-        # number that no float holds (1e400 reads as inf, which validation refuses).
-        try:
-            return read_number(text, real=knob.type == "float")
-        except ValueError:
-            return text
-
-    return parse
 
 
 def _layer_rule(text: str) -> dict[str, Any]:

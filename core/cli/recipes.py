@@ -11,6 +11,8 @@ from core.cli.flags import Common, Subparsers
 from core.cli.opening import open_engine
 from core.engine import RunStatus
 from core.recipes import RECIPES, Recipe, Verdict, run
+from core.recipes.probe import SEED_STRIDE, Probe
+from core.recipes.runner import configs
 
 #: Runs of a recipe trained at once: as many as the demo race's, on 2 cores.
 RECIPE_CONCURRENCY = 3
@@ -44,6 +46,35 @@ def add_recipe(commands: Subparsers, common: Common) -> None:
         metavar="N",
         help="Cut every run at N steps: a quick look, whose verdict may differ.",
     )
+    probing = running.add_argument_group(
+        "trying to break it",
+        "Run the recipe otherwise than as published; the verdict is "
+        "the same measure, with the recipe's stated numbers.",
+    )
+    probing.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        metavar="S",
+        help=f"Other runs of the same recipe: every run's seed moved by S × {SEED_STRIDE} "
+        "(0, the default: as published).",
+    )
+    probing.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        type=_assignment,
+        metavar="KNOB=VALUE",
+        dest="overrides",
+        help="A run field (batch_size=128) or an optimizer knob (radius=1000) set on every "
+        "arm that has it; again for more.",
+    )
+    probing.add_argument(
+        "--control",
+        action="store_true",
+        help="Run its negative control: a setting under which the finding must vanish "
+        "(`recipe list` names each); --set adds to it.",
+    )
     running.set_defaults(command="recipe", handler=run_recipe)
 
 
@@ -53,24 +84,43 @@ def list_recipes(args: argparse.Namespace) -> int:
         print(f"{recipe.name}: {recipe.title} ({recipe.paper.citation})")
         print(f"  claim: {recipe.claim}")
         print(f"  measure: {recipe.measure}")
+        controlled = ", ".join(f"{k}={v:g}" for k, v in recipe.control.overrides.items())
+        print(f"  control: {recipe.control.why} (--control: {controlled})")
         print(f"  about {recipe.runtime_s:.0f} s on 2 CPU cores")
     return EXIT_OK
 
 
 def run_recipe(args: argparse.Namespace) -> int:
-    """Trains a recipe's runs in an engine of its own and prints its verdict."""
+    """Trains a recipe's runs, as published or probed, in an engine of its own and prints
+    its verdict."""
     recipe = _recipe(args.name)
     if args.max_steps is not None and args.max_steps < 1:
         raise UsageError(f"max_steps: must be at least 1 (got {args.max_steps})")
+    overrides = {**recipe.control.overrides} if args.control else {}
+    overrides |= dict(args.overrides)
+    probe = Probe(args.seed, overrides)
+    configs(recipe, args.max_steps, probe)  # `InvalidInput` before a store opens: exit 2
     print(f"{recipe.title} ({recipe.paper.citation}): {recipe.claim}")
-    print(f"measure: {recipe.measure}", flush=True)
+    print(f"measure: {recipe.measure}")
+    if args.control:
+        print(f"control: {recipe.control.why}")
+    if not probe.published:
+        print(f"probed: {probe.text()}")
     engine = open_engine(args, max_concurrent=RECIPE_CONCURRENCY, must_exist=False)
     try:
-        verdict = run(recipe, engine, max_steps=args.max_steps, progress=_progress)
+        verdict = run(recipe, engine, max_steps=args.max_steps, probe=probe, progress=_progress)
     finally:
         engine.close()
     print(verdict.text(), flush=True)
     return EXIT_OK
+
+
+def _assignment(text: str) -> tuple[str, str]:
+    """`KNOB=VALUE` as (knob, its text); the value is read as the knob's type later."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"must read KNOB=VALUE (got {text!r})")
+    return name.strip(), value.strip()
 
 
 def _recipe(name: str) -> Recipe:

@@ -15,7 +15,17 @@ from typing import ClassVar
 import numpy as np
 
 from core.recipes.readings import finals, last_epoch, mean, series
-from core.recipes.recipe import Arm, Judgement, Paper, Recipe, Results, RunResult, digits_mlp
+from core.recipes.recipe import (
+    Arm,
+    Control,
+    Judgement,
+    Outcome,
+    Paper,
+    Recipe,
+    Results,
+    RunResult,
+    digits_mlp,
+)
 
 RATE = 2.0
 CLIP = 1.0
@@ -51,9 +61,15 @@ class Clipping(Recipe):
         f"Each run's last-epoch mean training loss ÷ its first loss, SGD at η = {RATE:g}, "
         f"{SEEDS} seeds plain and {SEEDS} with clip_norm = {CLIP:g}: reproduced when every "
         f"plain run ends above {FAILED:g} (or diverges) and every clipped one below "
-        f"{TRAINED:g}."
+        f"{TRAINED:g}; not when a plain run ends below {TRAINED:g} or a clipped one above "
+        f"{FAILED:g}; else inconclusive."
     )
     charts: ClassVar[tuple[str, ...]] = ("loss", "grad_norm", "clip_active")
+    control = Control(
+        {"clip_norm": 1000.0},
+        "A clip norm no gradient reaches: nothing is clipped, and the clipped arm is plain "
+        "SGD at the same rate.",
+    )
     runtime_s = 10.0
 
     def arms(self) -> tuple[Arm, ...]:
@@ -81,11 +97,12 @@ class Clipping(Recipe):
             "val_accuracy, plain (mean)": mean(finals(plain, "val_accuracy")),
             "val_accuracy, clipped (mean)": mean(finals(clipped, "val_accuracy")),
         }
-        reproduced = (
-            bool(plain and clipped)
-            and all(r > FAILED for r in plain_ratios)
-            and all(r < TRAINED for r in clipped_ratios)
-        )
+        if all(r > FAILED for r in plain_ratios) and all(r < TRAINED for r in clipped_ratios):
+            reproduced: Outcome = "yes" if plain and clipped else "no"
+        elif any(r < TRAINED for r in plain_ratios) or any(r > FAILED for r in clipped_ratios):
+            reproduced = "no"  # plain SGD trained, or a clipped run failed as plain ones do
+        else:
+            reproduced = "inconclusive"  # a run between "trained" and "did not train"
         sentence = (
             f"At η = {RATE:g}, plain SGD ended at {numbers['loss ratio, plain (worst)']:.2g}× "
             f"its first loss or more (val_accuracy {numbers['val_accuracy, plain (mean)']:.1%}); "

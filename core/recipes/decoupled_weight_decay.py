@@ -22,7 +22,17 @@ from typing import ClassVar
 import numpy as np
 
 from core.recipes.readings import comparable
-from core.recipes.recipe import Arm, Judgement, Paper, Recipe, Results, Table, digits_mlp
+from core.recipes.recipe import (
+    Arm,
+    Control,
+    Judgement,
+    Paper,
+    Recipe,
+    Results,
+    Table,
+    digits_mlp,
+    said,
+)
 
 RATES = (1e-3, 3e-3, 1e-2)
 DECAYS = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
@@ -48,6 +58,10 @@ class DecoupledWeightDecay(Recipe):
         "when AdamW's spread is smaller than Adam + L2's."
     )
     charts: ClassVar[tuple[str, ...]] = ("val_loss",)
+    control = Control(
+        {"weight_decay": 0.0, "l2": 0.0},
+        "No decay in any arm, decoupled or coupled: λ changes nothing, so no λ is best.",
+    )
     runtime_s = 120.0
 
     def arms(self) -> tuple[Arm, ...]:
@@ -108,7 +122,7 @@ class DecoupledWeightDecay(Recipe):
             f"Across learning rates, AdamW's best λ spans {decoupled:g} "
             f"decade{'' if decoupled == 1 else 's'}, Adam + L2's {coupled:g}."
         )
-        return Judgement(decoupled < coupled, numbers, sentence)
+        return Judgement(said(decoupled < coupled), numbers, sentence)
 
 
 RECIPE = DecoupledWeightDecay()

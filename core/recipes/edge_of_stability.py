@@ -17,7 +17,7 @@ from typing import ClassVar
 import numpy as np
 
 from core.recipes.readings import series
-from core.recipes.recipe import Arm, Judgement, Paper, Recipe, Results, digits_mlp
+from core.recipes.recipe import Arm, Control, Judgement, Paper, Recipe, Results, digits_mlp, said
 
 RATES = (0.25, 0.5)
 STEPS = 200
@@ -49,6 +49,11 @@ class EdgeOfStability(Recipe):
         "differs by 2×)."
     )
     charts: ClassVar[tuple[str, ...]] = ("sharpness", "loss")
+    control = Control(
+        {"learning_rate": 0.02},
+        "Both arms at η = 0.02, whose 2/η = 100 the sharpness does not reach in "
+        f"{STEPS} steps: nothing holds it at the stated 2/η of either arm.",
+    )
     runtime_s = 20.0
 
     def arms(self) -> tuple[Arm, ...]:
@@ -96,7 +101,7 @@ class EdgeOfStability(Recipe):
             f"{2 / RATES[1]:g}): {medians[0] * RATES[0] / 2:.0%} and "
             f"{medians[1] * RATES[1] / 2:.0%} of 2/η, a ratio of {ratio:.2f}."
         )
-        return Judgement(near and doubled, numbers, sentence)
+        return Judgement(said(near and doubled), numbers, sentence)
 
 
 RECIPE = EdgeOfStability()

@@ -14,12 +14,15 @@ import math
 from typing import ClassVar
 
 from core.group_comparison import compare
-from core.recipes.readings import comparable, finals, mean
-from core.recipes.recipe import Arm, Judgement, Paper, Recipe, Results, digits_mlp
+from core.recipes.readings import comparable, finals, group_outcome, mean
+from core.recipes.recipe import Arm, Control, Judgement, Paper, Recipe, Results, digits_mlp
 
 SMALL, LARGE = 128, 1_438
 EPOCHS = 40
 SEEDS = 3
+#: The least difference of final sharpness that counts as the large batch's: an interval
+#: wholly below it says no.
+SMALLEST = 0.5
 SMALL_KEY, LARGE_KEY = f"batch {SMALL}", f"batch {LARGE} (full)"
 
 
@@ -36,9 +39,14 @@ class LargeBatch(Recipe):
     measure = (
         f"The final sharpness of {SEEDS} seeds at batch {LARGE} against {SEEDS} at batch "
         f"{SMALL} ({EPOCHS} epochs of Adam each), by the lab's group test: reproduced when "
-        "the 95% Welch interval of mean(large) − mean(small) is above 0."
+        "the 95% Welch interval of mean(large) − mean(small) is above 0, not when it is "
+        f"below {SMALLEST:g}, else inconclusive."
     )
     charts: ClassVar[tuple[str, ...]] = ("sharpness", "loss", "val_loss")
+    control = Control(
+        {"batch_size": SMALL},
+        f"One batch size, {SMALL}, for both arms: nothing is left to make one sharper.",
+    )
     runtime_s = 30.0
 
     def arms(self) -> tuple[Arm, ...]:
@@ -68,7 +76,7 @@ class LargeBatch(Recipe):
             "val_loss, large batch (mean)": mean(finals(large, "val_loss")),
         }
         if not small or not large:
-            return Judgement(False, numbers, "Waiting for runs of both batch sizes.")
+            return Judgement("no", numbers, "Waiting for runs of both batch sizes.")
         test = compare(comparable(large, "sharpness"), comparable(small, "sharpness"))
         low = test.low if test.low is not None else math.nan
         numbers |= {
@@ -77,14 +85,13 @@ class LargeBatch(Recipe):
             "95% interval high": test.high if test.high is not None else math.nan,
             "p (Welch)": test.p_welch if test.p_welch is not None else math.nan,
         }
-        reproduced = low > 0
         sentence = (
             f"Final sharpness {numbers['sharpness, large batch (mean)']:.3g} at batch {LARGE} "
             f"against {numbers['sharpness, small batch (mean)']:.3g} at batch {SMALL}: a "
             f"difference of {test.difference:.3g}"
             + (f" (95% interval {low:.3g} to {test.high:.3g})." if test.high is not None else ".")
         )
-        return Judgement(reproduced, numbers, sentence)
+        return Judgement(group_outcome(test, SMALLEST), numbers, sentence)
 
 
 RECIPE = LargeBatch()

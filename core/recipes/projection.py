@@ -20,7 +20,7 @@ from typing import ClassVar
 import numpy as np
 
 from core.recipes.readings import final, series
-from core.recipes.recipe import Arm, Judgement, Paper, Recipe, Results, digits_mlp
+from core.recipes.recipe import Arm, Control, Judgement, Paper, Recipe, Results, digits_mlp, said
 
 RATE = 0.5
 STEPS = 300
@@ -51,6 +51,11 @@ class Projection(Recipe):
         "it is, each run's final gap val_loss − loss (full-batch training loss)."
     )
     charts: ClassVar[tuple[str, ...]] = ("param_norm", "loss", "val_loss")
+    control = Control(
+        {"radius": 1000.0},
+        "A radius no weight reaches: the projection never acts, and ‖θ‖ grows past the "
+        "stated radii as the unconstrained run's does.",
+    )
     #: What the verdict reads: the weights' norm, measured apart from the projection.
     NORM = "weight_norm"
     runtime_s = 15.0
@@ -92,7 +97,7 @@ class Projection(Recipe):
             f"‖θ‖ stayed within r at every step for {sum(held)} of {len(held)} radii; the "
             f"final gap val_loss − loss: {', '.join(gaps)}."
         )
-        return Judgement(all(held) and len(held) == len(RADII) - 1, numbers, sentence)
+        return Judgement(said(all(held) and len(held) == len(RADII) - 1), numbers, sentence)
 
 
 RECIPE = Projection()

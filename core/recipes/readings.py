@@ -1,5 +1,5 @@
 """The numbers a verdict reads off a recipe's stored metrics: a series as logged, a
-run's final value, a group's values for a group test."""
+run's final value, a group's values for a group test, and what a group test says."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from core.recipes.recipe import RunResult
+from core.group_comparison import Comparison
+from core.recipes.recipe import Outcome, RunResult
 from core.store import Metrics
 
 
@@ -58,3 +59,18 @@ def comparable(runs: Sequence[RunResult], key: str) -> list[float]:
     for run, value in zip(runs, finals(runs, key), strict=True):
         values.append(math.inf if run.diverged or not math.isfinite(value) else value)
     return values
+
+
+def group_outcome(test: Comparison, smallest: float) -> Outcome:
+    """What a group test of A − B says of a claim that A is larger: `yes` when its
+    interval lies above 0; `no` when it lies below `smallest`, the least difference the
+    claim counts (no effect that large: an equivalence test's logic); else
+    `inconclusive`. Without an interval (a run diverged, or one run a group): `yes` when
+    every A is larger than every B, `no` when none is."""
+    if test.low is not None and test.high is not None:
+        if test.low > 0:
+            return "yes"
+        return "no" if test.high < smallest else "inconclusive"
+    if min(test.a) > max(test.b):
+        return "yes"
+    return "no" if max(test.a) <= min(test.b) else "inconclusive"

@@ -17,10 +17,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from core.recipes.probe import Probe
 from core.store import Metrics
 from core.training.config import INSTRUMENT_FIELDS, RunConfig
 
@@ -67,6 +68,20 @@ class Arm:
 
 
 @dataclass(frozen=True)
+class Control:
+    """A recipe's negative control: `overrides`, set on every arm, take away what its
+    finding rests on (`why`), so that the same measure, with the recipe's stated numbers,
+    must say no. A verdict that still said yes would not be measuring the finding."""
+
+    overrides: Mapping[str, Any]
+    why: str
+
+    def probe(self, seed: int = 0) -> Probe:
+        """The control as a probe of the recipe, at `seed`."""
+        return Probe(seed, self.overrides)
+
+
+@dataclass(frozen=True)
 class RunResult:
     """What the store holds of one ended run: its status and its metrics."""
 
@@ -85,14 +100,23 @@ class RunResult:
 #: A recipe's ended runs, by arm key.
 Results = Mapping[str, Sequence[RunResult]]
 
+#: What a verdict says: the finding held (with the recipe's stated confidence where
+#: noise could flip it), clearly did not, or neither, its numbers then saying how close.
+Outcome = Literal["yes", "no", "inconclusive"]
+
+
+def said(held: bool) -> Outcome:
+    """The outcome of a test with no middle ground."""
+    return "yes" if held else "no"
+
 
 @dataclass(frozen=True)
 class Verdict:
     """Whether the claim held, and the numbers it rests on.
 
     Attributes:
-        reproduced: True or False once every run has ended; None while some have not
-            (the numbers are then those measured on the runs ended so far).
+        reproduced: `yes`, `no` or `inconclusive` once every run has ended; None while
+            some have not (the numbers are then those measured on the runs ended so far).
         numbers: The measured values the verdict rests on, by name; while runs train,
             only those measured already.
         sentence: The verdict in words, with its numbers; while runs train, what it
@@ -100,7 +124,7 @@ class Verdict:
         ended, total: How many of the recipe's runs have ended, of how many.
     """
 
-    reproduced: bool | None
+    reproduced: Outcome | None
     numbers: Mapping[str, float]
     sentence: str
     ended: int = 0
@@ -111,12 +135,12 @@ class Verdict:
         return self.reproduced is not None
 
     def text(self) -> str:
-        """`reproduced: yes|no` (or `so far, k of n runs ended`) then the numbers, one a
-        line: what the CLI prints last."""
+        """`reproduced: yes|no|inconclusive` (or `so far, k of n runs ended`) then the
+        numbers, one a line: what the CLI prints last."""
         if self.reproduced is None:
             head = f"so far ({self.ended} of {self.total} runs ended)"
         else:
-            head = f"reproduced: {'yes' if self.reproduced else 'no'}"
+            head = f"reproduced: {self.reproduced}"
         lines = [head, self.sentence]
         lines += [f"  {name} = {format_number(value)}" for name, value in self.numbers.items()]
         return "\n".join(lines)
@@ -126,7 +150,7 @@ class Verdict:
 class Judgement:
     """What a recipe's `judge` returns: the claim's test on the results at hand."""
 
-    reproduced: bool
+    reproduced: Outcome
     numbers: dict[str, float] = field(default_factory=dict)
     sentence: str = ""
 
@@ -141,6 +165,7 @@ class Recipe:
         claim: The claim, in one sentence.
         measure: What is measured and compared, and the threshold of "reproduced".
         charts: The metric keys to look at, the key chart first.
+        control: Its negative control: a setting under which the finding must vanish.
         runtime_s: About how long its runs take together, in seconds, on 2 CPU cores
             (measured; see each module).
     """
@@ -151,6 +176,7 @@ class Recipe:
     claim: ClassVar[str]
     measure: ClassVar[str]
     charts: ClassVar[tuple[str, ...]]
+    control: ClassVar[Control]
     runtime_s: ClassVar[float]
 
     def arms(self) -> tuple[Arm, ...]:

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from core.engine.repeats import repeat_configs
 from core.engine.status import RunStatus
+from core.recipes.probe import PUBLISHED, Probe
 from core.recipes.recipe import Recipe, RunResult, Verdict
 from core.store import Metrics
 from core.training.config import RunConfig
@@ -47,41 +48,63 @@ class WaitingEngine(RecipeEngine, Protocol):
 
 @dataclass(frozen=True)
 class Launch:
-    """A recipe's started runs: the run ids of each arm, in seed order. `to_dict` and
-    `from_dict` keep it in a page's session or a file."""
+    """A recipe's started runs: the run ids of each arm, in seed order, and how they were
+    probed (`Probe()`: as published). `to_dict` and `from_dict` keep it in a page's
+    session or a file."""
 
     recipe: str
     run_ids: Mapping[str, Sequence[str]]
+    probe: Probe = PUBLISHED
 
     @property
     def all_ids(self) -> list[str]:
         return [run_id for ids in self.run_ids.values() for run_id in ids]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"recipe": self.recipe, "run_ids": {k: list(v) for k, v in self.run_ids.items()}}
+        return {
+            "recipe": self.recipe,
+            "run_ids": {k: list(v) for k, v in self.run_ids.items()},
+            "probe": {"seed": self.probe.seed, "overrides": dict(self.probe.overrides)},
+        }
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> Launch:
-        return cls(values["recipe"], {k: list(v) for k, v in values["run_ids"].items()})
+        probe = values.get("probe", {})
+        return cls(
+            values["recipe"],
+            {k: list(v) for k, v in values["run_ids"].items()},
+            Probe(probe.get("seed", 0), dict(probe.get("overrides", {}))),
+        )
 
 
-def configs(recipe: Recipe, max_steps: int | None = None) -> dict[str, list[RunConfig]]:
-    """Each arm's run configs: its repeats over seeds, named after the recipe and the arm.
-    `max_steps` caps every run (a shortened recipe, for a test or a quick look)."""
+def configs(
+    recipe: Recipe, max_steps: int | None = None, probe: Probe = PUBLISHED
+) -> dict[str, list[RunConfig]]:
+    """Each arm's run configs: its repeats over seeds, named after the recipe and the arm,
+    as `probe` changes them. `max_steps` caps every run (a shortened recipe, for a test or
+    a quick look). Raises `InvalidInput` naming what `probe` sets wrong."""
+    arms = {arm.key: arm for arm in recipe.arms()}
+    probed = probe.apply({key: arm.config for key, arm in arms.items()})
     out = {}
-    for arm in recipe.arms():
-        config = arm.config.replace(name=f"{recipe.title} · {arm.key}")
+    for key, arm in arms.items():
+        config = probed[key].replace(name=f"{recipe.title} · {key}")
         if max_steps is not None:
             config = config.replace(max_steps=min(max_steps, config.max_steps or max_steps))
-        out[arm.key] = repeat_configs(config, arm.repeats, "both")
+        out[key] = repeat_configs(config, arm.repeats, "both")
     return out
 
 
-def start(recipe: Recipe, engine: RecipeEngine, *, max_steps: int | None = None) -> Launch:
-    """Starts every run of `recipe` on `engine`, tagged `recipe:NAME`, and returns their
-    ids. They start together, whole or not at all: every config is validated before the
-    first run starts (`InvalidInput`)."""
-    planned = configs(recipe, max_steps)
+def start(
+    recipe: Recipe,
+    engine: RecipeEngine,
+    *,
+    max_steps: int | None = None,
+    probe: Probe = PUBLISHED,
+) -> Launch:
+    """Starts every run of `recipe` on `engine`, as `probe` changes them, tagged
+    `recipe:NAME`, and returns their ids. They start together, whole or not at all: every
+    config is validated before the first run starts (`InvalidInput`)."""
+    planned = configs(recipe, max_steps, probe)
     ids = engine.start_all([config for arm_configs in planned.values() for config in arm_configs])
     for run_id in ids:
         engine.set_tags(run_id, [f"{TAG_PREFIX}{recipe.name}"])
@@ -89,7 +112,7 @@ def start(recipe: Recipe, engine: RecipeEngine, *, max_steps: int | None = None)
     taken = iter(ids)
     for key, arm_configs in planned.items():
         run_ids[key] = [next(taken) for _ in arm_configs]
-    return Launch(recipe.name, run_ids)
+    return Launch(recipe.name, run_ids, probe)
 
 
 def results(launch: Launch, engine: RecipeEngine) -> dict[str, list[RunResult]]:
@@ -114,13 +137,15 @@ def run(
     engine: WaitingEngine,
     *,
     max_steps: int | None = None,
+    probe: Probe = PUBLISHED,
     timeout: float | None = None,
     progress: Callable[[RunStatus, Verdict], None] | None = None,
 ) -> Verdict:
-    """Starts `recipe`, waits for each of its runs to end (calling `progress` with the
-    run that ended and the verdict so far), and returns the final verdict. After
-    `timeout` seconds the runs still going are left, and the verdict is partial."""
-    launch = start(recipe, engine, max_steps=max_steps)
+    """Starts `recipe` (as `probe` changes it), waits for each of its runs to end (calling
+    `progress` with the run that ended and the verdict so far), and returns the final
+    verdict. After `timeout` seconds the runs still going are left, and the verdict is
+    partial."""
+    launch = start(recipe, engine, max_steps=max_steps, probe=probe)
     deadline = None if timeout is None else time.monotonic() + timeout
     for run_id in launch.all_ids:
         left = None if deadline is None else max(0.0, deadline - time.monotonic())

@@ -18,6 +18,7 @@ from core.data import files
 from core.engine import RunConfig
 from core.escaping import escape_markdown
 from core.knobs import InvalidInput
+from core.recipes.probe import SEED_STRIDE
 from core.store.metrics import Block
 from core.training.per_layer_schedule import BUDGET
 from tests.apptest import (
@@ -486,3 +487,26 @@ def test_the_recipes_page_starts_a_recipe_and_shows_its_verdict_box(lab) -> None
         lab.delete(run.id)
     at.run()  # its runs deleted: the gallery alone, no error
     assert not at.exception and not at.subheader
+
+
+def test_try_to_break_it_names_a_bad_value_then_starts_the_control(lab) -> None:
+    at = page(nav.RECIPES).run()
+    at.text_area(key="recipe:set:projection").input("radius=-1").run()
+    at.button(key="recipe:probe:projection").click().run()
+    assert not at.exception and lab.list() == []  # nothing started
+    assert escape_markdown("radius: must be in (0, 1e+06]") in at.error[0].value
+    at.text_area(key="recipe:set:projection").input("").run()
+    at.number_input(key="recipe:seed:projection").set_value(1).run()
+    at.checkbox(key="recipe:control:projection").check().run()
+    at.button(key="recipe:probe:projection").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    runs = lab.list()
+    assert len(runs) == 4
+    assert {r.config["hyperparameters"]["radius"] for r in runs} == {1000.0}
+    assert {r.config["seed"] for r in runs} == {SEED_STRIDE}
+    assert any("Its negative control" in c.value and "seed 1" in c.value for c in at.caption)
+    for run in runs:
+        lab.stop(run.id)
+    for run in runs:
+        lab.wait(run.id, scaled(60))
+        lab.delete(run.id)

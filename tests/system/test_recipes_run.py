@@ -80,3 +80,16 @@ def test_the_cli_names_a_bad_recipe_or_length_and_trains_nothing(tmp_path) -> No
     code, _, err = run_main("recipe", "run", "clipping", "--store", store, "--max-steps", "0")
     assert code == 2 and err == "error: max_steps: must be at least 1 (got 0)\n"
     assert not store.exists()
+
+
+def test_the_cli_names_a_bad_probe_and_trains_nothing(tmp_path) -> None:
+    store = tmp_path / "lab.sqlite"
+    code, out, err = run_main(
+        "recipe", "run", "projection", "--store", store, "--set", "radius=-1", "--seed", "2"
+    )
+    assert (code, out) == (2, "") and err.startswith("error: radius: must be in (0, 1e+06]")
+    code, _, err = run_main("recipe", "run", "projection", "--store", store, "--set", "nope=1")
+    assert code == 2 and "nope: is neither a run field nor a knob" in err
+    code, _, err = run_main("recipe", "run", "projection", "--store", store, "--set", "radius")
+    assert code == 2 and "must read KNOB=VALUE" in err
+    assert not store.exists()
