@@ -134,6 +134,20 @@ def welch(x: np.ndarray, y: np.ndarray, level: float = LEVEL) -> tuple[float, fl
     return float(difference - quantile * error), float(difference + quantile * error), float(p)
 
 
+def paired_interval(differences: Sequence[float], level: float = LEVEL) -> tuple[float, float]:
+    """The t interval at `level` of the mean of per-pair differences (run k of A against
+    run k of B, the two sharing a seed): mean ± t(ν = n − 1) · s / √n; the mean twice when
+    every difference is the same, as when A's runs and B's are the same runs."""
+    d = np.asarray(differences, np.float64)
+    if len(d) < 2:
+        raise ValueError("a paired interval needs at least two pairs")
+    error = d.std(ddof=1) / math.sqrt(len(d))
+    if error == 0:
+        return float(d.mean()), float(d.mean())
+    quantile = stats.t.ppf(0.5 + level / 2, len(d) - 1)
+    return float(d.mean() - quantile * error), float(d.mean() + quantile * error)
+
+
 def permutation_p(
     x: np.ndarray,
     y: np.ndarray,

@@ -84,8 +84,7 @@ def list_recipes(args: argparse.Namespace) -> int:
         print(f"{recipe.name}: {recipe.title} ({recipe.paper.citation})")
         print(f"  claim: {recipe.claim}")
         print(f"  measure: {recipe.measure}")
-        controlled = ", ".join(f"{k}={v:g}" for k, v in recipe.control.overrides.items())
-        print(f"  control: {recipe.control.why} (--control: {controlled})")
+        print(f"  control (--control): {recipe.control.why} ({recipe.control.probe().text()})")
         print(f"  about {recipe.runtime_s:.0f} s on 2 CPU cores")
     return EXIT_OK
 
@@ -106,6 +105,7 @@ def run_recipe(args: argparse.Namespace) -> int:
         print(f"control: {recipe.control.why}")
     if not probe.published:
         print(f"probed: {probe.text()}")
+    sys.stdout.flush()
     engine = open_engine(args, max_concurrent=RECIPE_CONCURRENCY, must_exist=False)
     try:
         verdict = run(recipe, engine, max_steps=args.max_steps, probe=probe, progress=_progress)

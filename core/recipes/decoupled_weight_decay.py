@@ -26,18 +26,25 @@ from core.recipes.recipe import (
     Arm,
     Control,
     Judgement,
+    Outcome,
     Paper,
     Recipe,
     Results,
     Table,
     digits_mlp,
-    said,
 )
 
 RATES = (1e-3, 3e-3, 1e-2)
-DECAYS = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
+DECAYS = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)  # a decade apart: a spread counts decades
+SEEDS = 3
 #: The two methods: the run's optimizer and the knob that holds λ.
 METHODS = {"Adam + L2": ("adam", "l2"), "AdamW": ("adamw", "weight_decay")}
+#: Resamples of the seeds of every cell, and the share of them in which AdamW's spread
+#: must be the smaller (for yes) or the larger or equal (for no).
+RESAMPLES = 2_000
+CONFIDENCE = 0.9
+#: The least change of mean val_loss across a rate's λ that counts as λ mattering.
+SMALLEST = 0.01
 
 
 def key(method: str, rate: float, decay: float) -> str:
@@ -52,10 +59,14 @@ class DecoupledWeightDecay(Recipe):
         "AdamW's best weight decay moves less across learning rates than Adam's best coupled L2."
     )
     measure = (
-        "For each method, the λ of lowest final val_loss at each of the learning rates "
-        f"{', '.join(f'{r:g}' for r in RATES)} (λ in {', '.join(f'{d:g}' for d in DECAYS)}); "
-        "its spread is max − min of log10(best λ) over the rates, in decades: reproduced "
-        "when AdamW's spread is smaller than Adam + L2's."
+        f"For each method, the λ of lowest mean final val_loss over {SEEDS} seeds at each of "
+        f"the learning rates {', '.join(f'{r:g}' for r in RATES)} (λ in "
+        f"{', '.join(f'{d:g}' for d in DECAYS)}); its spread is max − min of log10(best λ) "
+        f"over the rates, in decades. Resampling each cell's seeds {RESAMPLES} times: "
+        f"reproduced when AdamW's spread is the smaller in at least {CONFIDENCE:.0%} of "
+        f"resamples and no best λ sits on the grid's edge; not when it is the smaller in at "
+        f"most {1 - CONFIDENCE:.0%}, or when λ moves no rate's mean val_loss by "
+        f"{SMALLEST:g} (no λ is best); else inconclusive."
     )
     charts: ClassVar[tuple[str, ...]] = ("val_loss",)
     control = Control(
@@ -74,25 +85,30 @@ class DecoupledWeightDecay(Recipe):
                     batch_size=64,
                     epochs=10,
                 ),
+                SEEDS,
             )
             for method, (optimizer, knob) in METHODS.items()
             for rate in RATES
             for decay in DECAYS
         )
 
-    def heatmap(self, results: Results, method: str) -> np.ndarray:
-        """Final val_loss by [rate, decay] for `method` (NaN: not ended yet; +∞: the
-        run diverged): what its heatmap shows."""
-        table = np.full((len(RATES), len(DECAYS)), math.nan)
+    def scores(self, results: Results, method: str) -> np.ndarray:
+        """Final val_loss by [rate, decay, seed] for `method` (NaN: not ended yet; +∞: the
+        run diverged)."""
+        values = np.full((len(RATES), len(DECAYS), SEEDS), math.nan)
         for i, rate in enumerate(RATES):
             for j, decay in enumerate(DECAYS):
                 runs = results.get(key(method, rate, decay), ())
-                if runs:
-                    table[i, j] = comparable(runs, "val_loss")[0]
-        return table
+                values[i, j, : len(runs)] = comparable(runs, "val_loss")[:SEEDS]
+        return values
+
+    def heatmap(self, results: Results, method: str) -> np.ndarray:
+        """Mean final val_loss over seeds by [rate, decay] for `method`: what its heatmap
+        shows (NaN: no run of the cell ended yet)."""
+        return mean_over_seeds(self.scores(results, method))
 
     def tables(self, results: Results) -> dict[str, Table]:
-        """The two heatmaps: each method's final val_loss over the grid."""
+        """The two heatmaps: each method's mean final val_loss over the grid."""
         return {
             f"{method}: final val_loss": Table(
                 self.heatmap(results, method), RATES, DECAYS, "learning rate η", "λ", "val_loss"
@@ -102,27 +118,82 @@ class DecoupledWeightDecay(Recipe):
 
     def judge(self, results: Results) -> Judgement:
         numbers: dict[str, float] = {}
-        spreads = {}
-        for method in METHODS:
-            table = self.heatmap(results, method)
-            best = []
-            for i, rate in enumerate(RATES):
-                row = table[i]
-                value = math.nan if np.isnan(row).all() else DECAYS[int(np.nanargmin(row))]
-                numbers[f"best λ, {method}, η={rate:g}"] = value
-                best.append(value)
-            numbers[f"best λ on the grid's edge, {method}"] = float(
-                sum(b in (DECAYS[0], DECAYS[-1]) for b in best)
-            )
-            logs = np.log10([b for b in best if not math.isnan(b)])
-            spreads[method] = float(logs.max() - logs.min()) if len(logs) else math.nan
+        scores = {method: self.scores(results, method) for method in METHODS}
+        spreads, edges = {}, 0
+        for method, values in scores.items():
+            best = best_decays(mean_over_seeds(values))
+            for rate, j in zip(RATES, best, strict=True):
+                numbers[f"best λ, {method}, η={rate:g}"] = math.nan if j < 0 else DECAYS[j]
+            on_edge = sum(j in (0, len(DECAYS) - 1) for j in best)
+            numbers[f"best λ on the grid's edge, {method}"] = float(on_edge)
+            edges += on_edge
+            spreads[method] = spread(best)
             numbers[f"spread (decades), {method}"] = spreads[method]
         coupled, decoupled = spreads["Adam + L2"], spreads["AdamW"]
+        share = smaller_share(scores["AdamW"], scores["Adam + L2"])
+        numbers["share of resamples where AdamW's spread is the smaller"] = share
+        moved = {method: largest_change(values) for method, values in scores.items()}
+        for method, change in moved.items():
+            numbers[f"largest change of val_loss across λ, {method}"] = change
+        if share <= 1 - CONFIDENCE or min(moved.values()) < SMALLEST:
+            reproduced: Outcome = "no"
+        elif edges or share < CONFIDENCE:
+            reproduced = "inconclusive"  # a best λ the grid may not hold, or too unsure
+        else:
+            reproduced = "yes"
         sentence = (
             f"Across learning rates, AdamW's best λ spans {decoupled:g} "
-            f"decade{'' if decoupled == 1 else 's'}, Adam + L2's {coupled:g}."
+            f"decade{'' if decoupled == 1 else 's'}, Adam + L2's {coupled:g}; AdamW's is the "
+            f"smaller in {share:.0%} of resamples of the seeds"
+            + (f", and {edges} best λ sit on the grid's edge." if edges else ".")
         )
-        return Judgement(said(decoupled < coupled), numbers, sentence)
+        return Judgement(reproduced, numbers, sentence)
+
+
+def mean_over_seeds(values: np.ndarray) -> np.ndarray:
+    """The mean over the last axis, NaN where no seed has a value (+∞ where one diverged)."""
+    counted = (~np.isnan(values)).sum(axis=-1)
+    total = np.where(np.isnan(values), 0.0, values).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counted > 0, total / np.maximum(counted, 1), math.nan)
+
+
+def largest_change(values: np.ndarray) -> float:
+    """The largest spread of mean val_loss across λ at any rate, among the finite ones:
+    how much λ matters at all."""
+    rows = [row[np.isfinite(row)] for row in mean_over_seeds(values)]
+    spans = [float(row.max() - row.min()) for row in rows if len(row)]
+    return max(spans, default=math.nan)
+
+
+def best_decays(table: np.ndarray) -> list[int]:
+    """Each rate's index of its lowest score (the first of equal ones), −1 for a rate
+    with none yet."""
+    return [-1 if np.isnan(row).all() else int(np.nanargmin(row)) for row in table]
+
+
+def spread(best: list[int]) -> float:
+    """max − min of log10(best λ), in decades (the grid's λ are a decade apart); NaN
+    before any rate has a best λ."""
+    known = [j for j in best if j >= 0]
+    return float(max(known) - min(known)) if known else math.nan
+
+
+def smaller_share(decoupled: np.ndarray, coupled: np.ndarray) -> float:
+    """The share of resamples in which the decoupled spread is smaller than the coupled
+    one: each resample draws every cell's seeds with replacement, for both methods."""
+    if np.isnan(decoupled).any() or np.isnan(coupled).any():
+        return math.nan  # a verdict waits for every run
+    rng = np.random.default_rng(0)
+    smaller = 0
+    for _ in range(RESAMPLES):
+        drawn = [
+            np.take_along_axis(values, rng.integers(0, SEEDS, values.shape), axis=-1)
+            for values in (decoupled, coupled)
+        ]
+        spreads = [spread(best_decays(mean_over_seeds(values))) for values in drawn]
+        smaller += spreads[0] < spreads[1]
+    return smaller / RESAMPLES
 
 
 RECIPE = DecoupledWeightDecay()

@@ -10,11 +10,9 @@ accuracy. The lab's sharpness is the top Hessian eigenvalue on each run's first 
 
 from __future__ import annotations
 
-import math
 from typing import ClassVar
 
-from core.group_comparison import compare
-from core.recipes.readings import comparable, finals, group_outcome, mean
+from core.recipes.readings import comparable, finals, mean, paired_test
 from core.recipes.recipe import Arm, Control, Judgement, Paper, Recipe, Results, digits_mlp
 
 SMALL, LARGE = 128, 1_438
@@ -38,9 +36,9 @@ class LargeBatch(Recipe):
     claim = "For the same number of epochs, a large batch ends at a sharper minimum."
     measure = (
         f"The final sharpness of {SEEDS} seeds at batch {LARGE} against {SEEDS} at batch "
-        f"{SMALL} ({EPOCHS} epochs of Adam each), by the lab's group test: reproduced when "
-        "the 95% Welch interval of mean(large) − mean(small) is above 0, not when it is "
-        f"below {SMALLEST:g}, else inconclusive."
+        f"{SMALL} ({EPOCHS} epochs of Adam each), seed for seed (run k of each arm shares "
+        "seed k): reproduced when the 95% t interval of the mean difference (large − "
+        f"small) is above 0, not when it is below {SMALLEST:g}, else inconclusive."
     )
     charts: ClassVar[tuple[str, ...]] = ("sharpness", "loss", "val_loss")
     control = Control(
@@ -75,23 +73,16 @@ class LargeBatch(Recipe):
             "val_loss, small batch (mean)": mean(finals(small, "val_loss")),
             "val_loss, large batch (mean)": mean(finals(large, "val_loss")),
         }
-        if not small or not large:
+        if len(small) < SEEDS or len(large) < SEEDS:
             return Judgement("no", numbers, "Waiting for runs of both batch sizes.")
-        test = compare(comparable(large, "sharpness"), comparable(small, "sharpness"))
-        low = test.low if test.low is not None else math.nan
-        numbers |= {
-            "difference (large − small)": test.difference,
-            "95% interval low": low,
-            "95% interval high": test.high if test.high is not None else math.nan,
-            "p (Welch)": test.p_welch if test.p_welch is not None else math.nan,
-        }
+        test = paired_test(comparable(large, "sharpness"), comparable(small, "sharpness"))
+        numbers |= test.numbers("difference (large − small)")
         sentence = (
             f"Final sharpness {numbers['sharpness, large batch (mean)']:.3g} at batch {LARGE} "
             f"against {numbers['sharpness, small batch (mean)']:.3g} at batch {SMALL}: a "
-            f"difference of {test.difference:.3g}"
-            + (f" (95% interval {low:.3g} to {test.high:.3g})." if test.high is not None else ".")
+            f"difference of {test.mean:.3g}{test.interval_text()}."
         )
-        return Judgement(group_outcome(test, SMALLEST), numbers, sentence)
+        return Judgement(test.outcome(SMALLEST), numbers, sentence)
 
 
 RECIPE = LargeBatch()

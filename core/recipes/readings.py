@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from core.group_comparison import Comparison
+from core.group_comparison import paired_interval
 from core.recipes.recipe import Outcome, RunResult
 from core.store import Metrics
 
@@ -61,16 +62,63 @@ def comparable(runs: Sequence[RunResult], key: str) -> list[float]:
     return values
 
 
-def group_outcome(test: Comparison, smallest: float) -> Outcome:
-    """What a group test of A − B says of a claim that A is larger: `yes` when its
-    interval lies above 0; `no` when it lies below `smallest`, the least difference the
-    claim counts (no effect that large: an equivalence test's logic); else
-    `inconclusive`. Without an interval (a run diverged, or one run a group): `yes` when
-    every A is larger than every B, `no` when none is."""
-    if test.low is not None and test.high is not None:
-        if test.low > 0:
+@dataclass(frozen=True)
+class PairedTest:
+    """A against B seed for seed: the k-th run of each arm shares its seed (initial weights
+    and batch order, as a recipe's repeats do), so their difference holds what the arms
+    differ by, not what the seeds do.
+
+    Attributes:
+        differences: a_k − b_k for each seed k (±∞ when one of the pair diverged).
+        low, high: The 95% t interval of their mean; None when one is infinite.
+    """
+
+    differences: tuple[float, ...]
+    low: float | None
+    high: float | None
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.differences))
+
+    def numbers(self, difference: str) -> dict[str, float]:
+        """What a verdict shows of it: the mean difference, named `difference`, and the
+        interval (NaN without one)."""
+        return {
+            difference: self.mean,
+            "95% interval low (seed for seed)": math.nan if self.low is None else self.low,
+            "95% interval high (seed for seed)": math.nan if self.high is None else self.high,
+        }
+
+    def interval_text(self) -> str:
+        """`(95% interval 0.03 to 1.5, seed for seed)`, or nothing without an interval."""
+        if self.low is None or self.high is None:
+            return ""
+        return f" (95% interval {self.low:.3g} to {self.high:.3g}, seed for seed)"
+
+    def outcome(self, smallest: float) -> Outcome:
+        """What the test says of a claim that A is larger: `yes` when the interval lies
+        above 0; `no` when it lies below `smallest`, the least difference the claim counts
+        (no effect that large: an equivalence test's logic); else `inconclusive`. Without
+        an interval: `yes` when A is larger at every seed, `no` when at none."""
+        if self.low is not None and self.high is not None:
+            if self.low > 0:
+                return "yes"
+            return "no" if self.high < smallest else "inconclusive"
+        if all(d > 0 for d in self.differences):
             return "yes"
-        return "no" if test.high < smallest else "inconclusive"
-    if min(test.a) > max(test.b):
-        return "yes"
-    return "no" if max(test.a) <= min(test.b) else "inconclusive"
+        return "no" if all(d <= 0 for d in self.differences) else "inconclusive"
+
+
+def paired_test(a: Sequence[float], b: Sequence[float]) -> PairedTest:
+    """`a` against `b`, the k-th of each a pair; raises `ValueError` for fewer than two
+    pairs or groups of different sizes."""
+    if len(a) != len(b):
+        raise ValueError(f"paired groups differ in size ({len(a)} and {len(b)})")
+    differences = tuple(
+        float(x - y) if math.isfinite(x) or math.isfinite(y) else 0.0
+        for x, y in zip(a, b, strict=True)
+    )
+    if not all(math.isfinite(d) for d in differences):
+        return PairedTest(differences, None, None)
+    return PairedTest(differences, *paired_interval(differences))

@@ -11,11 +11,9 @@ the same large rate does the same damage; the decay is part of the case.
 
 from __future__ import annotations
 
-import math
 from typing import ClassVar
 
-from core.group_comparison import compare
-from core.recipes.readings import comparable, finals, group_outcome, mean
+from core.recipes.readings import comparable, finals, mean, paired_test
 from core.recipes.recipe import Arm, Control, Judgement, Paper, Recipe, Results, digits_mlp
 
 RATE = 0.2
@@ -42,11 +40,12 @@ class Warmup(Recipe):
     )
     measure = (
         f"The final val_loss of {SEEDS} seeds without warmup against {SEEDS} with {WARMUP} "
-        f"warmup steps (Adam, η = {RATE:g}, cosine schedule), by the lab's group test "
-        "(a diverged run counts as +∞): reproduced when the 95% Welch interval of "
-        "mean(no warmup) − mean(warmup) is above 0, not when it is below "
-        f"{SMALLEST:g}, else inconclusive; with a diverged run, reproduced when every run "
-        "without warmup ends worse than every run with it, not when none does."
+        f"warmup steps (Adam, η = {RATE:g}, cosine schedule), compared seed for seed "
+        "(run k of each arm shares seed k; a diverged run counts as +∞): "
+        "reproduced when the 95% t interval of the mean difference (no warmup − warmup) "
+        f"is above 0, not when it is below {SMALLEST:g}, else inconclusive; with a "
+        "diverged run, reproduced when the run without warmup ends worse at every seed, "
+        "not when at none."
     )
     charts: ClassVar[tuple[str, ...]] = ("val_loss", "loss", "learning_rate")
     control = Control(
@@ -82,26 +81,18 @@ class Warmup(Recipe):
             "diverged, no warmup": float(sum(run.diverged for run in cold)),
             "diverged, warmup": float(sum(run.diverged for run in warm)),
         }
-        if not cold or not warm:
+        if len(cold) < SEEDS or len(warm) < SEEDS:
             return Judgement("no", numbers, "Waiting for runs with and without warmup.")
-        a, b = comparable(cold, "val_loss"), comparable(warm, "val_loss")
-        test = compare(a, b)
-        numbers["difference (no warmup − warmup)"] = test.difference
-        numbers["p (permutation)"] = test.p_permutation
-        if test.low is not None:
-            numbers |= {"95% interval low": test.low, "95% interval high": float(test.high or 0)}
+        test = paired_test(comparable(cold, "val_loss"), comparable(warm, "val_loss"))
+        numbers |= test.numbers("difference (no warmup − warmup)")
         sentence = (
             f"Final val_loss {numbers['val_loss, no warmup (mean)']:.3g} without warmup "
             f"against {numbers['val_loss, warmup (mean)']:.3g} with it (val_accuracy "
             f"{numbers['val_accuracy, no warmup (mean)']:.1%} against "
-            f"{numbers['val_accuracy, warmup (mean)']:.1%})"
-            + (
-                f"; the 95% interval of the difference is {test.low:.3g} to {test.high:.3g}."
-                if test.low is not None and test.high is not None and math.isfinite(test.low)
-                else "."
-            )
+            f"{numbers['val_accuracy, warmup (mean)']:.1%}): a difference of "
+            f"{test.mean:.3g}{test.interval_text()}."
         )
-        return Judgement(group_outcome(test, SMALLEST), numbers, sentence)
+        return Judgement(test.outcome(SMALLEST), numbers, sentence)
 
 
 RECIPE = Warmup()

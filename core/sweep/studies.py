@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -85,8 +86,9 @@ def storage_url(engine: Runs | Store, storage: str | None = None) -> str:
 def open_storage(url: str) -> optuna.storages.BaseStorage:
     """The Optuna storage at `url`, one per URL and process (it is thread-safe).
 
-    Creates Optuna's tables on first use: one thread at a time here, and once more if
-    another process created them in the same moment (their version row clashes). Raises
+    Creates Optuna's tables on first use: one thread at a time here, and again while
+    another process creates them in the same moment (a table, or their version row, it
+    made first clashes; up to `CREATION_ATTEMPTS` times). Raises
     `InvalidInput` naming `storage` when the URL cannot be opened; its message holds none
     of the URL's secrets.
     """
@@ -104,13 +106,22 @@ def _opened(url: str) -> optuna.storages.BaseStorage:
     # A store's SQLite file is shared with the training threads' metric writers: wait for
     # its write lock longer than SQLite's default 5 s.
     kwargs = {"connect_args": {"timeout": SQLITE_TIMEOUT}} if url.startswith("sqlite") else {}
-    try:
+    attempt = 1
+    while True:
         try:
             return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
-        except Exception:  # another process created the tables meanwhile: they are there
-            return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
-    except Exception as exc:
-        raise _unopenable(url, exc) from _cause(exc, url)
+        except Exception as exc:
+            # Another process creating the tables meanwhile: each try finds more of them.
+            if attempt == CREATION_ATTEMPTS or not any(m in str(exc) for m in CLASHES):
+                raise _unopenable(url, exc) from _cause(exc, url)
+        time.sleep(0.05 * attempt)
+        attempt += 1
+
+
+#: Tries at creating Optuna's tables while other processes create them too; and what
+#: SQLite and PostgreSQL say when one of them made a table or a row first.
+CREATION_ATTEMPTS = 10
+CLASHES = ("already exists", "UNIQUE constraint failed", "duplicate key value")
 
 
 #: The storages seen to hold Optuna's tables (see `has_studies`).
