@@ -5,6 +5,7 @@ recipe's runs store theirs."""
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
@@ -352,8 +353,9 @@ def test_the_recipes_page_shows_the_verdict_table_make_recipes_wrote() -> None:
 
 
 def test_make_recipes_wrote_findings_that_hold_and_controls_that_never_do() -> None:
-    """Each row of the table `make recipes` wrote: the recipe said yes at ≥ 4 of 5 seeds
-    or, where it did not, the row says inconclusive; its control said yes at none."""
+    """Each row of the table `make recipes` wrote: the recipe said yes at ≥ 4 of 5 seeds,
+    or inconclusive at 3 or more (docs/recipes.md says why); its control said yes at
+    none."""
     from bench.recipes import RESULTS
 
     rows = [line.split(" | ") for line in RESULTS.read_text().splitlines()[1:]]
@@ -361,6 +363,7 @@ def test_make_recipes_wrote_findings_that_hold_and_controls_that_never_do() -> N
     assert len(rows) == len(RECIPES)
     for title, _, reproduced, control, _, _ in rows:
         yes, seeds = map(int, reproduced.split(" ")[0].split("/"))
+        unsure = re.search(r"(\d+) inconclusive", reproduced)
         assert seeds == 5, title
-        assert yes >= 4 or "inconclusive" in reproduced, (title, reproduced)
+        assert yes >= 4 or (unsure and int(unsure.group(1)) >= 3), (title, reproduced)
         assert control.startswith(f"0/{seeds}"), (title, control)
