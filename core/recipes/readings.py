@@ -69,7 +69,8 @@ class PairedTest:
     differ by, not what the seeds do.
 
     Attributes:
-        differences: a_k − b_k for each seed k (±∞ when one of the pair diverged).
+        differences: a_k − b_k for each seed k (±∞ when one of the pair diverged, 0
+            when both did).
         low, high: The 95% t interval of their mean; None when one is infinite.
     """
 
