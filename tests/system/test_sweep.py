@@ -445,7 +445,10 @@ def test_a_sweep_resumes_after_its_engine_closed(tmp_path) -> None:
     status = sweep.wait(scaled(30))
     assert status.state == "failed" and "closed" in status.error
     [orphan] = load_study(engine, sweep.study_name).trials
-    assert orphan.state.name == "RUNNING"  # nothing could tell the study how the run ended
+    # The run ends interrupted as the store closes: the driver may tell the study first
+    # (FAIL; seen beside two CPU-burning loops) or find the store closed (RUNNING, an
+    # orphan). The restarted sweep settles either the same way.
+    assert orphan.state.name in ("RUNNING", "FAIL")
 
     engine = Engine(Store(path, flush_interval=0.05))  # the app starts again
     try:
