@@ -12,7 +12,7 @@ from core.engine.api import Runs
 from core.escaping import escape_markdown
 from core.knobs import InvalidInput
 from core.recipes import RECIPES, Launch, Recipe, Verdict, results, start
-from core.recipes.probe import PUBLISHED, Probe
+from core.recipes.probe import PUBLISHED, Probe, assignment
 from core.recipes.recipe import format_number
 from core.store import UnknownRunError
 from ui import nav, roles, state, views
@@ -56,13 +56,22 @@ def card(engine: Runs, recipe: Recipe) -> None:
             launch_probed(engine, recipe, PUBLISHED)
         with break_col.popover("Try to break it", icon=":material/science:"):
             probe = probe_form(recipe)
-            if st.button("Run it so", key=f"recipe:probe:{recipe.name}", type="primary"):
+            if (
+                st.button(
+                    "Run it so",
+                    key=f"recipe:probe:{recipe.name}",
+                    type="primary",
+                    disabled=probe is None,
+                )
+                and probe is not None
+            ):
                 launch_probed(engine, recipe, probe)
 
 
-def probe_form(recipe: Recipe) -> Probe:
+def probe_form(recipe: Recipe) -> Probe | None:
     """A seed, the recipe's negative control or not, and knobs set on every arm: the
-    probe they make (checked when it starts)."""
+    probe they make (its values checked when it starts); None, said, for a line that is
+    not KNOB=VALUE."""
     st.caption(
         "The same measure, with the recipe's stated numbers, on runs you change: a seed "
         "moves every run's initial weights and batch order; a knob or run field is set "
@@ -80,10 +89,11 @@ def probe_form(recipe: Recipe) -> Probe:
         placeholder="radius=1000\nbatch_size=128",
     )
     overrides: dict[str, Any] = {**recipe.control.overrides} if control else {}
-    for line in typed.splitlines():
-        name, _, value = line.partition("=")
-        if name.strip():
-            overrides[name.strip()] = value.strip()
+    try:
+        overrides |= dict(assignment(line) for line in typed.splitlines() if line.strip())
+    except ValueError as exc:
+        st.error(f"set: {escape_markdown(str(exc))}", icon=":material/warning:")
+        return None
     return Probe(int(seed), overrides)
 
 

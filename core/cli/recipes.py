@@ -11,7 +11,7 @@ from core.cli.flags import Common, Subparsers
 from core.cli.opening import open_engine
 from core.engine import RunStatus
 from core.recipes import RECIPES, Recipe, Verdict, run
-from core.recipes.probe import SEED_STRIDE, Probe
+from core.recipes.probe import SEED_STRIDE, Probe, assignment
 from core.recipes.runner import configs
 
 #: Runs of a recipe trained at once: as many as the demo race's, on 2 cores.
@@ -116,11 +116,11 @@ def run_recipe(args: argparse.Namespace) -> int:
 
 
 def _assignment(text: str) -> tuple[str, str]:
-    """`KNOB=VALUE` as (knob, its text); the value is read as the knob's type later."""
-    name, sep, value = text.partition("=")
-    if not sep or not name.strip():
-        raise argparse.ArgumentTypeError(f"must read KNOB=VALUE (got {text!r})")
-    return name.strip(), value.strip()
+    """`probe.assignment`, its refusal as argparse reports a flag's."""
+    try:
+        return assignment(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _recipe(name: str) -> Recipe:

@@ -94,6 +94,15 @@ class Probe:
 PUBLISHED = Probe()
 
 
+def assignment(text: str) -> tuple[str, str]:
+    """`KNOB=VALUE` as typed (a `--set` flag, a line of the page's form) as (knob, its
+    text), the value read as the knob's type by `Probe.apply`; raises `ValueError`."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise ValueError(f"must read KNOB=VALUE (got {text!r})")
+    return name.strip(), value.strip()
+
+
 def _shown(value: Any) -> str:
     """A value as typed: text as it is, a number in its shortest form (1000, not 1000.0)."""
     return f"{value:g}" if isinstance(value, float) else str(value)

@@ -495,6 +495,9 @@ def test_try_to_break_it_names_a_bad_value_then_starts_the_control(lab) -> None:
     at.button(key="recipe:probe:projection").click().run()
     assert not at.exception and lab.list() == []  # nothing started
     assert escape_markdown("radius: must be in (0, 1e+06]") in at.error[0].value
+    at.text_area(key="recipe:set:projection").input("radius").run()  # not KNOB=VALUE
+    assert escape_markdown("must read KNOB=VALUE") in at.error[0].value
+    assert at.button(key="recipe:probe:projection").disabled
     at.text_area(key="recipe:set:projection").input("").run()
     at.number_input(key="recipe:seed:projection").set_value(1).run()
     at.checkbox(key="recipe:control:projection").check().run()
