@@ -164,6 +164,16 @@ class RunConfig:
     sharpness_every: int | None = _interval_field("sharpness")
     noise_scale_every: int | None = _interval_field("noise_scale")
     histogram_every: int | None = _interval_field("histogram")
+    sharpness_examples: int | None = _run_field(
+        "int",
+        None,
+        "Measure sharpness on the first this many examples of the training split, in its "
+        "stored order, the same for every run of the dataset (empty: on the run's first "
+        "batch), so that runs of different batch sizes or seeds compare on the same data.",
+        low=1,
+        high=100_000_000,
+        optional=True,
+    )
     checkpoint_every: int | None = _run_field(
         "int",
         None,
@@ -391,12 +401,12 @@ def _check(values: Mapping[str, Any]) -> dict[str, Any]:
                 f"{checked['model']} needs images; {checked['dataset']} has examples of shape "
                 f"{shape}: take mlp"
             )
-    if dataset is not None and "batch_size" in checked:
-        size = dataset.train_size
-        if checked["batch_size"] > size:
-            errors["batch_size"] = (
+    for name in ("batch_size", "sharpness_examples"):
+        count = checked.get(name)
+        if dataset is not None and count is not None and count > dataset.train_size:
+            errors[name] = (
                 f"must be at most the training split of {checked['dataset']}, "
-                f"{size:,} examples (got {checked['batch_size']:,})"
+                f"{dataset.train_size:,} examples (got {count:,})"
             )
 
     every, log_every = checked.get("per_layer_every"), checked.get("log_every")

@@ -27,8 +27,10 @@ class RunData:
         total_steps: Steps the run will take (epochs, capped by `max_steps`).
         train: The training batches of steps `start + 1` on.
         test: The whole test split, in batches of `EVAL_BATCH`.
-        first_batch: The run's first training batch (the sharpness's fixed batch).
+        first_batch: The run's first training batch.
         first_batch_sha256: Its digest, which fingerprints the batch order.
+        sharpness_batch: The examples sharpness is measured on: the first batch, or with
+            `sharpness_examples` the split's first examples in their stored order.
     """
 
     dataset: data.Dataset
@@ -38,6 +40,7 @@ class RunData:
     test: tf.data.Dataset
     first_batch: Any
     first_batch_sha256: str
+    sharpness_batch: Any
 
     @classmethod
     def load(cls, config: RunConfig, start: int = 0) -> RunData:
@@ -65,8 +68,24 @@ class RunData:
         train = batches(start=start)
         test = split("test", batch_size=EVAL_BATCH, epochs=1)
         first_batch = next(iter(batches().take(1)))
+        sharpness_batch = first_batch
+        if config.sharpness_examples is not None:
+            if config.sharpness_examples > len(dataset.y_train):
+                raise ValueError(
+                    f"sharpness_examples: more than the training split "
+                    f"({len(dataset.y_train)} examples)"
+                )
+            stored_order = split("train", batch_size=config.sharpness_examples, shuffle=False)
+            sharpness_batch = next(iter(stored_order.take(1)))
         return cls(
-            dataset, steps_per_epoch, total_steps, train, test, first_batch, sha256(first_batch)
+            dataset,
+            steps_per_epoch,
+            total_steps,
+            train,
+            test,
+            first_batch,
+            sha256(first_batch),
+            sharpness_batch,
         )
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from core.training.instruments import Alpha, Measurements, NoiseScale, ReplicaStep, Sharpness
@@ -51,12 +52,15 @@ def hessian(x: np.ndarray) -> np.ndarray:
 
 def trainer_of(model: keras.Model, task: Any, x: np.ndarray, y: np.ndarray) -> Any:
     """What an instrument reads of its trainer: the config's seed and batch size, the
-    model, the task and the run's first batch."""
+    model, the task and the run's batches (the sharpness measures on its fixed batch)."""
     return SimpleNamespace(
         config=SimpleNamespace(seed=0, batch_size=len(x)),
         model=model,
         task=task,
-        data=SimpleNamespace(first_batch=(tf.constant(x), tf.constant(y))),
+        data=SimpleNamespace(
+            first_batch=(tf.constant(x), tf.constant(y)),
+            sharpness_batch=(tf.constant(x), tf.constant(y)),
+        ),
     )
 
 
@@ -72,6 +76,8 @@ def test_sharpness_is_the_top_eigenvalue_of_least_squares() -> None:
         measured.values["sharpness"],
         expected,
     )
+    squared_error = np.mean((model(x).numpy()[:, 0] - y) ** 2)  # at the same weights
+    assert measured.values["sharpness/loss"] == pytest.approx(squared_error, rel=1e-5)
 
 
 def test_alpha_of_a_gradient_step_on_a_quadratic() -> None:

@@ -12,6 +12,7 @@ import tensorflow as tf
 from core import optimizers
 from core.charts import INSTRUMENT_HELP
 from core.engine import Engine, RunConfig, run_fields
+from core.knobs import InvalidInput
 from core.training import instruments
 from core.training.config import instrument_intervals
 from tests.imports import heavy_modules_after
@@ -181,6 +182,31 @@ def test_instruments_can_be_turned_off(engine) -> None:
     keys = set(engine.metrics(run_id).keys)
     assert not keys & {"alpha", "sharpness", "noise_scale"}
     assert not [e for e in engine.events(run_id) if e.kind == "histogram"]
+
+
+def test_sharpness_examples_measure_runs_of_other_batches_on_the_same_data(engine) -> None:
+    """Runs that differ in their batch order alone, with weights that hardly move (η = 1e-9):
+    on their first batches their sharpness differs; on the split's first 300 examples it
+    is the same."""
+
+    def sharpness(data_seed: int, examples: int | None) -> float:
+        fields = {"data_seed": data_seed, "sharpness_examples": examples, "max_steps": 1}
+        config = {**SMALL, **fields, "hyperparameters": {"learning_rate": 1e-9}}
+        run_id = engine.start(RunConfig.from_dict({**config, "sharpness_every": 1}))
+        assert engine.wait(run_id, scaled(60)).status == "completed"
+        return float(engine.metrics(run_id)["sharpness"][-1])
+
+    first_batches = sharpness(1, None), sharpness(2, None)
+    same_examples = sharpness(1, 300), sharpness(2, 300)
+    assert abs(first_batches[0] - first_batches[1]) > 0.01 * first_batches[0], first_batches
+    assert same_examples[0] == pytest.approx(same_examples[1], rel=1e-5), same_examples
+
+
+def test_sharpness_examples_are_at_most_the_training_split() -> None:
+    with pytest.raises(InvalidInput) as caught:
+        RunConfig.from_dict({**SMALL, "sharpness_examples": 1_439})
+    assert set(caught.value.errors) == {"sharpness_examples"}
+    assert "1,438" in caught.value.errors["sharpness_examples"]
 
 
 def test_alpha_tells_a_timid_step_from_an_overshoot(engine) -> None:

@@ -14,6 +14,7 @@ from itertools import count
 import numpy as np
 import pytest
 
+from core import data
 from core.charts import heatmap_figure
 from core.recipes import (
     RECIPES,
@@ -116,15 +117,32 @@ def test_edge_of_stability_needs_the_two_plateaus_about_2x_apart(store) -> None:
     assert verdict.reproduced == "no" and verdict.numbers["plateau ratio"] == 1.0
 
 
-@pytest.mark.parametrize(("large", "expected"), [(7.0, "yes"), (0.2, "no")])
-def test_large_batch(store, large, expected) -> None:
+@pytest.mark.parametrize(
+    ("large", "large_loss", "expected"),
+    [(0.8, 6e-4, "yes"), (0.2, 6e-4, "no"), (0.8, 5e-3, "inconclusive")],
+)
+def test_large_batch(store, large, large_loss, expected) -> None:
+    """Sharper at a like training loss says yes; as sharp says no; sharper at a loss 10×
+    higher is a comparison of how far training got, and says neither."""
+
     def rows(key: str, k: int) -> Rows:
-        sharpness = large if key == large_batch.LARGE_KEY else 0.2
-        return finals(sharpness=sharpness + 0.05 * k, loss=0.01, val_loss=0.4)
+        sharpness, loss = (large, large_loss) if key == large_batch.LARGE_KEY else (0.2, 5e-4)
+        return finals(**{"sharpness": sharpness + 0.05 * k, "sharpness/loss": loss})
 
     verdict = judged(large_batch.RECIPE, store, rows)
     assert verdict.reproduced == expected
-    assert verdict.numbers["sharpness, large batch (mean)"] == pytest.approx(large + 0.05)
+    spread = 0.05 * (large_batch.SEEDS - 1) / 2  # the mean of 0.05·k over the seeds
+    assert verdict.numbers["sharpness, large batch (mean)"] == pytest.approx(large + spread)
+    assert verdict.numbers["train loss ratio (large / small)"] == pytest.approx(large_loss / 5e-4)
+
+
+def test_large_batch_measures_both_arms_on_the_same_examples() -> None:
+    """The whole training split, whatever an arm's batch: sharpness on each arm's own
+    first batch would compare different data."""
+    configs = [arm.config for arm in large_batch.RECIPE.arms()]
+    whole_split = data.dataset_catalog.info("digits").train_size
+    assert {config.sharpness_examples for config in configs} == {whole_split}
+    assert {config.batch_size for config in configs} == {large_batch.SMALL, large_batch.LARGE}
 
 
 @pytest.mark.parametrize(
@@ -215,11 +233,14 @@ def test_warmup(store, cold, expected) -> None:
 
 def test_warmup_counts_a_diverged_run_as_worst(store) -> None:
     results = {
-        warmup.COLD: [stored(store, finals(loss=math.inf), "diverged") for _ in range(3)],
-        warmup.WARM: [stored(store, finals(val_loss=0.6)) for _ in range(3)],
+        warmup.COLD: [
+            stored(store, finals(loss=math.inf), "diverged") for _ in range(warmup.SEEDS)
+        ],
+        warmup.WARM: [stored(store, finals(val_loss=0.6)) for _ in range(warmup.SEEDS)],
     }
     verdict = warmup.RECIPE.verdict(results)
-    assert verdict.reproduced == "yes" and verdict.numbers["diverged, no warmup"] == 3
+    assert verdict.reproduced == "yes"
+    assert verdict.numbers["diverged, no warmup"] == warmup.SEEDS
 
 
 @pytest.mark.parametrize(("plain_trains", "expected"), [(False, "yes"), (True, "no")])

@@ -66,6 +66,7 @@ STORED = (
     "noise_scale/grad_sq",
     "noise_scale/trace",
     "sharpness",
+    "sharpness/loss",
     "val_loss",
     "val_accuracy",
     "val_accuracy/parity",

@@ -1,5 +1,6 @@
-"""Sharpness: the top Hessian eigenvalue of the loss on the run's first batch, to hold
-against 2/η (`measures.power_iteration`)."""
+"""Sharpness: the top Hessian eigenvalue of the loss on a fixed batch (the run's first, or
+the training split's first `sharpness_examples`), to hold against 2/η
+(`measures.power_iteration`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from core.lazy import lazy_module
+from core.series import SeriesKey
 from core.training.instruments.instrument import Instrument, Measurements
 from core.training.instruments.measures import dot, power_iteration
 from core.training.instruments.specs import ChartSpec, Drawn, Line, LineChart, Points, Reference
@@ -15,6 +17,9 @@ from core.training.instruments.specs import ChartSpec, Drawn, Line, LineChart, P
 tf = lazy_module("tensorflow")  # TensorFlow when measuring, not when declaring
 
 ITERATIONS = 10  # warm-started from the last eigenvector
+# The loss on the same examples at the same weights, logged beside the sharpness: the
+# sharpness of cross-entropy falls with the loss, so runs compare at a like loss.
+LOSS = SeriesKey("sharpness", "loss").format()
 
 
 def edge_of_stability(run: Drawn) -> Points | None:
@@ -42,7 +47,7 @@ class Sharpness(Instrument):
             scale="log",
         )
     }
-    metrics = ("sharpness",)
+    metrics = ("sharpness", LOSS)
     traced = False
 
     def __init__(self, trainer: Any) -> None:
@@ -59,20 +64,24 @@ class Sharpness(Instrument):
         return self._eigenvector
 
     def read(self, outputs: Mapping[str, tf.Tensor], measured: Measurements) -> None:
-        measured.values["sharpness"] = float(self._measure())
+        eigenvalue, loss = self._measure()
+        measured.values["sharpness"] = float(eigenvalue)
+        measured.values[LOSS] = float(loss)
 
-    def _measure_fn(self) -> tf.Tensor:
-        """The eigenvalue on all of the first batch: the same value an all-reduce over
-        replicas would give."""
-        x, y = self.trainer.data.first_batch
+    def _measure_fn(self) -> tuple[tf.Tensor, tf.Tensor]:
+        """The eigenvalue on all of the fixed batch (the same value an all-reduce over
+        replicas would give), and the loss there."""
+        x, y = self.trainer.data.sharpness_batch
         model, task = self.trainer.model, self.trainer.task
         variables = model.trainable_variables
+
+        def loss_on_batch() -> tf.Tensor:
+            return tf.reduce_mean(task.total(task.losses(model(x, training=True), y)))
 
         def hvp(vector: list[tf.Tensor]) -> list[tf.Tensor]:
             with tf.GradientTape() as outer:
                 with tf.GradientTape() as inner:
-                    outputs = model(x, training=True)
-                    loss = tf.reduce_mean(task.total(task.losses(outputs, y)))
+                    loss = loss_on_batch()
                 slope = dot(inner.gradient(loss, variables), vector)
             return outer.gradient(slope, variables)
 
@@ -81,7 +90,7 @@ class Sharpness(Instrument):
         )
         for variable, value in zip(self._eigenvector, vector, strict=True):
             variable.assign(value)
-        return eigenvalue
+        return eigenvalue, loss_on_batch()
 
     def close(self) -> None:
         self._measure = None  # type: ignore[assignment]
