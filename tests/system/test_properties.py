@@ -237,10 +237,10 @@ def valid_run_configs(draw: st.DrawFn) -> dict[str, Any]:
         values["model"] = "mlp"
     if dataset.problem != "classification" or model.source != "core":
         values.pop("multitask", None)
-    if "batch_size" in values:  # at most the training split (valid_values knows no split)
-        split = dataset.train_size
-        most = next(knob.high for knob in RUN_FIELDS if knob.name == "batch_size")
-        values["batch_size"] = draw(st.integers(1, min(split, most)))
+    for name in ("batch_size", "sharpness_examples"):  # at most the training split
+        if values.get(name) is not None:  # (valid_values knows no split)
+            most = next(knob.high for knob in RUN_FIELDS if knob.name == name)
+            values[name] = draw(st.integers(1, min(dataset.train_size, most)))
     if values.get("per_layer_every") is not None:  # on logged steps: a multiple of log_every
         log_every = values.get("log_every", 1)
         values["per_layer_every"] = max(1, values["per_layer_every"] // log_every) * log_every
