@@ -1,12 +1,13 @@
 """The datasets the lab knows by name: two that ship inside installed packages (see
-`core.data.bundled`) and three read through TensorFlow Datasets (see
-`core.data.tfds_source`).
+`core.data.bundled`), one the lab makes (see `core.data.synthetic`) and three read
+through TensorFlow Datasets (see `core.data.tfds_source`).
 
 Pure Python: the dashboard lists them on its first page without waiting for TensorFlow.
 """
 
 from __future__ import annotations
 
+from core.data import synthetic as quadratic
 from core.data.dataset import DatasetInfo
 
 DEFAULT_DATASET = "mnist-5k"
@@ -28,6 +29,18 @@ CATALOG: tuple[DatasetInfo, ...] = (
         10,
         1_438,
         offline=True,
+    ),
+    DatasetInfo(
+        "quadratic",
+        f"Synthetic regression, y = x·w* + b* exactly, {quadratic.FEATURES} features: the "
+        "squared error's Hessian has eigenvalues log-spaced over "
+        f"[{quadratic.SMALLEST:g}, {quadratic.LARGEST:g}], κ = {quadratic.KAPPA:g} "
+        f"({quadratic.TRAIN_SIZE} train / {quadratic.TEST_SIZE} test).",
+        (quadratic.FEATURES,),
+        1,
+        quadratic.TRAIN_SIZE,
+        offline=True,
+        problem="regression",
     ),
     DatasetInfo(
         "mnist",

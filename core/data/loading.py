@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import os
 
-from core.data import bundled, dataset_catalog, files, plugin_data, tfds_source
+from core.data import bundled, dataset_catalog, files, plugin_data, synthetic, tfds_source
 from core.data.builtin import DEFAULT_DATASET
 from core.data.dataset import Dataset
 from core.data.held import KEPT
@@ -41,7 +41,8 @@ def load(name: str = DEFAULT_DATASET, *, data_dir: str | None = None) -> Dataset
                 raise dataset_catalog.unknown(name)
             return plugin_data.load(plugin)  # kept by its name
         case Kind.BUNDLED:
-            return KEPT.load((name, None), bundled.LOADERS[name])
+            offline = bundled.LOADERS.get(name) or synthetic.LOADERS[name]
+            return KEPT.load((name, None), offline)
         case Kind.TFDS:
             assert source.root is not None and source.tfds_name is not None
             num_classes = dataset_catalog.info(name, data_dir=data_dir).num_classes

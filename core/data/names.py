@@ -3,8 +3,9 @@
 
 A name is, in this order: a file of the user's (`npz:PATH`, `csv:PATH`); a prepared TFDS
 dataset by its TFDS name (`tfds:NAME`); a built-in (`core.data.builtin`), bundled in a
-package or read through TFDS; else a plugin's, if a plugin registered it. The orders
-cannot disagree: a plugin's name has no `:` and is never a built-in's.
+package, made by the lab (`core.data.synthetic`) or read through TFDS; else a plugin's,
+if a plugin registered it. The orders cannot disagree: a plugin's name has no `:` and is
+never a built-in's.
 
 Pure Python, and nothing is read: deciding a name's kind opens no file.
 """
@@ -26,7 +27,7 @@ class Kind(enum.Enum):
 
     FILE = "file"  # `npz:PATH` or `csv:PATH`, a file of the user's
     TFDS = "tfds"  # read through TFDS: a built-in such as `mnist`, or `tfds:NAME`
-    BUNDLED = "bundled"  # a built-in that ships inside an installed package
+    BUNDLED = "bundled"  # a built-in that loads offline: in a package, or made by the lab
     PLUGIN = "plugin"  # any other name: a plugin's, if one registered it
 
 

@@ -2,7 +2,7 @@
 
     >>> from core import models
     >>> [info.name for info in models.catalog()]
-    ['mlp', 'lenet', 'cnn']
+    ['linear', 'mlp', 'lenet', 'cnn']
     >>> model = models.build("lenet", input_shape=(28, 28, 1), num_classes=10, seed=0)
 
 Importing this package does not import TensorFlow or Keras; `build` imports Keras.

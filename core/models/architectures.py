@@ -20,6 +20,13 @@ KernelInit = Callable[[int], keras.initializers.Initializer]
 Body = Callable[[tuple[int, ...], KernelInit], list[keras.layers.Layer]]
 
 
+def linear(input_shape: tuple[int, ...], kernel_init: KernelInit) -> list[keras.layers.Layer]:
+    """Flatten, and nothing else: the output head is the whole model, so the logits (or a
+    regression's prediction) are affine in the input and the weights, x·W + b."""
+    del input_shape, kernel_init  # Any shape flattens; no layer here has a kernel.
+    return [keras.layers.Flatten(name="flatten")]
+
+
 def mlp(input_shape: tuple[int, ...], kernel_init: KernelInit) -> list[keras.layers.Layer]:
     """Flatten → Dense 128 relu → Dense 64 relu."""
     del input_shape  # Any shape flattens.
@@ -92,4 +99,4 @@ def cnn(input_shape: tuple[int, ...], kernel_init: KernelInit) -> list[keras.lay
     ]
 
 
-BODIES: dict[str, Body] = {"mlp": mlp, "lenet": lenet, "cnn": cnn}
+BODIES: dict[str, Body] = {"linear": linear, "mlp": mlp, "lenet": lenet, "cnn": cnn}

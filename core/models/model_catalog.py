@@ -34,6 +34,12 @@ class ModelInfo:
 
 _CATALOG = (
     ModelInfo(
+        "linear",
+        "Linear: Flatten → logits, the output head alone (a regression's loss is then "
+        "quadratic in the weights).",
+        images=False,
+    ),
+    ModelInfo(
         "mlp", "Multilayer perceptron: Flatten → Dense 128 → Dense 64 → logits.", images=False
     ),
     ModelInfo(

@@ -7,8 +7,10 @@ line in `RECIPES`. Importing this package does not import TensorFlow.
 
 from core.recipes import (
     clipping,
+    critical_batch,
     decoupled_weight_decay,
     edge_of_stability,
+    heavy_ball,
     large_batch,
     lr_range_test,
     projection,
@@ -28,6 +30,8 @@ RECIPES: dict[str, Recipe] = {
         warmup,
         clipping,
         projection,
+        heavy_ball,
+        critical_batch,
     )
 }
 

@@ -22,25 +22,44 @@ def series(metrics: Metrics, key: str) -> tuple[np.ndarray, np.ndarray]:
     return metrics.steps[logged], metrics[key][logged]
 
 
-def last_epoch(metrics: Metrics, key: str) -> np.ndarray:
-    """`key`'s values logged in the run's last epoch, as the run itself counted its epochs:
-    its `epoch` series is the step over the run's steps an epoch (full batches only, so
-    digits' 1,438 examples make 22 steps of 64, not 23), and the last epoch's steps are
-    those past the start of the epoch its last logged step ends. All of `key`'s values
-    when the run logged no epoch."""
-    steps, values = series(metrics, key)
+def steps_per_epoch(metrics: Metrics) -> float | None:
+    """The run's steps an epoch, as it counted them: its `epoch` series is the step over
+    that (full batches only, so digits' 1,438 examples make 22 steps of 64, not 23);
+    None when it logged no epoch."""
     epoch_steps, epochs = series(metrics, "epoch")
     if not len(epochs) or not epochs[-1] > 0:
+        return None
+    return float(epoch_steps[-1] / epochs[-1])
+
+
+def last_epoch(metrics: Metrics, key: str) -> np.ndarray:
+    """`key`'s values logged in the run's last epoch, as the run itself counted its epochs
+    (`steps_per_epoch`): those past the start of the epoch its last logged step ends.
+    All of `key`'s values when the run logged no epoch."""
+    steps, values = series(metrics, key)
+    per_epoch = steps_per_epoch(metrics)
+    if per_epoch is None:
         return values
-    steps_per_epoch = epoch_steps[-1] / epochs[-1]
-    start = (math.ceil(epochs[-1]) - 1) * steps_per_epoch
-    return values[steps > start + 1e-9 * steps_per_epoch]
+    _, epochs = series(metrics, "epoch")
+    start = (math.ceil(epochs[-1]) - 1) * per_epoch
+    return values[steps > start + 1e-9 * per_epoch]
 
 
 def final(metrics: Metrics, key: str) -> float:
     """`key`'s last logged value; NaN when it was never logged."""
     _, values = series(metrics, key)
     return float(values[-1]) if len(values) else math.nan
+
+
+def steps_to(metrics: Metrics, key: str, fraction: float) -> float:
+    """The steps from `key`'s first logged value to the first at most `fraction` × it (a
+    loss falling to a target): +∞ when none is, or the first is not finite, or it was
+    never logged."""
+    steps, values = series(metrics, key)
+    if not len(values) or not math.isfinite(values[0]):
+        return math.inf
+    below = np.flatnonzero(values <= fraction * values[0])
+    return float(steps[below[0]] - steps[0]) if len(below) else math.inf
 
 
 def finals(runs: Sequence[RunResult], key: str) -> list[float]:

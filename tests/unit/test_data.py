@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from core import data
-from core.data import bundled, files, loading, tfds_source
+from core.data import bundled, files, loading, synthetic, tfds_source
 from core.data.held import MAX_HELD_BYTES, Held
 from tests.tfds_builders import prepare
 from tests.waiting import wait_for
@@ -50,16 +50,49 @@ def test_importing_core_data_does_not_import_tensorflow():
 
 def test_catalog_describes_every_dataset():
     infos = {info.name: info for info in data.catalog()}
-    assert list(infos) == ["mnist-5k", "digits", "mnist", "fashion_mnist", "cifar10"]
+    assert list(infos) == ["mnist-5k", "digits", "quadratic", "mnist", "fashion_mnist", "cifar10"]
     assert data.DEFAULT_DATASET == "mnist-5k"
-    assert {name for name, info in infos.items() if info.offline} == {"mnist-5k", "digits"}
+    offline = {"mnist-5k", "digits", "quadratic"}
+    assert {name for name, info in infos.items() if info.offline} == offline
     assert infos["mnist-5k"].input_shape == (28, 28, 1)
     assert infos["digits"].input_shape == (8, 8, 1)
     assert infos["cifar10"].input_shape == (32, 32, 3)
-    assert all(info.num_classes == 10 and info.description for info in infos.values())
-    # The sizes the form checks a batch against are the real ones.
-    for name in ("mnist-5k", "digits"):
-        assert infos[name].train_size == len(data.load(name).y_train)
+    assert all(info.description for info in infos.values())
+    assert {name for name, info in infos.items() if info.num_classes != 10} == {"quadratic"}
+    # The shapes and sizes the form checks a run against are the real ones.
+    for name in offline:
+        loaded = data.load(name)
+        assert infos[name].train_size == len(loaded.y_train)
+        assert (infos[name].input_shape, infos[name].problem) == (
+            loaded.input_shape,
+            loaded.problem,
+        )
+
+
+def test_quadratic_is_a_loss_of_the_stated_spectrum_with_its_minimum_at_zero():
+    """The linear model's squared error on `quadratic` is ½·(θ − θ*)ᵀH(θ − θ*) over
+    θ = (w, b), H = (2/n)·[X 1]ᵀ[X 1]: H's eigenvalues are μ·κ^(k/d), k = 0 … d, and y
+    lies in the span of [X 1] (the minimum loss is 0), on both splits."""
+    infos = {info.name: info for info in data.catalog()}
+    assert f"κ = {synthetic.KAPPA:g}" in infos["quadratic"].description
+    assert infos["quadratic"].description.startswith("Synthetic")
+    dataset = data.load("quadratic")
+    assert dataset.problem == "regression" and dataset.num_classes == 1
+    closed_form = 0.02 * 100 ** (np.arange(21) / 20)
+    np.testing.assert_allclose(synthetic.EIGENVALUES, closed_form, rtol=1e-12)
+    for split in ("train", "test"):
+        x, y = (np.asarray(a, np.float64) for a in dataset.split(split))
+        design = np.column_stack([x, np.ones(len(x))])  # the bias's input: 1
+        hessian = 2 / len(x) * design.T @ design
+        eigenvalues = np.linalg.eigvalsh(hessian)
+        np.testing.assert_allclose(eigenvalues, closed_form, rtol=1e-5)
+        assert eigenvalues[-1] / eigenvalues[0] == pytest.approx(100, rel=1e-5)
+        assert np.abs(x.mean(axis=0)).max() < 1e-6  # centered: the bias's block is 2
+        solution, *_ = np.linalg.lstsq(design, y, rcond=None)
+        assert np.sqrt(np.mean((design @ solution - y) ** 2)) < 1e-6 * np.std(y)
+        assert solution[-1] == pytest.approx(synthetic.BIAS, rel=1e-5)
+    again = synthetic.load_quadratic()  # deterministic: the same arrays every time
+    np.testing.assert_array_equal(again.x_train, dataset.x_train)
 
 
 def test_unknown_dataset_names_the_field_and_the_choices():

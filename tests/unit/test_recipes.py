@@ -77,6 +77,8 @@ def test_every_recipe_declares_what_a_card_shows_and_valid_runs() -> None:
         "warmup",
         "clipping",
         "projection",
+        "heavy_ball",
+        "critical_batch",
     ]
     for recipe in RECIPES.values():
         assert recipe.claim.endswith(".") and recipe.measure and recipe.charts
