@@ -295,6 +295,14 @@ FIGURES: tuple[Figure, ...] = (
         Target("<=", 0.70),
         "bench.sweeping:pruning",
     ),
+    Figure(
+        20,
+        "20",
+        "Playground: from a learning rate's change to the data of 3 trajectories × 500 steps "
+        "on rosenbrock (sgd, momentum, adam), their loops compiled",
+        Target("<=", 0.200, on="a", unit="s"),
+        "bench.playground:knob_change",
+    ),
 )
 
 

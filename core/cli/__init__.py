@@ -9,14 +9,14 @@ The package: `parser` (assembles the commands' parsers), a module per group of c
 each command's parser beside its handler (`training`: train, lr-find, resume, fork;
 `sweeping`: sweep and its table of trials; `stored`: delete, runs, export; `listing`:
 catalog; `steering`: stop, pause, set; `serving`: serve; `presenting`: present, the
-dashboard served to a room), `flags` (the run flags, made
-from the run fields and the knobs, and the `RunConfig` they give), `opening` (the store
-and engine a command opens), `progress` (the bar and the summary), `workers` (a
-multi-worker run's place of this process), `exits` (exit statuses), `quiet` (TensorFlow
-imported without its native start-up lines).
+dashboard served to a room; `playground`: an optimizer on a 2-D surface), `flags` (the
+run flags, made from the run fields and the knobs, and the `RunConfig` they give),
+`opening` (the store and engine a command opens), `progress` (the bar and the summary),
+`workers` (a multi-worker run's place of this process), `exits` (exit statuses), `quiet`
+(TensorFlow's native lines kept off the terminal).
 
-Every command takes `--store PATH|URL`: a SQLite file or a `postgresql://` URL (default:
-`$OPTLAB_STORE`, else `runs/optlab.sqlite`).
+Every command that reads or writes runs takes `--store PATH|URL`: a SQLite file or a
+`postgresql://` URL (default: `$OPTLAB_STORE`, else `runs/optlab.sqlite`).
 `train` has a flag for every run field (`core.engine.FIELDS`) and for every knob of every
 registered optimizer, plugins included, with the knob's help and range; values are checked
 by the same validation as the dashboard's, which names each bad field.

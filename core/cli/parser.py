@@ -11,6 +11,7 @@ from pathlib import Path
 from core import data, models, optimizers
 from core.cli import (
     listing,
+    playground,
     presenting,
     recipes,
     serving,
@@ -38,6 +39,7 @@ COMMANDS = (
     stored.add_export,
     stored.add_landscape,
     recipes.add_recipe,
+    playground.add_playground,
     training.add_fork,
     steering.add_steering,
     serving.add_serve,
@@ -46,13 +48,13 @@ COMMANDS = (
 
 
 def needs_plugins(argv: Sequence[str]) -> bool:
-    """Whether the command lists the plugins (`catalog`), or `train`, `sweep` or
-    `lr-find` may need one: it names an optimizer, a model or a dataset that is not
+    """Whether the command lists the plugins (`catalog`), or `train`, `sweep`, `lr-find`
+    or `playground` may need one: it names an optimizer, a model or a dataset that is not
     built in, or takes a `--config` file (which may). Loading plugins imports
     TensorFlow, which `--help` and the other commands do without."""
     if "catalog" in argv:
         return True
-    if not {"train", "sweep", "lr-find"} & set(argv):
+    if not {"train", "sweep", "lr-find", "playground"} & set(argv):
         return False
     builtin = {
         "--optimizer": optimizer_catalog.BUILTIN_NAMES,
