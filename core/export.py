@@ -33,6 +33,7 @@ import numpy as np
 from core.escaping import spreadsheet_safe
 from core.series import parsed
 from core.store import HISTOGRAM_EVENT, KNOB_EVENT, Event, Metrics
+from core.training import tf_import
 
 #: The CSV's first columns after `step`, those a run logged, in this order.
 LEADING_COLUMNS = (
@@ -155,7 +156,9 @@ def write_tensorboard(
     exports into one run.
     """
     # TensorFlow only here: the C++ record writer is what makes a run of 100,000 logged
-    # steps export in seconds, and the CSV export should not wait for the import.
+    # steps export in seconds, and the CSV export should not wait for the import. Imported
+    # through `tf_import`, which keeps its start-up lines off the terminal.
+    tf_import.tensorflow()
     import tensorflow as tf
     from tensorboard.compat.proto.event_pb2 import Event as EventProto
     from tensorboard.compat.proto.summary_pb2 import Summary

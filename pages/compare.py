@@ -50,7 +50,8 @@ def table_row(
 def alike(run: RunStatus, differ: list[str]) -> str:
     """What every run shares, e.g. `model mlp · dataset digits · radius 20`: the main run
     fields and the knobs that are on."""
-    shown = {k: run.config[k] for k in BASICS} | run.config["hyperparameters"]
+    flat = settings(run.config)  # a file's dataset by its own name, not the server's path
+    shown = {k: flat.get(k) for k in (*BASICS, *run.config["hyperparameters"])}
     return " · ".join(
         f"{k} {texts.number(v)}"
         for k, v in shown.items()

@@ -120,7 +120,9 @@ def every_run(was_active: bool) -> None:
     st.subheader(f"Runs ({len(runs)})")
     if not runs:
         st.info(
-            "No runs yet. Start the demo race, or configure one on Train.",
+            "No runs yet. Start the demo race, or configure one on Train."
+            if roles.presents()
+            else "No runs yet: the presenter's show here as they start.",
             icon=":material/info:",
         )
         return

@@ -10,7 +10,16 @@ from core.charts import INSTRUMENT_HELP, instrument_figures, layer_figures, trai
 from core.engine import RunStatus
 from core.engine.api import Runs
 from core.engine.repeats import groups
-from ui import follow_presenter, live_panel, presentation, shared_figures, state, texts, views
+from ui import (
+    follow_presenter,
+    live_panel,
+    presentation,
+    roles,
+    shared_figures,
+    state,
+    texts,
+    views,
+)
 from ui.live_chart import drawn
 
 presenting, per_row = presentation.toggle()
@@ -21,7 +30,6 @@ CHARTS = "live_charts"  # the group of charts picked
 FIRST_POINT_WAIT = 30.0  # seconds a new run's charts are looked at every second
 engine = state.engine()
 
-follow_presenter.offer(engine)
 follow_presenter.follow_page(engine, SELECTION, state.WATCH, CHARTS)
 # In the presentation view the run picker goes under the charts (drawn first, shown last).
 above, below = st.container(), st.container()
@@ -34,7 +42,9 @@ with below if presenting else above:
     )
 if not selected:
     st.info(
-        "Nothing to watch yet: start a run on **Train**, or the demo race on **Home**.",
+        "Nothing to watch yet: start a run on **Train**, or the demo race on **Home**."
+        if roles.presents()
+        else "Nothing to watch yet: the presenter's runs show here as they start.",
         icon=":material/info:",
     )
     st.stop()
@@ -93,6 +103,9 @@ def charts(
         start, end = views.step_range("live")
     watching = [engine.status(run_id) for run_id in run_ids]
     logged = {run.id: engine.last_logged_step(run.id) for run in watching}
+    if all(step is None for step in logged.values()):  # charts of nothing: say why instead
+        st.info(texts.before_first_step(watching, engine.loading()), icon=":material/schedule:")
+        return
     if view == "Per layer":
         st.caption(" · ".join(texts.per_layer_intervals(engine, watching)))
     if view == "Instruments":

@@ -43,15 +43,16 @@ def start(
     address: str | None = "127.0.0.1",
     command: tuple[str, ...] = ("-m", "ui.serve"),
     env: dict[str, str] | None = None,
+    port: int | None = None,
 ) -> tuple[subprocess.Popen, int]:
     """`streamlit run app.py` as `make run` starts it (`python -m ui.serve run app.py`) on
-    a free port with `store` as `OPTLAB_STORE`, once its health check answers; fails the
-    test if it does not within 90 nominal seconds.
+    a free port (or `port`) with `store` as `OPTLAB_STORE`, once its health check
+    answers; fails the test if it does not within 90 nominal seconds.
 
     `address=None` leaves the listening address to the config; `command` replaces
     `-m ui.serve` (e.g. `-c CODE` that patches something and then runs Streamlit's CLI).
     """
-    port = free_port()
+    port = port or free_port()
     flags = ["--server.headless", "true", "--server.port", str(port)]
     if address is not None:
         flags += ["--server.address", address]

@@ -49,6 +49,12 @@ def settle(page: Any, timeout: float = 60_000) -> None:
     )
 
 
+def buttons(page: Any) -> set[str]:
+    """The buttons' labels; each line of a button's text (its icon's name is one)."""
+    texts = page.locator("button").all_inner_texts()
+    return {line.strip() for text in texts for line in text.splitlines() if line.strip()}
+
+
 def start_sweep(page: Any, epochs: int, trials: int) -> None:
     """On the Sweep page: a random sweep of `trials` trials of mlp on digits, `epochs`
     epochs each, started from the form."""

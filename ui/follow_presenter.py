@@ -1,10 +1,13 @@
-"""Follow the presenter: in a room (`optlab present`), a viewer's Live shows the runs and
-the group of charts that the presenter's Live shows, until the viewer picks something
-else; then it offers to follow again.
+"""Follow the presenter: in a room (`optlab present`), a viewer goes where the presenter
+goes, page to page, and shows what the presenter's page shows (Live: its runs and group
+of charts; Recipes: the recipe whose charts it shows), until the viewer picks something
+else or opens another page itself; then it offers to follow again.
 
-The presenter's Live publishes its view through the store at each of its chart refreshes
-(`Runs.publish_view`); a viewer's reads it at each of its own (`Runs.presenter_view`), so
-a change reaches the room within a refresh. Outside a room nobody follows anybody.
+The presenter publishes its view through the store (`Runs.publish_view`): the frame at
+each run of a page, Live at each of its chart refreshes, and a tick in the sidebar of
+every page between them (`keep_up`), so that the view beats while the presenter reads. A
+viewer reads it at each of its own ticks, so a change reaches the room within a refresh.
+Outside a room nobody follows anybody.
 """
 
 from __future__ import annotations
@@ -13,11 +16,14 @@ import streamlit as st
 
 from core.engine.api import Runs
 from core.engine.following import PresenterView
-from ui import nav, roles
+from ui import nav, roles, state
 
 PAGE = nav.LIVE.url_path  # the page a published view is of, as the store keeps it
 FOLLOWING = "following:on"  # whether this viewer follows (until it picks on its own)
 APPLIED = "following:applied"  # the presenter's view last shown here
+HERE = "following:here"  # the page this session shows (its address), as the frame ran it
+LED = "following:led"  # the presenter's page this viewer was led to last
+PUBLISHED = "following:published"  # the presenter's view, as published last
 
 
 def in_room() -> bool:
@@ -35,10 +41,84 @@ def follows() -> bool:
     return in_room() and not roles.presents() and st.session_state.get(FOLLOWING, True)
 
 
-def publish(engine: Runs, runs: list[str], charts: str | None) -> None:
-    """The presenter's Live as it shows now, for the room (nothing outside a room)."""
+def publish(
+    engine: Runs, runs: list[str], charts: str | None = None, page: nav.Page = nav.LIVE
+) -> None:
+    """The presenter's `page` as it shows now (its runs, Live's group of charts), for the
+    room (nothing outside a room)."""
     if leads():
-        engine.publish_view(PresenterView(PAGE, tuple(runs), charts))
+        _publish(engine, PresenterView(page.url_path, tuple(runs), charts))
+
+
+def _publish(engine: Runs, view: PresenterView) -> None:
+    st.session_state[PUBLISHED] = view
+    engine.publish_view(view)
+
+
+def lead_or_follow(engine: Runs, page: nav.Page) -> None:
+    """Before a page runs, in a room: the presenter publishes the page (with what it
+    showed there last, until the page publishes more), and a following viewer is led
+    to the presenter's page (`st.switch_page`)."""
+    st.session_state[HERE] = page.url_path
+    if leads():
+        last: PresenterView | None = st.session_state.get(PUBLISHED)
+        if last is None or last.page != page.url_path:
+            last = PresenterView(page.url_path)
+        _publish(engine, last)
+    else:
+        _follow_onto(engine)
+
+
+def _follow_onto(engine: Runs) -> None:
+    """A following viewer goes to the presenter's page; one that opened another page
+    itself since it was led stops following. A page that is the presenter's alone
+    (Train) leads nowhere: the viewer stays where it is."""
+    if not follows() or (view := engine.presenter_view()) is None:
+        return
+    target = nav.at(view.page)
+    if target is None or target.presenters_only:
+        return
+    here, led = st.session_state.get(HERE), st.session_state.get(LED)
+    if led is not None and here != led and view.page == led:
+        st.session_state[FOLLOWING] = False  # it went elsewhere itself
+        return
+    st.session_state[LED] = view.page
+    if here != view.page:
+        st.switch_page(target.file)
+
+
+def keep_up(engine: Runs) -> None:
+    """In a room, on every page: the offer to follow again, above the page (`offer`);
+    and, in the sidebar, a tick every few seconds, at which the presenter's view beats
+    (published again) and a following viewer goes where the presenter went."""
+    if not in_room():
+        return
+    offer(engine)
+
+    @st.fragment(run_every=state.SIDEBAR_REFRESH_SECONDS)
+    def tick() -> None:
+        if leads():
+            if (view := st.session_state.get(PUBLISHED)) is not None:
+                engine.publish_view(view)
+        else:
+            _follow_onto(engine)
+
+    with st.sidebar:
+        tick()
+
+
+def led_runs(engine: Runs, page: nav.Page) -> tuple[str, ...] | None:
+    """The runs the presenter shows on `page` (Recipes: those of the recipe whose charts
+    it shows), while this viewer follows it there; None otherwise."""
+    if not follows() or (view := engine.presenter_view()) is None:
+        return None
+    return view.runs if view.page == page.url_path and view.runs else None
+
+
+def unfollow() -> None:
+    """This viewer picked something of its own: it stops following (`offer` offers to
+    follow again)."""
+    st.session_state[FOLLOWING] = False
 
 
 def _moved(key: str, shown: object) -> bool:
@@ -58,7 +138,8 @@ def follow_page(engine: Runs, selection: str, handed_over: str, charts: str) -> 
         return
     view = engine.presenter_view()
     if view is not None and view.page == PAGE and view != applied:
-        st.session_state[handed_over] = list(view.runs)
+        if view.runs:  # none while the frame publishes the page, before Live publishes more
+            st.session_state[handed_over] = list(view.runs)
         if view.charts:
             st.session_state[charts] = view.charts
         st.session_state[APPLIED] = view
@@ -92,5 +173,6 @@ def offer(engine: Runs) -> None:
     def again() -> None:
         st.session_state[FOLLOWING] = True
         st.session_state.pop(APPLIED, None)
+        st.session_state.pop(LED, None)  # led afresh, wherever it is
 
     st.button("Follow the presenter", icon=":material/co_present:", on_click=again)

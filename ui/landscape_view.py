@@ -7,10 +7,10 @@ import streamlit as st
 
 from core.charts import landscape_figures
 from core.engine.api import Runs
-from core.engine.landscape import GRID, POINTS
+from core.engine.landscape import GRID, POINTS, batch_step
 from core.escaping import escape_markdown
 from core.knobs import InvalidInput
-from ui import roles, views
+from ui import roles, texts, views
 
 ASKED = "landscape_asked"  # (run id, step) → the id of the command that asked for it
 
@@ -23,14 +23,17 @@ def panel(engine: Runs, run_id: str, steps: list[int]) -> None:
         key=f"landscape:step:{run_id}",
         format_func=lambda s: f"step {s:,}",
         help="The landscape is taken on the batch the run trained on right after it: its "
-        "centre is the loss the run logged at the next step.",
+        "centre is the loss the run logged at the next step. At the run's last checkpoint, "
+        "which no step follows, on the batch of its own step.",
     )
     landscape = engine.landscape(run_id, step)
     if landscape is not None:
+        batch = batch_step(step, engine.status(run_id).total_steps)
+        on = "its own batch (the run's last)" if batch == step else f"the batch of step {batch:,}"
         st.caption(
-            f"Loss at step {step:,} on the batch of step {step + 1:,}: "
-            f"{landscape.centre:.4g}. Directions filter-normalized (Li et al., 2018): "
-            f"{POINTS} points a slice, a {GRID}×{GRID} grid."
+            f"Loss at step {step:,} on {on}: {texts.number(landscape.centre)}. Directions "
+            f"filter-normalized (Li et al., 2018): {POINTS} points a slice, a "
+            f"{GRID}×{GRID} grid."
         )
         views.show_in_columns(landscape_figures(landscape))
         return

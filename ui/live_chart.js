@@ -58,8 +58,14 @@ export default function ({ parentElement, data }) {
     chart.style.width = "100%";
     parentElement.appendChild(chart);
     // The column's width changes with the window and the sidebar: fit it once drawn.
+    // Only while it is on screen: Streamlit takes a chart out of the page (another group
+    // of charts picked) before its cleanup below disconnects this, the observer then
+    // sees it shrink to nothing, and Plotly refuses to resize a chart out of the page
+    // ("Resize must be passed a displayed plot div element", an uncaught error each).
     chart.resized = new ResizeObserver(() => {
-      if (chart._fullLayout) window.Plotly.Plots.resize(chart);
+      if (chart._fullLayout && chart.isConnected && chart.clientWidth > 0) {
+        window.Plotly.Plots.resize(chart);
+      }
     });
     chart.resized.observe(chart);
     chart.addEventListener("fullscreenchange", () => draw(chart));

@@ -42,6 +42,9 @@ AXIS: Final = {
     "tickfont": {"color": TEXT, "size": 12},
     "title": {"font": {"color": TEXT, "size": 14}},
     "automargin": True,
+    # Where a figure gives no number format: 3×10⁻⁵ rather than Plotly's SI prefixes
+    # (928.17μ, which a room reads as a typo).
+    "exponentformat": "power",
 }
 TEMPLATE: Final = go.layout.Template(
     layout={
@@ -62,9 +65,10 @@ TEMPLATE: Final = go.layout.Template(
 )
 
 
-def _served_plotly() -> str:
+def served_plotly() -> str:
     """The URL, relative to the page, of Plotly's JavaScript, copied into `STATIC` when it
-    is not there yet (atomically: several app processes may start at once)."""
+    is not there yet (atomically: several app processes may start at once). `ui.serve`
+    has it copied before the server starts, which warns of a static folder it lacks."""
     target = STATIC / PLOTLY_JS
     if not target.exists():
         STATIC.mkdir(exist_ok=True)
@@ -96,6 +100,6 @@ def live_chart(figure: go.Figure | str, *, key: str) -> None:
     data: dict[str, Any] = {
         "figure": figure if isinstance(figure, str) else drawn(figure),
         "config": CONFIG,
-        "plotly": _served_plotly(),
+        "plotly": served_plotly(),
     }
     _mount(data=data, key=key)

@@ -341,25 +341,16 @@ def run_panel(engine: Runs, run: RunStatus, listed: Mapping[str, RunStatus]) -> 
                 landscape_view.panel(engine, run.id, [checkpoint.step for checkpoint in saved])
 
 
-def progress_text(run: RunStatus) -> str:
-    """The step, and while the run trains its speed and ETA: a paused, queued or ended
-    run has neither (a paused run's last speed would promise an end it is not nearing)."""
-    step = f"step {run.step}/{run.total_steps or '?'}"
-    if run.status != "running":
-        return step
-    speed = f"{run.steps_per_second:.1f} steps/s" if run.steps_per_second else ""
-    eta = f"ETA {texts.duration(run.eta_seconds)}" if run.eta_seconds else ""
-    return " · ".join(p for p in (step, speed, eta) if p)
-
-
 def progress(engine: Runs, run_id: str, was_active: bool) -> None:
-    """The run's name, status, knobs now, step, and while it trains its speed and ETA."""
+    """The run's name, status, knobs now, step, and while it trains its speed and ETA;
+    before its first step, what it waits for (`texts.progress`)."""
     run = engine.status(run_id)
     st.markdown(
         f"**{escape_markdown(run.name)}** :gray[{escape_markdown(run.id)}] · "
         f"{texts.badge(run.status)}  \n"
         f"{escape_markdown(texts.knobs(run))}"
     )
-    st.progress(min(run.progress, 1.0), text=progress_text(run))
+    loading = engine.loading() if run.status == "queued" else None
+    st.progress(min(run.progress, 1.0), text=texts.progress(run, loading))
     if was_active and not run.active:
         st.rerun()  # it ended: the whole page again, with its last charts, controls gone

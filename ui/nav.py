@@ -52,9 +52,14 @@ RECIPES = Page("pages/recipes.py", "Recipes", ":material/menu_book:", "Recipes")
 PAGES = (HOME, TRAIN, LIVE, COMPARE, SWEEP, OPTIMIZERS, RECIPES)
 
 
-def open_page() -> tuple[st.Page, str]:
-    """The page the address names (`st.navigation` over `PAGES`), with its browser-tab
-    title."""
+def at(url_path: str) -> Page | None:
+    """The page at address `url_path` (`Live`; "" for Home), None for none."""
+    return next((page for page in PAGES if page.url_path == url_path), None)
+
+
+def open_page() -> tuple[st.Page, Page, str]:
+    """The page the address names (`st.navigation` over `PAGES`), with its entry here
+    and its browser-tab title."""
     # No icon: st.navigation would make a page's Material icon the tab's icon, fetched
     # from fonts.gstatic.com (the sidebar's links draw theirs with Streamlit's own font).
     pages = {
@@ -65,7 +70,7 @@ def open_page() -> tuple[st.Page, str]:
     # Looked up, not read from `shown`: outside a Streamlit server (`python app.py`) a page
     # keeps no title.
     page = next(page for page, entry in pages.items() if entry is shown)
-    return shown, "Optimizer Lab" if page is HOME else f"{page.title} · Optimizer Lab"
+    return shown, page, "Optimizer Lab" if page is HOME else f"{page.title} · Optimizer Lab"
 
 
 def sidebar() -> None:
@@ -86,7 +91,4 @@ def training_now() -> None:
     if active:
         st.caption("Training now")
     for run in active:
-        st.caption(
-            f"{texts.badge(run.status)} {escape_markdown(run.name)} · "
-            f"{run.step}/{run.total_steps or '?'}"
-        )
+        st.caption(f"{texts.badge(run.status)} {escape_markdown(run.name)} · {texts.steps(run)}")

@@ -122,8 +122,7 @@ def cards(engine: Runs, listed: Mapping[str, RunStatus], run_ids: list[str]) -> 
         for column, run_id in zip(st.columns(len(run_ids)), run_ids, strict=True):
             run = engine.status(run_id)
             column.markdown(f"**{escape_markdown(run.name)}** · {texts.badge(run.status)}")
-            column.progress(
-                min(run.progress, 1.0), text=f"step {run.step}/{run.total_steps or '?'}"
-            )
+            loading = engine.loading() if run.status == "queued" else None
+            column.progress(min(run.progress, 1.0), text=texts.progress(run, loading))
 
     lines()

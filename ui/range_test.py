@@ -28,7 +28,7 @@ def panel(engine: Runs, run_id: str, was_active: bool, use: Callable[[float], No
     name, shown_id = escape_markdown(run.name), escape_markdown(run.id)  # as stored
     st.markdown(f"**{name}** :gray[{shown_id}] · {texts.badge(run.status)}")
     if run.active:
-        st.progress(min(run.progress, 1.0), text=f"step {run.step}/{run.total_steps or '?'}")
+        st.progress(min(run.progress, 1.0), text=f"step {texts.steps(run)}")
     live_chart(range_test_figure(curve), key=f"lr_find:{run_id}")
     ended = [e for e in engine.events(run_id) if e.kind == LR_FIND_ENDED_EVENT]
     if ended:

@@ -2,7 +2,9 @@
 
 The dashboard that `optlab present` starts holds the presenter's key in its environment.
 A session becomes the presenter by opening the presenter URL once (`?key=…`): it keeps the
-key in its state, and the address bar drops it. Any other session is a viewer, and the
+key in its state, and the address bar drops it; its browser's cookie
+(`ui.presenter_cookie`) makes a later session of that browser (a reload) the presenter
+again, for as long as this process runs. Any other session is a viewer, and the
 server refuses it every action, whatever it sends: `runs` hands it a read-only `Runs`
 (`core.engine.read_only`), and what acts without `Runs` (a sweep's driver) is wrapped in
 `presenter_only`. Pages hide the controls a viewer cannot use, with `presents`. Without a
@@ -30,6 +32,7 @@ from core.engine.api import Runs
 from core.engine.read_only import NotAllowed, ReadOnlyRuns
 from core.escaping import escape_markdown
 from core.guesses import Guesses, TooManyGuesses
+from ui import presenter_cookie
 
 SHOWN = "presenter:key"  # the key this session showed, kept once the address drops it
 #: What `st.context.ip_address` leaves unnamed: a browser on this machine (the loopback
@@ -50,29 +53,33 @@ def configured_key() -> str | None:
         st.stop()
 
 
-class Sessions:
-    """A set of session ids, safe to use from any thread."""
+class Ids:
+    """A set of ids (of sessions, of browsers' cookies), safe to use from any thread."""
 
     def __init__(self) -> None:
         self._ids: set[str] = set()
         self._lock = threading.Lock()
 
-    def add(self, session_id: str) -> None:
+    def add(self, id_: str) -> None:
         with self._lock:
-            self._ids.add(session_id)
+            self._ids.add(id_)
 
-    def discard(self, session_id: str) -> None:
+    def discard(self, id_: str) -> None:
         with self._lock:
-            self._ids.discard(session_id)
+            self._ids.discard(id_)
 
-    def __contains__(self, session_id: object) -> bool:
+    def __contains__(self, id_: object) -> bool:
         with self._lock:
-            return session_id in self._ids
+            return id_ in self._ids
 
 
-#: The sessions that showed the presenter's key, in this server: `admit` adds one, and the
-#: upload manager forgets it as Streamlit shuts the session down (`ui.upload_guard`).
-ADMITTED = Sessions()
+#: The sessions admitted as the presenter in this server (by the key, or their browser's
+#: cookie): `admit` adds one, and the upload manager forgets it as Streamlit shuts the
+#: session down (`ui.upload_guard`).
+ADMITTED = Ids()
+#: The browsers admitted as the presenter's in this server, by their cookie's token
+#: (`ui.presenter_cookie`): in this process's memory only, so that a restart forgets them.
+BROWSERS = Ids()
 #: The wrong keys shown of late, by client address.
 GUESSES = Guesses("presenter key")
 
@@ -92,9 +99,12 @@ def admit() -> None:
     """Takes a key given in the address (`?key=…`, the presenter URL): kept in the
     session when it is the presenter's, said to be wrong when not; dropped from the
     address bar either way. An address that showed 5 wrong keys in the last minute is
-    told to wait, its key not compared. The frame calls it before every page."""
+    told to wait, its key not compared. Without a key in the address, a session of a
+    browser admitted before (its cookie) is the presenter again. The frame calls it
+    before every page."""
     given = st.query_params.get(presenter.KEY_PARAMETER)
     if given is None:
+        readmit()
         return
     del st.query_params[presenter.KEY_PARAMETER]
     key = configured_key()
@@ -115,12 +125,27 @@ def admit() -> None:
     if right:
         st.session_state[SHOWN] = given
         ADMITTED.add(_session_id())
+        if (token := presenter_cookie.token()) is not None:
+            BROWSERS.add(token)
     elif not presents():
         st.warning(
             "That is not the presenter's key: this session watches. Ask the presenter for "
             "the presenter URL to steer the runs.",
             icon=":material/key_off:",
         )
+
+
+def readmit() -> None:
+    """Makes this session the presenter when its browser's cookie holds a token that this
+    process admitted (`ui.presenter_cookie`): a reload of the presenter's page, a new
+    tab of its browser. A token made up, or admitted by a process before this one,
+    leaves a viewer."""
+    if SHOWN in st.session_state or (token := presenter_cookie.token()) is None:
+        return
+    key = configured_key()
+    if key is not None and token in BROWSERS:
+        st.session_state[SHOWN] = key  # as the session that showed it did
+        ADMITTED.add(_session_id())
 
 
 def client_address() -> str:

@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from core import data, models
+from core import data, models, readable
 from core.data import files
 from core.engine import RunStatus
 from core.engine.api import Runs
@@ -62,12 +62,53 @@ def duration(seconds: float | None) -> str:
 
 
 def number(value: Any) -> str:
-    """One format for every number the dashboard shows: four significant digits."""
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
+    """One format for every number the dashboard shows (`core.readable.number`): four
+    significant digits, a power of ten past them, "–" for none."""
+    return readable.number(value)
+
+
+def steps(run: RunStatus) -> str:
+    """The run's step of its total, `1,200/3,534`; the step alone while its total is not
+    known yet (a run that has not started: "0/?" read as an error)."""
+    return f"{run.step:,}" + (f"/{run.total_steps:,}" if run.total_steps else "")
+
+
+def progress(run: RunStatus, loading: str | None = None) -> str:
+    """A run's progress line: its step of its total, and while it trains its speed and ETA
+    (a paused, queued or ended run has neither: a paused run's last speed would promise an
+    end it is not nearing). Before its first step it says what it waits for: the engine
+    `loading` TensorFlow (`Runs.loading`), or its data, its model and a first trace."""
+    if run.step == 0 and run.status == "queued" and loading:
+        return f"waiting for the engine to load {loading}, once per start of the lab"
+    if run.step == 0 and run.status == "running":
+        return "loading its data, building its model and tracing its first step"
+    step = f"step {steps(run)}"
+    if run.status != "running":
+        return step
+    speed = f"{run.steps_per_second:.1f} steps/s" if run.steps_per_second else ""
+    eta = f"ETA {duration(run.eta_seconds)}" if run.eta_seconds else ""
+    return " · ".join(p for p in (step, speed, eta) if p)
+
+
+def before_first_step(runs: list[RunStatus], loading: str | None = None) -> str:
+    """Why the charts of `runs`, none of which has logged a step, are empty: the engine is
+    `loading` TensorFlow (`Runs.loading`) for a run queued, the runs prepare their first
+    step, or wait for a place in the engine's queue; or they ended before one."""
+    statuses = {run.status for run in runs}
+    then = " The charts begin at the first step."
+    if loading and "queued" in statuses:
+        return (
+            f"No step logged yet: the engine is loading {loading}, which it does once per "
+            f"start of the lab (about half a minute).{then}"
+        )
+    if "running" in statuses:
+        return (
+            "No step logged yet: the runs load their data, build their models and trace "
+            f"their first step.{then}"
+        )
+    if statuses & {"queued", "paused"}:
+        return f"No step logged yet: the runs wait for the runs before them to end.{then}"
+    return "No step was logged: the runs ended before their first."
 
 
 def knobs(status: RunStatus) -> str:

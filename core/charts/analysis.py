@@ -19,6 +19,19 @@ from core.escaping import escape_html
 from core.group_comparison import mean_band
 from core.store import Metrics
 
+#: Said on the slices' chart when the update from the checkpoint is zero, which flattens
+#: the loss along it (a flat line reads as a broken chart otherwise).
+FLAT_UPDATE: dict[str, Any] = {
+    "text": "Flat along the update: the optimizer's step from here is zero<br>"
+    "(a learning rate of 0, as a cosine schedule's at its last step)",
+    "showarrow": False,
+    "x": 0.5,
+    "y": 1,
+    "xref": "paper",
+    "yref": "paper",
+    "yanchor": "top",
+}
+
 
 def range_test_figure(curve: RangeTest) -> go.Figure:
     """A learning-rate range test: each step's loss and the smoothed loss against the
@@ -203,20 +216,23 @@ def landscape_figures(landscape: Landscape) -> dict[str, go.Figure]:
             "hovertemplate": "%{text}<extra>projected</extra>",
         },
     ]
-    plane = {"title": {"text": "random direction δ"}}
+    plane = {"title": {"text": "random direction δ₁"}}
+    along = figure(
+        "landscape/slices",
+        f"Loss along two directions from step {landscape.step:,}",
+        slices,
+        xaxis=xaxis,
+        yaxis=yaxis,
+    )
+    if landscape.update_is_zero:
+        along.add_annotation(FLAT_UPDATE)
     return {
-        "landscape/slices": figure(
-            "landscape/slices",
-            f"Loss along two directions from step {landscape.step:,}",
-            slices,
-            xaxis=xaxis,
-            yaxis=yaxis,
-        ),
+        "landscape/slices": along,
         "landscape/surface": figure(
             "landscape/surface",
             f"Loss around step {landscape.step:,}, and the run's checkpoints",
             surface,
             xaxis=plane,
-            yaxis={"title": {"text": "random direction η"}},
+            yaxis={"title": {"text": "random direction δ₂"}},
         ),
     }

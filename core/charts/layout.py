@@ -47,10 +47,11 @@ def figure(
     guides: Iterable[float] = (),
     marks: Sequence[Mark] = (),
     height: int = 340,
+    empty: str = NO_DATA["text"],
 ) -> go.Figure:
     """One figure, built in a single call: Plotly validates a figure once this way, where
     adding traces and shapes one by one costs a validation (and a copy) each. Marks are
-    drawn only on a chart with data."""
+    drawn only on a chart with data; a chart without any says `empty` (why, where known)."""
     mark_shapes, mark_traces = mark_layers(marks) if traces else ([], [])
     layout = {
         "title": {"text": title, "font": {"size": 14}},
@@ -59,10 +60,16 @@ def figure(
         "margin": {"l": 55, "r": 15, "t": 40, "b": 40},
         "legend": LEGEND,
         "hovermode": "closest",
-        "xaxis": {"title": {"text": "step"}, "hoverformat": STEP_HOVER_FORMAT, **(xaxis or {})},
+        "xaxis": {
+            "title": {"text": "step"},
+            # 12,000 rather than Plotly's 12k, or 1.2×10⁴ (the template's powers of ten)
+            "tickformat": STEP_HOVER_FORMAT,
+            "hoverformat": STEP_HOVER_FORMAT,
+            **(xaxis or {}),
+        },
         "yaxis": yaxis or {},
         "shapes": [*(guide(y) for y in guides), *mark_shapes],
-        "annotations": [] if traces else [NO_DATA],
+        "annotations": [] if traces else [{**NO_DATA, "text": empty}],
     }
     if mark_traces:
         # The marks' own y axis spans 0 to 1 whatever the data's range or zoom, so their
@@ -97,6 +104,8 @@ def log_ticks(decades: float | None) -> dict[str, Any]:
         return {}  # Plotly's own ticks within a decade: 0.2, 0.3, 0.4 …
     if decades is not None and decades < 3:
         return {"dtick": "D2"}  # 1, 2 and 5 of each decade
-    # Whole decades, about 8 labels at most, with unlabelled minor ticks between.
+    # Whole decades, about 8 labels at most, with unlabelled minor ticks between, labelled
+    # 10⁻⁶ … 1, 10, 10² (a tick format would write 0.000001, or 1e+6).
     minor = {"dtick": "D1", "ticks": "outside", "ticklen": 3, "showgrid": False}
-    return {"dtick": max(1, round((decades or 0) / 8)), "minor": minor}
+    powers = {"tickformat": "", "exponentformat": "power"}
+    return {"dtick": max(1, round((decades or 0) / 8)), "minor": minor, **powers}

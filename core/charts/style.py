@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import re
+from core import readable
 
 PALETTE = ("#f5a524", "#4cc9f0", "#f72585", "#80ed99", "#b388eb", "#ff8c42", "#90a4ae", "#ffd166")
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
@@ -10,9 +10,11 @@ TOTAL_COLOUR = "#e0e0e0"  # a sum over layers, drawn among the layers' palette c
 # The `meta` of a trace that draws a reference (a radius, a threshold): always in range.
 REFERENCE = "reference"
 
-# d3-format: up to 6 significant digits on ticks and 4 on hover, trailing zeros trimmed.
-TICK_FORMAT = "~g"
-HOVER_FORMAT = ".4~g"
+# d3-format: up to 6 significant digits on ticks and 4 on hover, trailing zeros trimmed,
+# thousands grouped, and never an exponent ("~g" labelled a diverging run's ticks 5e+11);
+# a log axis over whole decades labels them as powers of ten (`layout.log_ticks`).
+TICK_FORMAT = ",~r"
+HOVER_FORMAT = ",.4~r"
 PERCENT_TICK_FORMAT = "~%"
 PERCENT_HOVER_FORMAT = ".2~%"
 STEP_HOVER_FORMAT = ","  # 12,345
@@ -52,10 +54,6 @@ def layer_style(index: int) -> tuple[str, str]:
 
 
 def number(value: object) -> str:
-    """`value` as the hover format writes numbers: 4 significant digits, no trailing
-    zeros, exponents without padding (1e-5); "off" for None."""
-    if value is None:
-        return "off"
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return str(value)
-    return re.sub(r"e([+-])0+(?=\d)", r"e\1", f"{value:.4g}")
+    """A knob's value as people read it (`core.readable.number`); "off" for None, a knob
+    that is off."""
+    return "off" if value is None else readable.number(value)

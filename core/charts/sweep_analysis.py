@@ -4,8 +4,9 @@ lab's look, and the lab's importance and learning-curve charts.
 Each figure says which Optuna function draws or computes it. Optuna's are redrawn with
 `layout.figure` (the lab's title, margins, legend and `uirevision`), their traces recoloured
 from `style`; what Optuna computed (the best-so-far line, the contour's interpolation, a log
-axis for a log-scaled knob) is kept as it drew it. A study without a completed trial
-gives each chart "no data yet".
+axis for a log-scaled knob) is kept as it drew it. Before a trial completes Optuna is not
+asked: it has nothing to draw, and said so in the log ("There are no complete trials") at
+every redraw of the page, three times a second; each chart says it instead.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ STATE_NAMES: Final = {
     "PRUNED": "pruned",
     "FAIL": "failed",
 }
+#: What a chart of Optuna's says before a trial completes.
+NO_TRIAL_YET: Final = "no trial has completed yet"
 #: Each importance method's bar colour.
 METHOD_COLOURS: Final = {"fanova": PALETTE[0], "ped_anova": PALETTE[1]}
 
@@ -51,12 +54,15 @@ def history_figure(study: optuna.Study, target: str) -> go.Figure:
     best: `optuna.visualization.plot_optimization_history`."""
     import optuna
 
+    title = f"Optimization history: {target}"
+    if not _completed(study):
+        return figure("sweep/history", title, [], empty=NO_TRIAL_YET)
     drawn = optuna.visualization.plot_optimization_history(study, target_name=target)
     colours = {
         target: {"marker": {"color": PALETTE[1], "size": 7}, "name": "trial"},  # Optuna names it
         "Best Value": {"line": {"color": PALETTE[0], "width": 2}, "name": "best so far"},
     }
-    return _restyled(drawn, study, "history", f"Optimization history: {target}", colours)
+    return _restyled(drawn, "history", title, colours)
 
 
 def edf_figure(study: optuna.Study, target: str) -> go.Figure:
@@ -64,9 +70,12 @@ def edf_figure(study: optuna.Study, target: str) -> go.Figure:
     `optuna.visualization.plot_edf`."""
     import optuna
 
+    title = f"Distribution of {target} (EDF)"
+    if not _completed(study):
+        return figure("sweep/edf", title, [], empty=NO_TRIAL_YET)
     drawn = optuna.visualization.plot_edf(study, target_name=target)
     line = {"line": {"color": PALETTE[0], "width": 2}, "name": target, "showlegend": False}
-    return _restyled(drawn, study, "edf", f"Distribution of {target} (EDF)", {"scatter": line})
+    return _restyled(drawn, "edf", title, {"scatter": line})
 
 
 def contour_figure(study: optuna.Study, x: str, y: str, target: str) -> go.Figure:
@@ -76,6 +85,9 @@ def contour_figure(study: optuna.Study, x: str, y: str, target: str) -> go.Figur
     across). Raises `ValueError` if the study has no knob `x` or `y`."""
     import optuna
 
+    key, title, height = f"contour/{x}/{y}", f"{target} over {x} and {y}", 420
+    if not _completed(study):
+        return figure(f"sweep/{key}", title, [], height=height, empty=NO_TRIAL_YET)
     drawn = optuna.visualization.plot_contour(study, params=[x, y], target_name=target)
     if drawn.layout.xaxis.title.text != x:
         drawn = _transposed(drawn)
@@ -83,7 +95,7 @@ def contour_figure(study: optuna.Study, x: str, y: str, target: str) -> go.Figur
         "contour": {"colorscale": COLOURSCALE, "colorbar": {"title": {"text": target}}},
         "Feasible Trial": {"marker": {"color": "#ffffff", "line": TRIAL_OUTLINE}},
     }
-    return _restyled(drawn, study, f"contour/{x}/{y}", f"{target} over {x} and {y}", styles, 420)
+    return _restyled(drawn, key, title, styles, height)
 
 
 def slice_figure(study: optuna.Study, knob: str, target: str) -> go.Figure:
@@ -91,10 +103,13 @@ def slice_figure(study: optuna.Study, knob: str, target: str) -> go.Figure:
     brighter): `optuna.visualization.plot_slice(study, params=[knob])`."""
     import optuna
 
+    title = f"{target} against {knob}"
+    if not _completed(study):
+        return figure(f"sweep/slice/{knob}", title, [], empty=NO_TRIAL_YET)
     drawn = optuna.visualization.plot_slice(study, params=[knob], target_name=target)
     marker = {"marker": {"colorscale": COLOURSCALE, "line": {"width": 0}, "size": 8}}
     styles = {"Feasible Trial": marker}
-    return _restyled(drawn, study, f"slice/{knob}", f"{target} against {knob}", styles)
+    return _restyled(drawn, f"slice/{knob}", title, styles)
 
 
 def importance_figure(
@@ -185,9 +200,15 @@ def learning_curve_figure(curves: Sequence[LearningCurve], target: str) -> go.Fi
     return figure("sweep/curves", f"Learning curves: {target} by trial", traces, yaxis=yaxis)
 
 
+def _completed(study: optuna.Study) -> bool:
+    """Whether a trial of the study has completed: before, Optuna has nothing to draw."""
+    from optuna.trial import TrialState
+
+    return bool(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+
+
 def _restyled(
     drawn: go.Figure,
-    study: optuna.Study,
     key: str,
     title: str,
     styles: Mapping[str, Mapping[str, Any]],
@@ -196,17 +217,13 @@ def _restyled(
     """Optuna's figure `drawn` in the lab's layout, with its axes (titles, log types,
     ranges) and traces as Optuna made them, each trace updated by `styles[its name]`, else
     by `styles[its type]` (a contour, the lines of an EDF). Traces without a point are
-    left out; a figure left without any (no trial completed; a contour of one trial)
-    says "no data yet"."""
-    from optuna.trial import TrialState
-
+    left out; a figure left without any (a contour of one trial) says "no data yet"."""
     traces: list[Trace] = []
-    if study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        for trace in drawn.data:
-            if not _drawn(trace):
-                continue  # e.g. the contour of one trial: Optuna's empty scatter
-            style = styles.get(trace.name) or styles.get(trace.type) or {}
-            traces.append(_merged(trace.to_plotly_json(), style))
+    for trace in drawn.data:
+        if not _drawn(trace):
+            continue  # e.g. the contour of one trial: Optuna's empty scatter
+        style = styles.get(trace.name) or styles.get(trace.type) or {}
+        traces.append(_merged(trace.to_plotly_json(), style))
     xaxis, yaxis = (_axis(a.to_plotly_json()) for a in (drawn.layout.xaxis, drawn.layout.yaxis))
     return figure(f"sweep/{key}", title, traces, xaxis=xaxis, yaxis=yaxis, height=height)
 

@@ -138,17 +138,25 @@ def kept(folder: Path) -> list[str]:
     return [f"{p.suffix.removeprefix('.')}:{p.resolve()}" for p in paths]
 
 
+def shown_name(name: str) -> str:
+    """A dataset name as a run's label and the pages show it: a file's by its file name, a
+    kept upload's by the name it was uploaded under (made safe: `my_data.npz`), never the
+    server's path to it; any other name as it is."""
+    if not is_file(name):
+        return name
+    filename = Path(name.partition(":")[2]).name
+    kept_name = _KEPT_NAME.fullmatch(filename)
+    return filename if kept_name is None else f"{kept_name[1]}.{kept_name[3]}"
+
+
 def label(name: str) -> str:
     """A dataset name as a picker shows it: a file's by its file name; a kept upload's as
     it was uploaded, with the start of its digest (`my_data.npz (1a2b3c4d)`)."""
     if not is_file(name):
         return name
-    filename = Path(name.partition(":")[2]).name
-    kept_name = _KEPT_NAME.fullmatch(filename)
-    if kept_name is None:
-        return f"your file {filename}"
-    stem, digest, kind = kept_name.groups()
-    return f"your file {stem}.{kind} ({digest[:8]})"
+    kept_name = _KEPT_NAME.fullmatch(Path(name.partition(":")[2]).name)
+    digest = "" if kept_name is None else f" ({kept_name[2][:8]})"
+    return f"your file {shown_name(name)}{digest}"
 
 
 def _read(kind: str, path: str, size: int, mtime_ns: int) -> Dataset:

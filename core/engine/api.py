@@ -23,7 +23,7 @@ whatever comes through the store again, as anyone who can write the store can wr
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -63,6 +63,11 @@ class Runs(Protocol):
     def cluster_info(self) -> dict[str, Any] | None:
         """The Ray cluster the runs train on (see `EngineClient.cluster_info`); None
         without one."""
+        ...
+
+    def loading(self) -> str | None:
+        """What the engine loads before it can train a run handed to it now (e.g.
+        "TensorFlow", as it starts); None once it can."""
         ...
 
     # Starting and steering -----------------------------------------------------------
@@ -111,6 +116,10 @@ class Runs(Protocol):
         """Replaces the run's tags."""
         ...
 
+    def record_launch(self, run_ids: Sequence[str], launch: Mapping[str, Any]) -> None:
+        """Records on each run the launch they were started in together (a recipe's)."""
+        ...
+
     def steer_sweeps(self) -> None:
         """Passes when this caller may start, stop and resume sweeps; raises
         `NotAllowed` for a viewer. A sweep is steered through its study, beside these
@@ -155,8 +164,9 @@ class Runs(Protocol):
         """What the presenter shows now; None when no presenter's view beats."""
         ...
 
-    def events(self, run_id: str) -> builtins.list[Event]:
-        """Knob changes, pauses, divergence and fingerprints, by step."""
+    def events(self, run_id: str, kind: str | None = None) -> builtins.list[Event]:
+        """Knob changes, pauses, divergence, fingerprints and launches, by step; only
+        those of `kind` when given."""
         ...
 
     def checkpoints(self, run_id: str) -> builtins.list[Checkpoint]:

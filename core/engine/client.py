@@ -151,6 +151,11 @@ class EngineClient(RunReader):
         `free_cpus`, `free_gpus` (or `error` if it cannot be read); None without one."""
         return self._service_info().get("cluster")
 
+    def loading(self) -> str | None:
+        """What the serving engine loads before it can train a run handed to it now
+        (`core.training.tf_import.STACK` as it starts); None once it can, or with no engine."""
+        return self._service_info().get("loading")
+
     def _service_info(self) -> dict[str, Any]:
         """What the serving engine published, read at most once per `INFO_SECONDS`."""
         now = time.monotonic()

@@ -32,6 +32,7 @@ from core.engine.status import Progress, RunStatus
 from core.knobs import InvalidInput
 from core.store import ACTIVE_STATUSES, Command, Store, UnknownRunError, owner
 from core.store.paths import check_run_id
+from core.training import tf_import
 from core.training.config import RunConfig
 from core.training.footprint import check_fits
 from core.training.live import checked_changes
@@ -240,6 +241,11 @@ class Engine(RunReader):
             return self.cluster.info().to_dict()
         except Exception as exc:  # a cluster that went away: say so
             return {"address": self.cluster.address, "error": str(exc)}
+
+    def loading(self) -> str | None:
+        """What a run started here now waits for before it builds its model: TensorFlow,
+        until this process has imported it (`core.training.tf_import`)."""
+        return None if tf_import.loaded() else tf_import.STACK
 
     def busy(self) -> bool:
         """Whether a run is queued or training."""

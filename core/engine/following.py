@@ -1,8 +1,8 @@
 """The presenter's view, published through the store for a room's viewers to follow.
 
 While a demo is given, the presenter's session writes what it shows (the page, the runs
-selected, Live's group of charts) as a service row of the store's, beating as any
-service does; a viewer's Live reads the freshest and shows the same. A view silent for
+shown, Live's group of charts) as a service row of the store's, beating as any service
+does; a viewer reads the freshest, goes to that page and shows the same. A view silent for
 `core.store.owner.LIVENESS_SECONDS` (the presenter closed the tab) is no longer followed.
 Through the store, like every other thing that passes between processes: a second page
 server (a room split over two machines, a restart) follows the same presenter.
@@ -22,8 +22,9 @@ ROLE: Final = "presenter view"  # the service rows' role
 
 @dataclass(frozen=True)
 class PresenterView:
-    """What the presenter shows: `page` (its title), the `runs` selected on it, and on
-    Live the group of `charts` ("Training", "Per layer", …)."""
+    """What the presenter shows: `page` (its address), the `runs` shown on it (those
+    selected on Live, those of the recipe whose charts Recipes shows), and on Live the
+    group of `charts` ("Training", "Per layer", …)."""
 
     page: str
     runs: tuple[str, ...] = ()

@@ -1,17 +1,18 @@
 """The loss landscape around a checkpoint (Li et al., "Visualizing the Loss Landscape of
 Neural Nets", NeurIPS 2018), on one fixed batch: the batch the run took right after the
 checkpoint, so that the landscape's centre is the loss the run logged at the next step. A
-run's last checkpoint has no next batch; its landscape is on the batch of its own step, the
-last one the run took.
+run's last checkpoint has no next step; its landscape is on the batch of its own step, the
+last one the run took (`batch_step`).
 
     L(θ + a·d)            a ∈ [−1, 1]: along the update d the optimizer takes from θ on
-                                     that batch, and along a random direction δ
-    L(θ + a·δ + b·η)      a, b ∈ [−1, 1]: over the plane of two random directions
+                                     that batch, and along a random direction δ₁
+    L(θ + a·δ₁ + b·δ₂)    a, b ∈ [−1, 1]: over the plane of two random directions
 
-Each direction is filter-normalized: a kernel's slice per output unit (its last axis)
-scaled to the norm of the same slice of θ, and biases left out (zero), so that distances
-mean the same across layers of different scales. The run's other checkpoints are
-projected on the (δ, η) plane (least squares), a trace of where the run came from.
+(δ, not η, which names the learning rate everywhere else in the lab.) Each direction is
+filter-normalized: a kernel's slice per output unit (its last axis) scaled to the norm of
+the same slice of θ, and biases left out (zero), so that distances mean the same across
+layers of different scales. The run's other checkpoints are projected on the (δ₁, δ₂)
+plane (least squares), a trace of where the run came from.
 
 A landscape is computed once per checkpoint, by the engine process (the dashboard never
 imports TensorFlow), and kept beside the checkpoint as `step-N.landscape.npz`; while it is
@@ -46,8 +47,8 @@ class Landscape:
     Attributes:
         step: The checkpoint's step.
         offsets: a (or b), from −1 to 1, for the slices and each side of the surface.
-        along_update, along_random: The loss along d and along δ, one per offset.
-        surface: The loss over the (δ, η) plane, `surface[i, j]` at a = offsets[j],
+        along_update, along_random: The loss along d and along δ₁, one per offset.
+        surface: The loss over the (δ₁, δ₂) plane, `surface[i, j]` at a = offsets[j],
             b = offsets[i].
         trajectory_steps, trajectory: The run's checkpoints and their (a, b) on the plane.
     """
@@ -65,6 +66,12 @@ class Landscape:
         """The loss at the checkpoint itself."""
         return float(self.along_update[len(self.offsets) // 2])
 
+    @property
+    def update_is_zero(self) -> bool:
+        """Whether the optimizer's update from the checkpoint is zero (a learning rate of
+        0 there), so that the loss along it is flat: the weights never move along d."""
+        return not np.ptp(self.along_update)
+
     def save(self, path: Path) -> None:
         partial = path.with_name(f"{path.name}.partial{os.getpid()}.npz")
         with modes.open_file(partial, "wb") as file:
@@ -77,6 +84,12 @@ class Landscape:
             values = {key: saved[key] for key in saved.files}
         values["step"] = int(values["step"])
         return cls(**values)
+
+
+def batch_step(step: int, total_steps: int | None) -> int:
+    """The step whose batch the landscape of a checkpoint of `step` is taken on, in a run
+    of `total_steps`: the next step's, but at the run's end (or past it), its own."""
+    return step if total_steps is not None and step >= total_steps else step + 1
 
 
 def landscape_path(store: Store, run_id: str, step: int) -> Path:
@@ -133,13 +146,13 @@ def compute(
     from core.training.trainer import Trainer
 
     report(0.0)
-    # One device, and the batches from the checkpoint's own step on (see `_batch_after`).
+    # One device, and the batches from the checkpoint's own step on (see `_batch_of`).
     trainer = Trainer(
         RunConfig.from_dict(record.config), make_strategy("default"), start=max(step - 1, 0)
     )
     try:
         trainer.restore(chosen.prefix)
-        x, y = _batch_after(trainer._batches, step)
+        x, y = _batch_of(trainer._batches, step, batch_step(step, trainer.data.total_steps))
         model, task = trainer.model, trainer.task
         variables = model.trainable_variables
         origin = [v.numpy() for v in variables]
@@ -187,12 +200,11 @@ def compute(
     return Landscape(step, offsets, along_update, along_random, surface, steps, coordinates)
 
 
-def _batch_after(batches: Iterator[Any], step: int) -> Any:
-    """The batch of `step` + 1 from `batches`, which start at the batch of `step` (of step
-    1 when `step` is 0); at a run's last checkpoint, where there is none, the batch of
-    `step` itself."""
+def _batch_of(batches: Iterator[Any], step: int, wanted: int) -> Any:
+    """The batch of step `wanted` (`step` or the next) from `batches`, which start at the
+    batch of `step` (of step 1 when `step` is 0)."""
     own = next(batches) if step > 0 else None
-    return next(batches, own)
+    return own if wanted == step else next(batches)
 
 
 def _filter_normalized(direction: list[np.ndarray], weights: list[np.ndarray]) -> list[np.ndarray]:

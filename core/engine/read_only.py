@@ -11,7 +11,7 @@ the test that holds `READS | ACTIONS` equal to the protocol's verbs.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
@@ -32,6 +32,7 @@ READS: Final = frozenset(
         "location",
         "liveness",
         "cluster_info",
+        "loading",
         "settle",
         "get_command",
         "status",
@@ -60,6 +61,7 @@ ACTIONS: Final = {
     "update": "change a run's knobs",
     "delete": "delete a run",
     "set_tags": "tag a run",
+    "record_launch": "record a recipe's launch",
     "model_file": "export a model to the server's disk",
     "ask_landscape": "compute a loss landscape",
     "publish_view": "publish the view the room follows",
@@ -96,6 +98,9 @@ class ReadOnlyRuns:
     def cluster_info(self) -> dict[str, Any] | None:
         return self._runs.cluster_info()
 
+    def loading(self) -> str | None:
+        return self._runs.loading()
+
     def settle(self, command: Command, timeout: float = 2.0) -> Command:
         return self._runs.settle(command, timeout)
 
@@ -121,8 +126,8 @@ class ReadOnlyRuns:
     ) -> Metrics:
         return self._runs.overview(run_id, start=start, end=end, means=means)
 
-    def events(self, run_id: str) -> builtins.list[Event]:
-        return self._runs.events(run_id)
+    def events(self, run_id: str, kind: str | None = None) -> builtins.list[Event]:
+        return self._runs.events(run_id, kind)
 
     def checkpoints(self, run_id: str) -> builtins.list[Checkpoint]:
         return self._runs.checkpoints(run_id)
@@ -174,6 +179,9 @@ class ReadOnlyRuns:
 
     def set_tags(self, run_id: str, tags: Iterable[str]) -> None:
         self._refuse("set_tags")
+
+    def record_launch(self, run_ids: Sequence[str], launch: Mapping[str, Any]) -> None:
+        self._refuse("record_launch")
 
     def model_file(self, run_id: str, checkpoint: str = "last") -> Path:
         self._refuse("model_file")

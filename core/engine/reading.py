@@ -1,15 +1,16 @@
 """`RunReader`: runs as the store holds them, what an engine and its clients answer alike.
 
 Besides the reads, what needs no training process is done here too, the same for both:
-tags, deleting an ended run, waiting for a command's answer, and the leave to steer
-sweeps (which only a viewer's read-only wrapper refuses).
+tags, the record of a launch, deleting an ended run, waiting for a command's answer, and
+the leave to steer sweeps (which only a viewer's read-only wrapper refuses).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from core.engine import following
 from core.engine.checkpoints import Checkpoint, RunCheckpoints
@@ -17,7 +18,15 @@ from core.engine.following import PresenterView
 from core.engine.landscape import Landscape, landscape_path, read_progress
 from core.engine.status import Progress, RunStatus
 from core.knobs import InvalidInput
-from core.store import Command, Event, Metrics, RunRecord, Store, UnknownRunError
+from core.store import (
+    LAUNCH_EVENT,
+    Command,
+    Event,
+    Metrics,
+    RunRecord,
+    Store,
+    UnknownRunError,
+)
 from core.store.owner import Liveness
 from core.store.paths import Location
 
@@ -92,9 +101,10 @@ class RunReader:
         chart of it drew last, for figures shared across sessions to be keyed by."""
         return self.store.last_step(run_id)
 
-    def events(self, run_id: str) -> list[Event]:
-        """Knob changes, pauses, divergence and the run's initial fingerprints, by step."""
-        return self.store.events(run_id)
+    def events(self, run_id: str, kind: str | None = None) -> list[Event]:
+        """Knob changes, pauses, divergence, the launch the run was started in, by step;
+        only those of `kind` (`core.store.KNOB_EVENT`, …) when given."""
+        return self.store.events(run_id, kind)
 
     def checkpoints(self, run_id: str) -> list[Checkpoint]:
         """The run's saved checkpoints, by step: what it can resume or fork from."""
@@ -165,6 +175,14 @@ class RunReader:
         if len(clean) > MAX_TAGS:
             raise InvalidInput({"tags": f"a run has at most {MAX_TAGS} tags (got {len(clean)})"})
         self.store.set_tags(run_id, clean)
+
+    def record_launch(self, run_ids: Sequence[str], launch: Mapping[str, Any]) -> None:
+        """Records on each of `run_ids` the launch they were started in together (a
+        recipe's, as plain data), as a `LAUNCH_EVENT` at step 0: every session, and every
+        process of the store, then finds the whole launch from any of its runs. Raises
+        `UnknownRunError` for a run that is not in the store."""
+        for run_id in run_ids:
+            self.store.add_event(run_id, 0, LAUNCH_EVENT, launch)
 
     def _live(self) -> dict[str, Progress]:
         """Progress of runs training in this process, copied at once; read before the

@@ -14,9 +14,11 @@ only while it beats; on this host, also while the engine's process holds the loc
 `core.engine.liveness`), takes over the runs of processes that died, on any host, every
 `UPKEEP_SECONDS` (see `core.store.owner`), and imports TensorFlow, loads the
 plugins and the default dataset in the background at start, so that the first run does
-not wait for them; the optimizer plugins it loaded are published in its service row for the
-dashboard's forms. It also hosts what the layers above give it to run beside its runs
-(`Hosted`: the sweeps it drives, `core.sweep.hosting`), closed before its runs are.
+not wait for them (until TensorFlow is in, its service row says `loading`, for Live to
+tell a run handed over meanwhile what it waits for); the optimizer plugins it loaded are
+published in its service row for the dashboard's forms. It also hosts what the layers
+above give it to run beside its runs (`Hosted`: the sweeps it drives,
+`core.sweep.hosting`), closed before its runs are.
 Launched by a dashboard (`launch`), it exits once no run is queued or training, nothing
 hosted is at work, and no dashboard process of the store lives, after a grace period.
 """
@@ -90,6 +92,9 @@ class EngineService:
             "pid": os.getpid(),
             "max_concurrent": engine.max_concurrent,
             "ready": False,
+            # What a run handed over now waits for (half a minute on a loaded laptop), for
+            # the dashboard to say; until `_warm_up` has imported it.
+            **({"loading": tf_import.STACK} if warm_up else {}),
         }
         self.store.register_service(self.owner, ENGINE, self.info)
         engine.serve_store()
@@ -158,7 +163,10 @@ class EngineService:
         modules, the plugins, the default dataset and a first trace."""
         from core import data
 
-        tf_import.load()
+        try:
+            tf_import.load()
+        finally:  # a run handed over now builds its model at once (or says why it cannot)
+            self.info = {key: value for key, value in self.info.items() if key != "loading"}
         self._publish_plugins()
         with contextlib.suppress(data.DatasetUnavailable):  # a run that needs it says why
             data.load(data.DEFAULT_DATASET)

@@ -6,10 +6,10 @@ its verdict from what they stored, final once they have all ended or partial bef
     >>> verdict(recipe, launch, engine)      # so far: the runs ended up to now
     >>> run(recipe, engine)                  # start, wait for every run, final verdict
 
-`engine` is anything with the `Engine` verbs: `start(config) -> run_id` (and
-`start_all(configs)`, which an `EngineClient` has, to start runs together), `wait`,
-`status`, `metrics` and `store`: an `Engine` or an `EngineClient`. `Launch` is plain data
-(`to_dict`), for a page to keep between reruns.
+`engine` is anything with the `Engine` verbs: `start_all(configs)` (to start runs
+together), `record_launch`, `set_tags`, `wait`, `status` and `metrics`: an `Engine` or an
+`EngineClient`. `Launch` is plain data (`to_dict`), which `start` records on each of its
+runs, for any session to find again (`core.recipes.launches`).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ class RecipeEngine(Protocol):
     `EngineClient`)."""
 
     def start_all(self, configs: Iterable[RunConfig]) -> list[str]: ...
+    def record_launch(self, run_ids: Sequence[str], launch: Mapping[str, Any]) -> None: ...
     def set_tags(self, run_id: str, tags: Iterable[str]) -> None: ...
     def status(self, run_id: str) -> RunStatus: ...
     def metrics(self, run_id: str, since_step: int | None = None) -> Metrics: ...
@@ -49,8 +50,8 @@ class WaitingEngine(RecipeEngine, Protocol):
 @dataclass(frozen=True)
 class Launch:
     """A recipe's started runs: the run ids of each arm, in seed order, and how they were
-    probed (`Probe()`: as published). `to_dict` and `from_dict` keep it in a page's
-    session or a file."""
+    probed (`Probe()`: as published). `to_dict` and `from_dict` keep it in the store
+    (`start` records it on each of its runs), a page's session or a file."""
 
     recipe: str
     run_ids: Mapping[str, Sequence[str]]
@@ -69,10 +70,29 @@ class Launch:
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> Launch:
+        """The launch `to_dict` wrote; raises `ValueError` naming the first field that is
+        not as it writes it (a record written into the store by other hands)."""
         probe = values.get("probe", {})
+        run_ids = values.get("run_ids")
+        checks = {
+            "recipe": isinstance(values.get("recipe"), str),
+            "run_ids": isinstance(run_ids, Mapping)
+            and all(
+                isinstance(key, str)
+                and isinstance(ids, list)
+                and all(isinstance(i, str) for i in ids)
+                for key, ids in run_ids.items()
+            ),
+            "probe": isinstance(probe, Mapping)
+            and type(probe.get("seed", 0)) is int
+            and isinstance(probe.get("overrides", {}), Mapping),
+        }
+        for name, good in checks.items():
+            if not good:
+                raise ValueError(f"{name}: not as a launch writes it")
         return cls(
             values["recipe"],
-            {k: list(v) for k, v in values["run_ids"].items()},
+            {k: list(v) for k, v in run_ids.items()},
             Probe(probe.get("seed", 0), dict(probe.get("overrides", {}))),
         )
 
@@ -101,18 +121,21 @@ def start(
     max_steps: int | None = None,
     probe: Probe = PUBLISHED,
 ) -> Launch:
-    """Starts every run of `recipe` on `engine`, as `probe` changes them, tagged
-    `recipe:NAME`, and returns their ids. They start together, whole or not at all: every
-    config is validated before the first run starts (`InvalidInput`)."""
+    """Starts every run of `recipe` on `engine`, as `probe` changes them, and returns
+    their ids. They start together, whole or not at all: every config is validated before
+    the first run starts (`InvalidInput`). Each run gets the launch recorded on it, then
+    the tag `recipe:NAME`: a run found by its tag has its launch already."""
     planned = configs(recipe, max_steps, probe)
     ids = engine.start_all([config for arm_configs in planned.values() for config in arm_configs])
-    for run_id in ids:
-        engine.set_tags(run_id, [f"{TAG_PREFIX}{recipe.name}"])
     run_ids: dict[str, list[str]] = {}
     taken = iter(ids)
     for key, arm_configs in planned.items():
         run_ids[key] = [next(taken) for _ in arm_configs]
-    return Launch(recipe.name, run_ids, probe)
+    launch = Launch(recipe.name, run_ids, probe)
+    engine.record_launch(ids, launch.to_dict())
+    for run_id in ids:
+        engine.set_tags(run_id, [f"{TAG_PREFIX}{recipe.name}"])
+    return launch
 
 
 def results(launch: Launch, engine: RecipeEngine) -> dict[str, list[RunResult]]:

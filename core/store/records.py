@@ -96,6 +96,10 @@ LR_FIND_ENDED_EVENT: Final = "lr_find_ended"
 #: The per-layer statistics are recorded every `{"every"}` steps from this one on; `{"budget"}`
 #: is the share of training time they are held to, or None when the run set the interval.
 PER_LAYER_EVENT: Final = "per_layer_interval"
+#: The run was started with others as one launch (a recipe's), at step 0: the launch as
+#: its maker keeps it (`core.recipes.Launch.to_dict`: the recipe, its runs by arm, its
+#: probe), on each of its runs, so that any session finds the whole launch from any run.
+LAUNCH_EVENT: Final = "launch"
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,8 @@ import math
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
 
+from core.data import files
+
 #: Run fields that label or locate a run rather than change how it trains.
 LABELS: Final = frozenset({"name", "data_dir", "group"})
 Coordinate = float | str
@@ -20,9 +22,13 @@ Coordinate = float | str
 def settings(config: Mapping[str, Any]) -> dict[str, Any]:
     """A run config's (`RunConfig.to_dict()`) single-valued settings, flat: the run fields,
     then the hyperparameters. Labels and structured values (`layer_rules`,
-    `task_weights`) are left out; a knob that is off stays, as None."""
+    `task_weights`) are left out; a knob that is off stays, as None. A file's dataset is
+    named as the Train page names it (`core.data.files.label`), not by the server's path
+    to it, which a room would see."""
     hyperparameters = config.get("hyperparameters") or {}
     flat = {k: v for k, v in config.items() if k != "hyperparameters"} | dict(hyperparameters)
+    if "dataset" in flat:
+        flat["dataset"] = files.label(flat["dataset"])
     return {k: v for k, v in flat.items() if k not in LABELS and _single(v)}
 
 

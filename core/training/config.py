@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from core import data, models
+from core.data.files import shown_name
 from core.knobs import InvalidInput, Knob, KnobType
 from core.optimizers import optimizer_catalog
 from core.optimizers.optimizer_catalog import LR_SCHEDULES, OptimizerSpec
@@ -298,8 +299,9 @@ class RunConfig:
 
     @property
     def label(self) -> str:
-        """The name, or the optimizer, model and dataset."""
-        return self.name or f"{self.optimizer} · {self.model} · {self.dataset}"
+        """The name, or the optimizer, model and dataset (a file by its own name, not the
+        server's path to it: the label is shown to a room)."""
+        return self.name or f"{self.optimizer} · {self.model} · {shown_name(self.dataset)}"
 
 
 #: The run fields as `Knob`s, in `RunConfig`'s order: what validation, forms and the CLI

@@ -30,6 +30,7 @@ import psutil
 
 from core import data
 from core.knobs import InvalidInput
+from core.training import tf_import
 from core.training.config import RunConfig
 
 if TYPE_CHECKING:
@@ -59,6 +60,10 @@ class Footprint:
 def footprint(config: RunConfig) -> Footprint | None:
     """What a run of `config` keeps for its parameters; None when its model or optimizer
     cannot be built here (a plugin's that fails: its run then says why)."""
+    # Keras is imported through `tf_import`, one thread at a time: an engine measures a run
+    # handed to it while its warm-up imports TensorFlow, and two threads importing it at
+    # once deadlocked (the warm-up died, and the run stayed queued).
+    tf_import.load()
     dataset = data.dataset_catalog.info(config.dataset, data_dir=config.data_dir)
     hyperparameters = json.dumps(config.to_dict()["hyperparameters"], sort_keys=True)
     try:

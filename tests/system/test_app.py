@@ -18,6 +18,7 @@ from core.data import files
 from core.engine import RunConfig
 from core.escaping import escape_markdown
 from core.knobs import InvalidInput
+from core.recipes import RECIPES
 from core.recipes.probe import SEED_STRIDE
 from core.store.metrics import Block
 from core.training.per_layer_schedule import BUDGET
@@ -473,7 +474,7 @@ def test_the_recipes_page_starts_a_recipe_and_shows_its_verdict_box(lab) -> None
     at = page(nav.RECIPES).run()
     assert not at.exception
     cards = [b for b in at.button if b.label == "Run it"]
-    assert len(cards) == 7
+    assert len(cards) == len(RECIPES)
     at.button(key="recipe:run:projection").click().run()  # three radii, and one run without
     assert not at.exception, [e.value for e in at.exception]
     runs = lab.list()
@@ -508,6 +509,9 @@ def test_try_to_break_it_names_a_bad_value_then_starts_the_control(lab) -> None:
     assert {r.config["hyperparameters"]["radius"] for r in runs} == {1000.0}
     assert {r.config["seed"] for r in runs} == {SEED_STRIDE}
     assert any("Its negative control" in c.value and "seed 1" in c.value for c in at.caption)
+    # A new session (a reload) reads the probe from the store: over its charts and its card.
+    labels = [c.value for c in page(nav.RECIPES).run().caption if "negative control" in c.value]
+    assert len(labels) == 2 and all("seed 1" in label for label in labels), labels
     for run in runs:
         lab.stop(run.id)
     for run in runs:

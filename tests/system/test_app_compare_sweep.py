@@ -17,6 +17,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from core.charts.sweep_analysis import NO_TRIAL_YET
 from core.engine import RunConfig
 from core.engine.client import EngineClient
 from core.sweep import Dimension, SearchSpace, Sweep
@@ -25,6 +26,7 @@ from tests.apptest import (
     SHORT,
     fill_sweep_form,
     finished_run,
+    live_specs,
     page,
     written_group,
     written_run,
@@ -251,11 +253,20 @@ def test_every_sweep_gets_a_fresh_seed_unless_given_one() -> None:
 
 
 def test_the_studies_and_their_trials_refresh_while_a_sweep_runs(
-    lab: EngineClient, sweeps: Callable[..., Sweep], ticking_tables: list[str]
+    lab: EngineClient,
+    sweeps: Callable[..., Sweep],
+    ticking_tables: list[str],
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
     sweep = sweeps(TRIAL.replace(max_steps=20_000, epochs=1000), n_trials=1)
+    wait_for(lambda: sweep.study is not None and sweep.results(), 60, "its first trial")
+    capfd.readouterr()
     at = page(nav.SWEEP).run()
     assert not at.exception
+    # Before a trial completes, the analysis's charts say so, and Optuna is not asked to
+    # draw them: it logged "There are no complete trials" at every refresh of the page.
+    assert "complete trials" not in capfd.readouterr().err
+    assert NO_TRIAL_YET in str(live_specs(at))
     (studies,) = [t.value for t in at.dataframe if "sweep" in t.value.columns]
     assert studies["sweep"].tolist() == [sweep.study_name]
     assert "sweep:studies:None" in ticking_tables  # the list of studies, with its counts

@@ -67,3 +67,28 @@ def test_nobody_follows_outside_a_room(runs: list[str], monkeypatch: pytest.Monk
     first.multiselect(key="live_runs").set_value([a, c]).run()
     assert shown(second.run())[0] == [c]
     assert not [button for button in second.button if button.label == "Follow the presenter"]
+
+
+def title(at: AppTest) -> str:
+    return at.title[0].value
+
+
+def test_a_viewer_is_led_from_page_to_page_until_it_opens_one_itself(
+    runs: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_VARIABLE, KEY)
+    presenter = page(nav.RECIPES)
+    presenter.session_state["presenter:key"] = KEY
+    presenter.run()
+    viewer = page().run()  # the audience URL: Home, led to the presenter's Recipes
+    assert not viewer.exception and "Recipes" in title(viewer)
+    presenter.switch_page(nav.TRAIN.file).run()  # the presenter's alone: nobody follows
+    assert "Recipes" in title(viewer.run())
+    presenter.switch_page(nav.COMPARE.file).run()
+    assert "Compare" in title(viewer.run())
+    viewer.switch_page(nav.OPTIMIZERS.file).run()  # its own way: following stops
+    presenter.switch_page(nav.SWEEP.file).run()
+    assert "Optimizers" in title(viewer.run())
+    (follow,) = [button for button in viewer.button if button.label == "Follow the presenter"]
+    follow.click().run()
+    assert "Sweep" in title(viewer)

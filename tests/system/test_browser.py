@@ -302,7 +302,9 @@ def test_fork_a_run_on_live_see_the_branch_and_download_a_model(server, browser,
 
 def test_upload_an_npz_on_train_and_train_on_it(server, browser, tmp_path):
     """A file of one's own, from the browser: checked, kept beside the store, picked in
-    the form, and trained on (28×28 byte images: the default model, LeNet, takes them)."""
+    the form, and trained on (28×28 byte images: the default model, LeNet, takes them).
+    The run is named after the file as it was uploaded, not the server's path to the
+    copy it keeps, which the room saw on Live."""
     import numpy as np
 
     url, store_path = server
@@ -349,7 +351,11 @@ def test_upload_an_npz_on_train_and_train_on_it(server, browser, tmp_path):
     kept = (uploads / f"bright_or_dark.{digest[:16]}.npz").resolve()
     with Store(store_path) as store:
         (run,) = [r for r in store.list_runs() if r.config["dataset"] == f"npz:{kept}"]
+    assert run.name.endswith(" · bright_or_dark.npz"), run.name
     wait_for(lambda: completed(store_path, run.id), 120, "the run to complete", 0.2)
+    settle(page)
+    shown = page.inner_text("body")
+    assert run.name in shown and str(uploads) not in shown and digest[:16] not in shown
     assert page.locator("[data-testid='stException']").count() == 0
 
 

@@ -742,6 +742,65 @@ def test_bad_input_is_refused_before_tensorflow_loads_and_training_prints_none_o
     assert not [line for line in trained.stderr.splitlines() if line.startswith(native)]
 
 
+def test_a_command_that_imports_tensorflow_on_its_own_prints_none_of_its_start_up_lines(
+    trained, tmp_path
+):
+    """`export --tensorboard` imports TensorFlow outside a training engine; `landscape`,
+    `export --model` and `serve` load the training stack (`tf_import.load`) and then run
+    its ops. Each printed TensorFlow's start-up lines, and on a machine without an NVIDIA
+    driver "failed call to cuInit" as an error at its first op, with `TF_CPP_MIN_LOG_LEVEL`
+    unset (as in a user's shell)."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    exported = ["--store", str(trained.store), "--tensorboard", str(tmp_path / "events")]
+    commands = [
+        ["-m", "core", "export", trained.run_id, *exported],
+        [
+            "-c",
+            "from core.training import tf_import; tf_import.load(); "
+            "import tensorflow as tf; print(float(tf.constant(1.0) + 1))",
+        ],
+    ]
+    for command in commands:
+        done = subprocess.run(
+            [sys.executable, *command],
+            cwd=PROJECT_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "cuInit" not in done.stderr
+        assert done.stderr == ""
+
+
+def test_tensorflows_start_up_lines_are_told_from_real_errors():
+    """What `tf_import` drops of what TensorFlow writes while it is imported, and keeps."""
+    from core.training.tf_import import start_up_line
+
+    cuinit = (
+        "E0000 00:00:1796612383.238650   23942 cuda_platform.cc:52] failed call to cuInit: "
+        "INTERNAL: CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)\n"
+    )
+    noise = [
+        "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n",
+        "I0000 00:00:1796612370.038877   23018 port.cc:153] oneDNN custom operations are on.\n",
+        "I0000 00:00:1796612370.039643   23018 cudart_stub.cc:31] Could not find cuda drivers "
+        "on your machine, GPU will not be used.\n",
+        "To enable the following instructions: AVX2 FMA, in other operations, rebuild "
+        "TensorFlow with the appropriate compiler flags.\n",
+    ]
+    assert all(start_up_line(line, nvidia_driver=False) for line in [*noise, cuinit])
+    assert start_up_line(noise[1], nvidia_driver=True)
+    assert not start_up_line(cuinit, nvidia_driver=True)  # with a driver: a real error
+    real = [
+        "E0000 00:00:1796612383.238650   23942 some_op.cc:12] Could not load libcudnn\n",
+        "W0000 00:00:1796612383.238650   23942 gpu_device.cc:2] Cannot dlopen some GPU libraries\n",
+        "Traceback (most recent call last):\n",
+        "ImportError: libstdc++.so.6: version `GLIBCXX_3.4.30' not found\n",
+    ]
+    assert not any(start_up_line(line, nvidia_driver=False) for line in real)
+
+
 def test_a_reader_that_leaves_early_gets_no_traceback(tmp_path):
     """`runs --json | head -1` on a store whose listing is larger than a pipe holds: the
     CLI stops quietly when `head` closes the pipe (it printed a BrokenPipeError)."""

@@ -16,7 +16,7 @@ import pytest
 from core.engine.client import log_path
 from core.store import Store
 from tests.apptest import written_run
-from tests.browser import ARTIFACTS, NEEDS_CHROMIUM, chromium, screenshot, settle
+from tests.browser import ARTIFACTS, NEEDS_CHROMIUM, buttons, chromium, screenshot, settle
 from tests.room import Room, served
 from tests.viewer_actions import CONTROLS
 from tests.waiting import overdue, scaled, wait_for
@@ -43,12 +43,6 @@ def room(tmp_path_factory) -> Iterator[Room]:
     written_run(Store(store), OTHER_ID, "the presenter's run")
     with served(folder, store) as room:
         yield room
-
-
-def buttons(page) -> set[str]:
-    """The buttons' labels; each line of a button's text (its icon's name is one)."""
-    texts = page.locator("button").all_inner_texts()
-    return {line.strip() for text in texts for line in text.splitlines() if line.strip()}
 
 
 def test_the_banner_gives_both_urls_on_the_address_asked(room: Room) -> None:

@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from core.engine import Engine
+from core.engine.client import EngineClient
 from core.recipes import RECIPES, Launch, run, start, verdict
+from core.recipes.launches import latest
+from core.recipes.probe import Probe
 from core.recipes.runner import TAG_PREFIX
-from core.store import Store
+from core.store import LAUNCH_EVENT, Store
 from tests.cli import run_main
+from tests.waiting import scaled
 
 
 def test_edge_of_stability_runs_and_is_judged_in_a_shortened_form(tmp_path) -> None:
@@ -50,6 +56,47 @@ def test_a_launch_starts_each_arm_as_a_group_and_is_kept_as_plain_data(tmp_path)
     assert all(len(g) == 1 and None not in g for g in groups.values())  # one group each
     assert len(set().union(*groups.values())) == 2
     assert so_far.reproduced is None and so_far.total == 6
+
+
+def test_each_recipes_latest_launch_is_found_again_from_its_stored_runs(tmp_path) -> None:
+    """A launch is recorded on each of its runs: a reader of the store in another process
+    finds each recipe's latest, a probe told apart from the published runs; a launch one
+    of whose runs was deleted gives way to the one before; a run tagged by hand, or whose
+    record is not a launch's, is none."""
+    edge, projection = RECIPES["edge_of_stability"], RECIPES["projection"]
+    path = tmp_path / "lab.sqlite"
+    with Store(path) as store:
+        engine = Engine(store)
+        try:
+            published = start(edge, engine, max_steps=1)
+            probed = start(edge, engine, max_steps=1, probe=Probe(1, {"epochs": 2}))
+            other = start(projection, engine, max_steps=1)
+            by_hand = engine.start({**SHORT_RUN, "name": "tagged by hand"})
+            for run_id in [*published.all_ids, *probed.all_ids, *other.all_ids, by_hand]:
+                engine.wait(run_id, scaled(120))
+            engine.set_tags(by_hand, [f"{TAG_PREFIX}{edge.name}"])
+        finally:
+            engine.close()
+    with Store(path) as store:  # as another process reads the store
+        reader = EngineClient(store)
+        found = latest(reader, reader.list())
+        assert found == {edge.name: probed, projection.name: other}
+        assert not found[edge.name].probe.published and found[projection.name].probe.published
+        store.add_event(by_hand, 0, LAUNCH_EVENT, {"recipe": edge.name})  # not a launch's
+        reader.delete(probed.all_ids[-1])
+        assert latest(reader, reader.list()) == {edge.name: published, projection.name: other}
+
+
+#: A run of a second or so, started by hand.
+SHORT_RUN = {"dataset": "digits", "model": "mlp", "optimizer": "sgd", "max_steps": 2}
+
+
+def test_a_launch_read_from_the_store_names_what_is_wrong_with_it() -> None:
+    good = Launch("clipping", {"clipped": ["a", "b"]}, Probe(2, {"clip_norm": 1.0}))
+    assert Launch.from_dict(good.to_dict()) == good
+    for field, value in (("recipe", 3), ("run_ids", {"clipped": "ab"}), ("probe", {"seed": "2"})):
+        with pytest.raises(ValueError, match=f"^{field}: not as a launch writes it"):
+            Launch.from_dict({**good.to_dict(), field: value})
 
 
 def test_the_cli_lists_the_recipes_and_runs_one_printing_the_verdict_last(tmp_path) -> None:

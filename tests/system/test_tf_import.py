@@ -88,3 +88,45 @@ def test_the_loaded_stack_is_frozen_out_of_full_collections_and_later_garbage_is
     frozen, frozen_after, collected = map(int, done.stdout.split())
     assert frozen > 100_000  # TensorFlow's and Keras's objects, which a full collection skips
     assert frozen_after == frozen and collected >= 1
+
+
+# An engine measures a run handed to it (`core.training.footprint`, which builds the model
+# in Keras) while its warm-up imports TensorFlow: a click on Start in a lab just started.
+MEASURED_DURING_WARM_UP = """
+import threading
+from core.training import tf_import
+from core.training.config import RunConfig
+from core.training.footprint import footprint
+errors = []
+start = threading.Barrier(2)
+def thread(work) -> None:
+    start.wait()
+    try:
+        work()
+    except BaseException as exc:
+        errors.append(type(exc).__name__)
+config = RunConfig(model="mlp", dataset="digits", optimizer="adamw")
+works = (tf_import.load, lambda: footprint(config))
+threads = [threading.Thread(target=thread, args=(work,)) for work in works]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(",".join(errors))
+"""
+
+
+@pytest.mark.slow
+def test_a_run_measured_while_the_warm_up_imports_tensorflow_breaks_neither() -> None:
+    """The warm-up died of a `_DeadlockError` and the run stayed queued for good, when
+    the measuring imported Keras beside it."""
+    for _ in range(2):  # the race broke one try in two without the lock
+        done = subprocess.run(
+            [sys.executable, "-c", MEASURED_DURING_WARM_UP],
+            cwd=PROJECT_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=scaled(120),
+            check=True,
+        )
+        assert done.stdout.strip() == "", done.stderr

@@ -188,12 +188,14 @@ def test_every_chart_writes_numbers_one_way() -> None:
                 PERCENT_TICK_FORMAT,
                 PERCENT_HOVER_FORMAT,
             )
+        elif yaxis.exponentformat == "power":  # a log axis over whole decades: 10⁻⁶ …
+            assert (yaxis.tickformat, yaxis.hoverformat) == ("", HOVER_FORMAT), key
         else:
             assert (yaxis.tickformat, yaxis.hoverformat) == (TICK_FORMAT, HOVER_FORMAT), key
         for trace in data_traces(figure):
             # Hover shows the values as the axis formats them, not a format of its own.
             assert "%{y}" in trace.hovertemplate and "%{y:" not in trace.hovertemplate
-    assert (TICK_FORMAT, HOVER_FORMAT, PERCENT_TICK_FORMAT) == ("~g", ".4~g", "~%")
+    assert (TICK_FORMAT, HOVER_FORMAT, PERCENT_TICK_FORMAT) == (",~r", ",.4~r", "~%")
 
 
 @pytest.mark.parametrize(
@@ -203,12 +205,15 @@ def test_log_axes_label_whole_decades_in_full(low: float, high: float, dtick: ob
     loss = np.geomspace(high, low, 100)
     yaxis = live_figures([RunView("a", "run a", metrics(loss=loss))])["loss"].layout.yaxis
     assert yaxis.type == "log" and yaxis.dtick == dtick
-    # A tick format labels every tick in full, "0.02" rather than a bare "2", whatever the
-    # ticks (decades; 1, 2 and 5 of each; or Plotly's own within one decade, e.g. 0.5).
-    assert yaxis.tickformat == TICK_FORMAT
+    # Every tick in full, "0.02" rather than a bare "2" (1, 2 and 5 of each decade, or
+    # Plotly's own within one decade, e.g. 0.5), and whole decades as powers of ten (10⁻⁶,
+    # not 1e-6 nor 0.000001).
     assert yaxis.range[0] <= math.log10(low) and yaxis.range[1] >= math.log10(high)
     if dtick in (1, 3):
+        assert (yaxis.tickformat, yaxis.exponentformat) == ("", "power")
         assert yaxis.minor.dtick == "D1" and yaxis.minor.showgrid is False  # no labels
+    else:
+        assert yaxis.tickformat == TICK_FORMAT
 
 
 def test_sparsity_is_in_percent_from_0_to_100() -> None:
@@ -287,12 +292,12 @@ def test_knob_changes_are_marked_with_hover_text_on_the_charts_of_their_run() ->
         elif key.endswith("/a"):
             assert texts == [
                 "radius 5 → 2 at step 40 · run a",
-                "learning_rate 5 → 1e-5 at step 70 · run a",
+                "learning_rate 5 → 1 × 10⁻⁵ at step 70 · run a",
             ]
         else:  # every run's, those at the same step under one marker
             assert texts == [
                 "radius 5 → 2 at step 40 · run a<br>radius 5 → 2 at step 40 · run b",
-                "learning_rate 5 → 1e-5 at step 70 · run a",
+                "learning_rate 5 → 1 × 10⁻⁵ at step 70 · run a",
             ]
             assert [s.x0 for s in figure.layout.shapes] == [40, 70]
         assert not figure.layout.annotations  # no labels to overlap

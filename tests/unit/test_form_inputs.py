@@ -10,7 +10,7 @@ import time
 import pytest
 
 from core.engine import RunStatus
-from ui import forms, live_panel, sweep_form
+from ui import forms, live_panel, sweep_form, texts
 
 ROWS = [{"name": "learning_rate", "low": 0.001, "high": 0.1, "log": True, "points": 3}]
 
@@ -73,6 +73,6 @@ def a_run(status: str) -> RunStatus:
 
 
 def test_a_run_card_shows_speed_and_eta_only_while_it_trains() -> None:
-    assert live_panel.progress_text(a_run("running")) == "step 50/200 · 25.0 steps/s · ETA 6s"
+    assert texts.progress(a_run("running")) == "step 50/200 · 25.0 steps/s · ETA 6s"
     for status in ("paused", "queued", "completed", "stopped"):
-        assert live_panel.progress_text(a_run(status)) == "step 50/200", status
+        assert texts.progress(a_run(status)) == "step 50/200", status

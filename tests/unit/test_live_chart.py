@@ -14,7 +14,7 @@ from ui import live_chart
 
 def test_plotly_js_is_copied_once_where_streamlit_serves_it(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(live_chart, "STATIC", tmp_path / "static")
-    url = live_chart._served_plotly()
+    url = live_chart.served_plotly()
     served = tmp_path / "static" / live_chart.PLOTLY_JS
     source = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
     assert url == f"app/static/{served.name}"
@@ -22,14 +22,14 @@ def test_plotly_js_is_copied_once_where_streamlit_serves_it(tmp_path, monkeypatc
     # The name carries plotly.js's version: an upgrade is a new file, not a stale cache.
     assert plotly.offline.get_plotlyjs_version() in served.name
     served.write_text("kept")  # there already: not copied again
-    assert live_chart._served_plotly() == url and served.read_text() == "kept"
+    assert live_chart.served_plotly() == url and served.read_text() == "kept"
     assert [p.name for p in served.parent.iterdir()] == [served.name]  # no partial left
 
 
 def test_the_figure_goes_out_in_streamlits_dark_theme(monkeypatch) -> None:
     mounted = []
     monkeypatch.setattr(live_chart, "_mount", lambda **kwargs: mounted.append(kwargs))
-    monkeypatch.setattr(live_chart, "_served_plotly", lambda: "app/static/p.js")
+    monkeypatch.setattr(live_chart, "served_plotly", lambda: "app/static/p.js")
     figure = go.Figure(go.Scatter(x=[1, 2], y=[3, 4]), layout={"uirevision": "loss"})
     live_chart.live_chart(figure, key="chart:loss")
     (call,) = mounted

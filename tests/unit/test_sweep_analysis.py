@@ -18,6 +18,7 @@ from optuna.trial import TrialState, create_trial
 from core.charts.layout import NO_DATA
 from core.charts.style import PALETTE
 from core.charts.sweep_analysis import (
+    NO_TRIAL_YET,
     contour_figure,
     edf_figure,
     history_figure,
@@ -299,15 +300,21 @@ def test_importance_bars_carry_their_interval_and_rank_the_first_methods_order()
             assert (value, value + plus, value - minus) == pytest.approx(expected)
 
 
-def test_a_study_without_completed_trials_draws_no_data_yet() -> None:
+def test_a_study_without_completed_trials_says_so_without_asking_optuna(capfd) -> None:
     study = optuna.create_study()
+    study.ask().report(0.7, 11)  # a trial that trains
+    capfd.readouterr()
     for chart in (
         history_figure(study, "v"),
         edf_figure(study, "v"),
-        importance_figure({"fanova": []}, METHODS),
-        learning_curve_figure([], "v"),
+        contour_figure(study, "lr", "x", "v"),
+        slice_figure(study, "lr", "v"),
     ):
+        assert not chart.data and chart.layout.annotations[0].text == NO_TRIAL_YET
+    for chart in (importance_figure({"fanova": []}, METHODS), learning_curve_figure([], "v")):
         assert chart.layout.annotations[0].text == NO_DATA["text"]
+    # Optuna's plots logged "There are no complete trials" at every redraw of the page.
+    assert capfd.readouterr().err == ""
 
 
 def test_a_sweeps_first_trial_alone_draws_every_view() -> None:
