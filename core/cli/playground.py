@@ -45,7 +45,7 @@ def add_playground(commands: Subparsers, common: Common) -> None:
         "--start",
         metavar="X,Y",
         help="Where the path starts, within the surface's bounds (default: the surface's "
-        "own start).",
+        "own start); a negative X after an equals sign: --start=-1.2,1.",
     )
     command.add_argument(
         "--steps",
