@@ -39,16 +39,20 @@ print(",".join(errors))
 """
 
 
-def errors_of(mode: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-c", RACE, mode],
+def python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`code` run by a fresh interpreter in the project, its output caught."""
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
         cwd=PROJECT_ROOT,
         capture_output=True,
         text=True,
         timeout=scaled(120),
         check=True,
     )
-    return done.stdout.strip()
+
+
+def errors_of(mode: str) -> str:
+    return python(RACE, mode).stdout.strip()
 
 
 @pytest.mark.slow
@@ -77,14 +81,7 @@ print(frozen, gc.get_freeze_count(), gc.collect())
 
 @pytest.mark.slow
 def test_the_loaded_stack_is_frozen_out_of_full_collections_and_later_garbage_is_not() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", FROZEN],
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=scaled(120),
-        check=True,
-    )
+    done = python(FROZEN)
     frozen, frozen_after, collected = map(int, done.stdout.split())
     assert frozen > 100_000  # TensorFlow's and Keras's objects, which a full collection skips
     assert frozen_after == frozen and collected >= 1
@@ -121,12 +118,5 @@ def test_a_run_measured_while_the_warm_up_imports_tensorflow_breaks_neither() ->
     """The warm-up died of a `_DeadlockError` and the run stayed queued for good, when
     the measuring imported Keras beside it."""
     for _ in range(2):  # the race broke one try in two without the lock
-        done = subprocess.run(
-            [sys.executable, "-c", MEASURED_DURING_WARM_UP],
-            cwd=PROJECT_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=scaled(120),
-            check=True,
-        )
+        done = python(MEASURED_DURING_WARM_UP)
         assert done.stdout.strip() == "", done.stderr
