@@ -303,6 +303,14 @@ FIGURES: tuple[Figure, ...] = (
         Target("<=", 0.200, on="a", unit="s"),
         "bench.playground:knob_change",
     ),
+    Figure(
+        21,
+        "21",
+        "Sweep page: knob importances of 100 trials of 3 knobs with their 16 bootstrap "
+        "resamples, by the slower of PED-ANOVA and fANOVA",
+        Target("<=", 10.0, on="a", unit="s"),
+        "bench.importance:bootstrap_cost",
+    ),
 )
 
 

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from core.lazy import lazy_module
+from core.readable import number
 from core.store import Metrics
 
 # Imported at the first comparison, not with the pages and the CLI (about a second).
@@ -33,6 +34,7 @@ stats = lazy_module("scipy.stats")
 
 LEVEL = 0.95
 PERMUTATIONS = 10_000
+P_DIGITS = 2  # a p-value's significant digits: 0.0022, not 0.002165
 
 
 @dataclass(frozen=True)
@@ -227,7 +229,7 @@ def describe(comparison: Comparison, a: str, b: str, what: str, *, percent: bool
     """
     c = comparison
     runs = f"over {len(c.a)} and {len(c.b)} seeds"
-    permutation = f"p = {c.p_permutation:.2g} by a permutation test"
+    permutation = f"p = {number(c.p_permutation, P_DIGITS)} by a permutation test"
     if not math.isfinite(c.difference):
         never_a = sum(math.isinf(v) for v in c.a)
         never_b = sum(math.isinf(v) for v in c.b)
@@ -238,11 +240,11 @@ def describe(comparison: Comparison, a: str, b: str, what: str, *, percent: bool
     scale, unit = (100.0, " points") if percent else (1.0, "")
     size = abs(c.difference) * scale
     direction = "higher" if c.difference > 0 else "lower" if c.difference < 0 else "different"
-    margin = "" if c.margin is None else f" ± {c.margin * scale:.2g}"
+    margin = "" if c.margin is None else f" ± {number(c.margin * scale)}"
     interval = "" if c.margin is None else f"{c.level:.0%} Welch interval; "
-    welch_p = "" if c.p_welch is None else f"p = {c.p_welch:.2g} by Welch's t, "
+    welch_p = "" if c.p_welch is None else f"p = {number(c.p_welch, P_DIGITS)} by Welch's t, "
     tests = f"{interval}{welch_p}{permutation}"
-    return f"{a}'s {what} is {size:.3g}{margin}{unit} {direction} than {b}'s {runs} ({tests})."
+    return f"{a}'s {what} is {number(size)}{margin}{unit} {direction} than {b}'s {runs} ({tests})."
 
 
 def smallest_p(
@@ -269,7 +271,8 @@ def p_values_note(comparison: Comparison) -> str:
         limit = f"counts the {splits:,} {ways}, so with {n_a} and {n_b} seeds it"
     else:
         limit = f"draws {PERMUTATIONS:,} of the {splits:,} {ways}, so it"
-    test = f"permutation test assumes nothing, but it {limit} can give no p below {floor:.2g}."
+    floor_text = number(floor, P_DIGITS)
+    test = f"permutation test assumes nothing, but it {limit} can give no p below {floor_text}."
     if comparison.p_welch is None:
         return f"p: how often chance alone would part the groups this far. The {test}"
     return (

@@ -20,9 +20,10 @@ _LARGEST_PLAIN = 1e6
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
-def number(value: object) -> str:
-    """`value` as people read it (see the module docstring); text that is not a number
-    (a name, a choice) as it is, and True and False as "on" and "off"."""
+def number(value: object, significant: int = SIGNIFICANT) -> str:
+    """`value` as people read it (see the module docstring), to `significant` digits (a
+    p-value reads best to two); text that is not a number (a name, a choice) as it is,
+    and True and False as "on" and "off"."""
     if value is None:
         return NONE
     if isinstance(value, bool):
@@ -38,10 +39,10 @@ def number(value: object) -> str:
         return "∞" if x > 0 else "−∞"
     if x == 0:
         return "0"
-    rounded = f"{x:.{SIGNIFICANT - 1}e}"  # 9.99996e-05 rounds to 1.000e-04
+    rounded = f"{x:.{significant - 1}e}"  # 9.99996e-05 rounds to 1.000e-04
     mantissa, power = rounded.split("e")[0], int(rounded.split("e")[1])
     if _SMALLEST_PLAIN <= abs(float(rounded)) < _LARGEST_PLAIN:
-        return _trimmed(f"{x:,.{max(0, SIGNIFICANT - 1 - power)}f}")
+        return _trimmed(f"{x:,.{max(0, significant - 1 - power)}f}")
     return f"{_trimmed(mantissa)} × 10{str(power).translate(_SUPERSCRIPT)}"
 
 

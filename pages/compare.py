@@ -83,6 +83,7 @@ table = [
 st.dataframe(
     table,
     hide_index=True,
+    placeholder=texts.NONE,
     column_config={
         "run": st.column_config.TextColumn("run", pinned=True),
         **{k: METRICS[k] for k in metrics},

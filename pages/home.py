@@ -12,7 +12,7 @@ from core.demo_race import DEFAULT_LENGTH, LENGTHS, RUNNERS, SHOWS, race_configs
 from core.escaping import escape_markdown
 from core.knobs import InvalidInput
 from core.store import ACTIVE_STATUSES, FINAL_STATUSES
-from ui import downloads, nav, roles, runs_table, state
+from ui import downloads, nav, roles, runs_table, state, texts
 
 RACE_REPEATS = "home:race_repeats"
 RACE_LENGTH = "home:race_length"
@@ -148,6 +148,7 @@ def every_run(was_active: bool) -> None:
     selection = st.dataframe(
         table,
         hide_index=True,
+        placeholder=texts.NONE,
         key="runs_table",
         on_select="rerun",
         selection_mode="multi-row",

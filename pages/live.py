@@ -7,6 +7,7 @@ import time
 import streamlit as st
 
 from core.charts import INSTRUMENT_HELP, instrument_figures, layer_figures, training_figures
+from core.charts.view_legend import view_legend
 from core.engine import RunStatus
 from core.engine.api import Runs
 from core.engine.repeats import groups
@@ -58,6 +59,7 @@ VIEWS = {
     "Instruments": instrument_figures,
 }
 GROUPS = "Groups"  # the repeats watched, as means with bands
+LEGEND = "legend"  # the drawing's view legend (HTML), beside its charts' figures
 
 
 def recent(run: RunStatus) -> bool:
@@ -122,9 +124,13 @@ def charts(
             if view == GROUPS
             else VIEWS[view](shown)
         )
-        if per_row:
-            figures = presentation.for_projector(figures, per_row)
-        return {key: drawn(figure) for key, figure in figures.items()}
+        legend: dict[str, str] = {}
+        if per_row:  # one legend for the view, but for groups, whose bands are their own
+            if one_legend := view != GROUPS:
+                runs = {run.text: run.tint(i) for i, run in enumerate(shown)}
+                legend[LEGEND] = presentation.legend_html(view_legend(figures.values(), runs))
+            figures = presentation.for_projector(figures, per_row, one_legend=one_legend)
+        return legend | {key: drawn(figure) for key, figure in figures.items()}
 
     # Every session that shows these runs as they are now, the same way, shares one drawing
     # (a fresh one while a run's first point is awaited: that refresh is to draw it).
@@ -133,7 +139,10 @@ def charts(
     version = tuple(logged.values())
     fresh_for = 0.0 if waiting else None
     drawing = shared_figures.shared((view, start, end, per_row, shows), version, draw, fresh_for)
-    views.show_in_columns(drawing, captions=INSTRUMENT_HELP, live=True, per_row=per_row or 2)
+    if LEGEND in drawing:
+        st.html(drawing[LEGEND])
+    shown_charts = {key: chart for key, chart in drawing.items() if key != LEGEND}
+    views.show_in_columns(shown_charts, captions=INSTRUMENT_HELP, live=True, per_row=per_row or 2)
     if waiting and all(
         logged[run_id] is not None or not recent(listed[run_id]) for run_id in waiting
     ):

@@ -35,7 +35,9 @@ def panel(engine: Runs, run_id: str, steps: list[int]) -> None:
             f"filter-normalized (Li et al., 2018): {POINTS} points a slice, a "
             f"{GRID}×{GRID} grid."
         )
-        views.show_in_columns(landscape_figures(landscape))
+        # One a row: beside the slices, at 1024 px, the contour's plot was 65 px wide,
+        # its colour bar and axis titles taking the rest of half a page.
+        views.show_in_columns(landscape_figures(landscape), per_row=1)
         return
     asked = st.session_state.setdefault(ASKED, {}).get((run_id, step))
     if asked is None:

@@ -35,16 +35,74 @@ const FULLSCREEN = {
     document.fullscreenElement ? document.exitFullscreen() : chart.requestFullscreen(),
 };
 
+// Plotly neither wraps a title nor keeps it clear of the mode bar: a long one was cut at
+// the chart's edge ("…and th") and covered by the bar on hover. The bar stands upright
+// at the right (see ui/live_chart.py), so a title has the width less this many px.
+const MODE_BAR = 36;
+const TITLE_TOP = 10; // px above a title of several lines
+const measure = document.createElement("canvas").getContext("2d");
+
+function textOf(html) {
+  return new DOMParser().parseFromString(html, "text/html").body.textContent;
+}
+
+function wrapped(words, width) {
+  const lines = [];
+  for (const word of words) {
+    const last = lines.length ? `${lines[lines.length - 1]} ${word}` : word;
+    if (lines.length && measure.measureText(textOf(last)).width <= width) {
+      lines[lines.length - 1] = last;
+    } else {
+      lines.push(word);
+    }
+  }
+  return lines;
+}
+
+// The title in lines that fit the chart's width, the chart taller by the lines added, so
+// that its plot keeps its height; a title that fits, as it came.
+function fitTitle(chart, layout) {
+  const title = layout.title ?? {};
+  const text = title.text ?? "";
+  const size = title.font?.size ?? 16;
+  measure.font = `600 ${size}px "Source Sans", sans-serif`;
+  const width = chart.clientWidth - MODE_BAR;
+  const lines = text.split("<br>");
+  if (!text || width <= 0 || lines.every((line) => measure.measureText(textOf(line)).width <= width)) {
+    return layout;
+  }
+  const fitted = wrapped(text.split("<br>").join(" ").split(" "), width);
+  const lineHeight = size * 1.3;
+  const added = (fitted.length - lines.length) * lineHeight;
+  const height = (layout.height ?? 340) + added;
+  const raised = (lineHeight * (fitted.length - 1)) / 2; // Plotly centres a title's lines
+  return {
+    ...layout,
+    height,
+    margin: { ...layout.margin, t: (layout.margin?.t ?? 40) + added },
+    title: {
+      ...title,
+      text: fitted.join("<br>"),
+      yref: "container",
+      y: 1 - (TITLE_TOP + raised) / height,
+      yanchor: "top",
+    },
+  };
+}
+
 function draw(chart) {
   const { figure, config, plotly } = chart.latest;
-  const layout = { ...figure.layout };
+  const layout = fitTitle(chart, { ...figure.layout });
   if (document.fullscreenElement === chart) {
     layout.height = window.innerHeight;
   }
   // In order: a figure that arrives while the last one is drawn waits for it.
   chart.drawn = (chart.drawn ?? Promise.resolve())
     .then(() => loadPlotly(plotly))
-    .then((Plotly) => Plotly.react(chart, figure.data, layout, config))
+    .then((Plotly) => {
+      chart.drawnWidth = chart.clientWidth;
+      return Plotly.react(chart, figure.data, layout, config);
+    })
     .catch((error) => {
       chart.textContent = String(error);
     });
@@ -64,7 +122,11 @@ export default function ({ parentElement, data }) {
     // ("Resize must be passed a displayed plot div element", an uncaught error each).
     chart.resized = new ResizeObserver(() => {
       if (chart._fullLayout && chart.isConnected && chart.clientWidth > 0) {
-        window.Plotly.Plots.resize(chart);
+        if (chart.clientWidth !== chart.drawnWidth) {
+          draw(chart); // the title is wrapped again to the new width
+        } else {
+          window.Plotly.Plots.resize(chart);
+        }
       }
     });
     chart.resized.observe(chart);

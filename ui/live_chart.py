@@ -56,6 +56,8 @@ TEMPLATE: Final = go.layout.Template(
         "xaxis": {**AXIS, "showgrid": False, "zeroline": False},
         "yaxis": AXIS,
         "legend": {"font": {"color": TEXT}},
+        # Upright at the right: lying along the top, the bar covered a title on hover.
+        "modebar": {"orientation": "v"},
         "hoverlabel": {
             "bgcolor": BACKGROUND,
             "bordercolor": "rgba(237, 235, 232, 0.2)",

@@ -14,6 +14,7 @@ from typing import Final
 import plotly.graph_objects as go
 import streamlit as st
 
+from core.charts.view_legend import Style, ViewLegend
 from core.engine import RunStatus
 from core.engine.api import Runs
 from core.escaping import escape_markdown
@@ -32,6 +33,16 @@ TICK_SIZE: Final = 15
 AXIS_TITLE_SIZE: Final = 17
 LEGEND_SIZE: Final = 15
 HEIGHT: Final = 360
+ENTRY: Final = "display: inline-block; margin-right: 22px; white-space: nowrap"
+NEUTRAL: Final = "#c8c8c8"  # a series' line in the legend: the colours are the runs'
+# Plotly's dashes, as SVG draws them (px on, px off).
+DASH_PATTERNS: Final = {
+    "dash": "6 4",
+    "dot": "2 3",
+    "dashdot": "6 3 2 3",
+    "longdash": "10 4",
+    "longdashdot": "10 3 2 3",
+}
 
 
 def on() -> bool:
@@ -73,10 +84,13 @@ def toggle() -> tuple[bool, int]:
     return True, st.session_state[PER_ROW]
 
 
-def for_projector(figures: dict[str, go.Figure], per_row: int) -> dict[str, go.Figure]:
+def for_projector(
+    figures: dict[str, go.Figure], per_row: int, *, one_legend: bool = False
+) -> dict[str, go.Figure]:
     """`figures` in projector type, for rows of `per_row`: larger fonts and charts, every
     axis included, each title wrapped to its chart's width (Plotly clips a long one), and
-    one height for all, so that the charts of a row stay level."""
+    one height for all, so that the charts of a row stay level; without their legends
+    when the view has `one_legend` (see `legend_html`)."""
     titles = {
         key: textwrap.wrap(figure.layout.title.text or "", TITLE_CHARACTERS[per_row])
         for key, figure in figures.items()
@@ -86,7 +100,41 @@ def for_projector(figures: dict[str, go.Figure], per_row: int) -> dict[str, go.F
     height = max(tallest, HEIGHT) + TITLE_LINE * (most - 1)
     for key, figure in figures.items():
         _projected(figure, titles[key], height, most)
+        if one_legend:
+            figure.update_layout(showlegend=False)
     return figures
+
+
+def legend_html(legend: ViewLegend) -> str:
+    """The view's one legend, as a line of HTML in projector type: each run by its
+    colour, then each series by its line (in a neutral grey: the colours are the runs'),
+    and, where charts draw layers, how their shades read. Labels come escaped, as the
+    charts' trace names hold them (`core.charts.traces.scatter`)."""
+    runs = [f"{_swatch(colour)}{label}" for label, colour in legend.runs.items()]
+    styles = [f"{_line(style)}{style.name}" for style in legend.styles]
+    if legend.layers:
+        styles.append("layers: shades of their run's colour, the first layer lightest")
+    entries = "".join(f"<span style='{ENTRY}'>{entry}</span>" for entry in (*runs, *styles))
+    return f"<div style='font-size: {LEGEND_SIZE + 2}px; line-height: 1.6'>{entries}</div>"
+
+
+def _swatch(colour: str) -> str:
+    return (
+        f"<span style='display: inline-block; width: 14px; height: 14px; border-radius: 3px; "
+        f"background: {colour}; margin-right: 6px; vertical-align: -1px'></span>"
+    )
+
+
+def _line(style: Style) -> str:
+    """A short sample of the series' line: its dash, its markers."""
+    colour = style.colour or NEUTRAL
+    dashes = f" stroke-dasharray='{DASH_PATTERNS[style.dash]}'" if style.dash != "solid" else ""
+    marker = f"<circle cx='15' cy='6' r='3.5' fill='{colour}'/>" if style.markers else ""
+    return (
+        "<svg width='30' height='12' style='margin-right: 6px; vertical-align: 0'>"
+        f"<line x1='0' y1='6' x2='30' y2='6' stroke='{colour}' stroke-width='2.5'{dashes}/>"
+        f"{marker}</svg>"
+    )
 
 
 def _projected(figure: go.Figure, title: list[str], height: int, most: int) -> None:

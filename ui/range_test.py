@@ -12,6 +12,7 @@ from core.charts import range_test_figure
 from core.engine.api import Runs
 from core.engine.lr_find import RangeTest
 from core.escaping import escape_markdown
+from core.readable import number
 from core.store import LR_FIND_ENDED_EVENT
 from ui import roles, texts
 from ui.live_chart import live_chart
@@ -48,7 +49,7 @@ def panel(engine: Runs, run_id: str, was_active: bool, use: Callable[[float], No
             )
         return
     st.markdown(
-        f"Suggested learning rate: **{curve.suggestion:.3g}**, where the smoothed loss "
+        f"Suggested learning rate: **{number(curve.suggestion, 3)}**, where the smoothed loss "
         "falls fastest (by the largest fraction per step)."
         + (" So far: the test still runs." if run.active else "")
     )

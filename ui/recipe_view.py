@@ -18,10 +18,10 @@ from core.charts import heatmap_figure, instrument_figures, live_figures
 from core.engine.api import Runs
 from core.escaping import escape_markdown
 from core.knobs import InvalidInput
+from core.readable import number
 from core.recipes import RECIPES, Launch, Recipe, Verdict, results, start
 from core.recipes.launches import latest, recorded
 from core.recipes.probe import PUBLISHED, Probe, assignment
-from core.recipes.recipe import format_number
 from core.store import ACTIVE_STATUSES, UnknownRunError
 from ui import follow_presenter, nav, roles, state, views
 
@@ -273,7 +273,7 @@ def live(engine: Runs, launch: Launch, active: bool) -> None:
 def verdict_box(recipe: Recipe, so_far: Verdict) -> None:
     """The verdict as it stands: reproduced or not, with its numbers; or how many runs
     have ended."""
-    numbers = " · ".join(f"{name} = {format_number(v)}" for name, v in so_far.numbers.items())
+    numbers = " · ".join(f"{name} = {number(v)}" for name, v in so_far.numbers.items())
     body = f"{escape_markdown(so_far.sentence)}\n\n{escape_markdown(numbers)}"
     if so_far.ended == 0:
         st.info(

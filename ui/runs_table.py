@@ -17,6 +17,7 @@ from core.store import UnknownRunError
 from ui import nav, roles, state, texts
 
 COLUMNS = {
+    "name": st.column_config.TextColumn("name", pinned=True),
     "tags": st.column_config.ListColumn("tags"),
     "progress": st.column_config.ProgressColumn("progress", min_value=0, max_value=1),
     "best val acc": st.column_config.NumberColumn(format="%.3f"),
@@ -44,24 +45,25 @@ def rows(engine: Runs, shown: list[RunStatus]) -> list[dict[str, Any]]:
     column when a regression is among them."""
     regressions = any("best_val_mae" in (run.final_metrics or {}) for run in shown)
     on_cluster = engine.cluster_info() is not None
+    # What a room reads first, first: at 1024 px the table shows about five columns.
     return [
         {
-            "id": run.id,
             "name": run.name,
             "status": run.status,
-            "optimizer": run.config.get("optimizer"),
-            "knobs": texts.knobs(run),
-            "tags": list(run.tags),
-            "progress": run.progress,
-            **({"node": run.node} if on_cluster else {}),
             "best val acc": (run.final_metrics or {}).get("best_val_accuracy"),
             **(
                 {"best val MAE": (run.final_metrics or {}).get("best_val_mae")}
                 if regressions
                 else {}
             ),
+            "progress": run.progress,
+            "optimizer": run.config.get("optimizer"),
+            "knobs": texts.knobs(run),
+            "tags": list(run.tags),
+            **({"node": run.node} if on_cluster else {}),
             "checkpoints MB": engine.disk_bytes(run.id) / 1e6,
             "created": dt.datetime.fromtimestamp(run.created),
+            "id": run.id,
         }
         for run in shown
     ]
@@ -103,37 +105,38 @@ def actions(engine: Runs, chosen: list[RunStatus]) -> None:
     """What can be done with the runs picked in the table: watch and compare them, and
     for the presenter (`ui.roles`) clone, resume, tag and delete them."""
     ids = [run.id for run in chosen]
-    watch, compare, clone, carry_on, tag, delete = st.columns(6)
-    if watch.button("Watch live", icon=":material/monitoring:", disabled=not ids, width="stretch"):
+    # A row that wraps: six buttons in six columns were cut to "W…", "Co…" at 1024 px.
+    row = st.container(horizontal=True)
+    if row.button("Watch live", icon=":material/monitoring:", disabled=not ids, width="content"):
         state.open_page(nav.LIVE.file, **{state.WATCH: ids})
-    if compare.button("Compare", icon=":material/compare:", disabled=not ids, width="stretch"):
+    if row.button("Compare", icon=":material/compare:", disabled=not ids, width="content"):
         state.open_page(nav.COMPARE.file, **{state.COMPARE: ids})
     if not roles.presents():
         return
-    if clone.button(
+    if row.button(
         "Clone into Train",
         icon=":material/content_copy:",
         disabled=len(ids) != 1,
-        width="stretch",
+        width="content",
     ):
         state.open_page(nav.TRAIN.file, **{state.PREFILL: chosen[0].config})
     can_resume = resumable(engine, chosen)
-    carry_on.button(
+    row.button(
         "Resume",
         icon=":material/play_arrow:",
         disabled=not can_resume,
-        width="stretch",
+        width="content",
         on_click=resume_runs,
         args=(engine, can_resume),
         help="Continue the stopped or interrupted runs picked from their last checkpoints.",
     )
-    with tag.popover("Tag", icon=":material/sell:", disabled=not ids, width="stretch"):
+    with row.popover("Tag", icon=":material/sell:", disabled=not ids, width="content"):
         text = st.text_input("Tags to add, separated by commas", key="new_tags")
         st.button(
             "Add tags", on_click=tag_runs, args=(engine, chosen, text), disabled=not text.strip()
         )
     ended = [run for run in chosen if not run.active or not run.steerable]
-    with delete.popover("Delete", icon=":material/delete:", disabled=not ended, width="stretch"):
+    with row.popover("Delete", icon=":material/delete:", disabled=not ended, width="content"):
         st.write(
             f"Delete {len(ended)} ended run(s) with their metrics and events? "
             "This cannot be undone."

@@ -54,7 +54,9 @@ def analysis_view(sweep: Sweep) -> None:
         {
             "history": charts.history_figure(study, target),
             "importance": charts.importance_figure(
-                {method: told.knobs for method, told in found.items()}, METHODS
+                {method: told.knobs for method, told in found.items()},
+                METHODS,
+                found[DEFAULT].untold or "",
             ),
             "curves": charts.learning_curve_figure(learning_curves(study), target),
             "edf": charts.edf_figure(study, target),

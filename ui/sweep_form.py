@@ -104,10 +104,14 @@ def base_config(fields: Mapping[str, Knob]) -> RunConfig:
 
 
 def new_sweep_form(engine: Runs) -> None:
-    """The form, folded once this server drives a sweep; "Start sweep" starts one."""
+    """The form, folded once this server drives a sweep; "Start sweep" starts one, and
+    folds the form, so that its progress, drawn below, is in view."""
     fields = run_fields()  # read at each run: a plugin loaded since shows
     errors: dict[str, str] = st.session_state.get(ERRORS, {})
-    with st.expander("New sweep", expanded=not state.sweeps()):
+    driven = len(state.sweeps())
+    # Keyed by the sweeps open: a new expander, folded, once one starts (one drawn again
+    # under the same key keeps whatever the browser last made of it).
+    with st.expander("New sweep", expanded=not driven, key=f"sweep:form:{driven}"):
         base_col, search_col = st.columns(2)
         with base_col:
             st.markdown("**What every trial trains**")
@@ -137,8 +141,8 @@ def new_sweep_form(engine: Runs) -> None:
             settings = search_settings() | sweep_objective.settings(key("dataset"))
         if st.button("Start sweep", type="primary", key="sweep:start"):
             start(engine, fields, frame, settings)
-            if st.session_state.get(ERRORS):
-                st.rerun()  # each refusal shows under its field, drawn before the click
+            if st.session_state.get(ERRORS) or len(state.sweeps()) > driven:
+                st.rerun()  # each refusal shows under its field; a sweep started folds it
         for name, reason in errors.items():
             if name not in SHOWN:  # shown under its field
                 forms.error(name, reason)

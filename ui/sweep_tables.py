@@ -50,6 +50,7 @@ def studies_table(studies: list[SweepSummary]) -> str:
             for s in studies
         ],
         hide_index=True,
+        placeholder=texts.NONE,
         key=f"sweep:studies:{started}",  # a new table, without a pick, per sweep started
         on_select="rerun",
         selection_mode="single-row",
@@ -102,6 +103,7 @@ def trials_table(sweep: Sweep, rows: list[TrialRow]) -> TrialRow | None:
     event = st.dataframe(
         table,
         hide_index=True,
+        placeholder=texts.NONE,
         key=f"sweep:trials:{sweep.study_name}",  # a pick belongs to its sweep
         on_select="rerun",
         selection_mode="single-row",

@@ -19,6 +19,7 @@ from core.engine.api import Runs
 from core.escaping import escape_markdown
 from core.store import PER_LAYER_EVENT, Event
 
+NONE = readable.NONE  # a missing value, in tables too (Streamlit's grid writes "None")
 # Material icons: emoji render as empty boxes where no emoji font is installed.
 STATUS_ICONS = {
     "queued": ("gray", ":material/schedule:"),

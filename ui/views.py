@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping
 
 import plotly.graph_objects as go
@@ -118,18 +119,31 @@ def show_in_columns(
     per_row: int = 2,
 ) -> None:
     """Charts `per_row` a row, each keyed (so zoom survives refreshes), with its caption;
-    `live` ones redraw in place (see `ui.live_chart`), and may come `drawn` already."""
-    # Columns, not a row of columns for each `per_row` charts: a refresh sends every
-    # block to every session watching, and the charts are of one height.
-    columns = st.columns(per_row)
-    for i, (key, figure) in enumerate(figures.items()):
-        with columns[i % per_row]:
-            if live:
-                live_chart(figure, key=f"chart:{key}")
-            else:
-                st.plotly_chart(figure, key=f"chart:{key}")
-            if captions and key in captions:
-                st.caption(captions[key])
+    `live` ones redraw in place (see `ui.live_chart`), and may come `drawn` already. The
+    charts of one name drawn once per run (`<chart>/<run id>`) start a row: a row then
+    compares the runs on one metric, never a run's metric with another's."""
+    # Columns for each such group, not a row of columns for each `per_row` charts: a
+    # refresh sends every block to every session watching, and the charts are of one height.
+    for group in chart_groups(list(figures)):
+        columns = st.columns(per_row)
+        for i, key in enumerate(group):
+            with columns[i % per_row]:
+                if live:
+                    live_chart(figures[key], key=f"chart:{key}")
+                else:
+                    st.plotly_chart(figures[key], key=f"chart:{key}")
+                if captions and key in captions:
+                    st.caption(captions[key])
+
+
+def chart_groups(keys: list[str]) -> list[list[str]]:
+    """`keys` in order, cut where the name before a `/` changes (`step_norm/a`,
+    `step_norm/b` | `update_ratio/a` …); keys without one go together."""
+    return [list(group) for _, group in itertools.groupby(keys, key=_chart_name)]
+
+
+def _chart_name(key: str) -> str:
+    return key.partition("/")[0] if "/" in key else ""
 
 
 def show_error(run: RunStatus) -> None:

@@ -11,12 +11,20 @@ import numpy as np
 import plotly.graph_objects as go
 
 from core.charts.layout import figure, log_ticks
-from core.charts.style import HOVER_FORMAT, PALETTE, TICK_FORMAT, run_colour
+from core.charts.style import (
+    HOVER_FORMAT,
+    PALETTE,
+    PERCENT_HOVER_FORMAT,
+    PERCENT_TICK_FORMAT,
+    TICK_FORMAT,
+    run_colour,
+)
 from core.charts.traces import Trace
 from core.engine.landscape import Landscape
 from core.engine.lr_find import RangeTest
 from core.escaping import escape_html
-from core.group_comparison import mean_band
+from core.group_comparison import higher_is_better, mean_band
+from core.readable import number
 from core.store import Metrics
 
 #: Said on the slices' chart when the update from the checkpoint is zero, which flattens
@@ -73,7 +81,7 @@ def range_test_figure(curve: RangeTest) -> go.Figure:
                 "y": [curve.smoothed[curve.suggested_at]],
                 "mode": "markers+text",
                 "name": "suggested",
-                "text": [f"{curve.suggestion:.3g}"],
+                "text": [f"{number(curve.suggestion, 3)}"],
                 "textposition": "top right",
                 "marker": {"size": 14, "symbol": "star", "color": PALETTE[2]},
                 "hovertemplate": hover.replace("<extra>", " (suggested)<extra>"),
@@ -87,12 +95,18 @@ def range_test_figure(curve: RangeTest) -> go.Figure:
 
 def group_figure(groups: Mapping[str, Sequence[Metrics]], key: str) -> go.Figure:
     """Each group of repeats (label → its runs' metrics) as the mean of `key` over its runs,
-    with a band of the 95% t-interval of that mean at each step (`mean_band`)."""
+    with a band of the 95% t-interval of that mean at each step (`mean_band`). An accuracy
+    reads in percent, as the verdict's "points" do, and its band stays within 0-100%: an
+    interval of few seeds can reach past what an accuracy can be."""
+    share = higher_is_better(key)
     traces: list[Trace] = []
     for i, (label, series) in enumerate(groups.items()):
         steps, mean, margin = mean_band(series, key)
         if not len(steps):
             continue
+        high, low = mean + margin, mean - margin
+        if share:
+            high, low = np.minimum(high, 1.0), np.maximum(low, 0.0)
         colour = run_colour(i)
         name = f"{escape_html(label)} ({len(series)} runs)"
         if not np.isnan(margin).all():
@@ -100,7 +114,7 @@ def group_figure(groups: Mapping[str, Sequence[Metrics]], key: str) -> go.Figure
                 {
                     "type": "scatter",
                     "x": np.concatenate([steps, steps[::-1]]),
-                    "y": np.concatenate([mean + margin, (mean - margin)[::-1]]),
+                    "y": np.concatenate([high, low[::-1]]),
                     "fill": "toself",
                     "fillcolor": colour,
                     "opacity": 0.2,
@@ -120,13 +134,15 @@ def group_figure(groups: Mapping[str, Sequence[Metrics]], key: str) -> go.Figure
                 "name": name,
                 "legendgroup": label,
                 "line": {"color": colour},
-                "hovertemplate": "step %{x:,}<br>mean %{y:"
-                + HOVER_FORMAT
-                + "}<extra>%{fullData.name}</extra>",
+                "hovertemplate": "step %{x:,}<br>mean %{y}<extra>%{fullData.name}</extra>",
             }
         )
     title = f"{key}: group means, 95% t-bands"  # the legend says how many runs each
-    yaxis = {"title": {"text": key}, "tickformat": TICK_FORMAT}
+    yaxis = {
+        "title": {"text": key},
+        "tickformat": PERCENT_TICK_FORMAT if share else TICK_FORMAT,
+        "hoverformat": PERCENT_HOVER_FORMAT if share else HOVER_FORMAT,
+    }
     return figure(f"groups/{key}", title, traces, yaxis=yaxis)
 
 

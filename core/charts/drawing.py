@@ -7,7 +7,6 @@ figure marks its runs' live knob changes and divergence."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -47,8 +46,6 @@ def draw(charts: Mapping[str, Chart], runs: Sequence[RunView]) -> dict[str, go.F
     when it is `split` and several runs have something to draw in it; every figure shows
     only its runs' marks."""
     several = len(runs) > 1
-    if len(runs) == 1:  # one run's lines tell apart by colour (see `RunView.tint`)
-        runs = [dataclasses.replace(runs[0], alone=True)]
     marks = [marks_of(run) for run in runs]
     figures = {}
     for key, chart in charts.items():
@@ -100,7 +97,7 @@ def y_axis(chart: Chart, traces: Sequence[Trace]) -> dict[str, Any]:
     if bounds is not None:
         axis["range"] = list(bounds)
     if log:
-        axis |= log_ticks(None if bounds is None else bounds[1] - bounds[0])
+        axis |= log_ticks(None) if bounds is None else log_ticks(bounds[1] - bounds[0], bounds[0])
     return axis
 
 

@@ -67,9 +67,10 @@ def _left(first: Mapping[str, Any]) -> int:
 
 
 def _categorical_dimension(key: str, values: Sequence[object]) -> dict[str, Any]:
-    """A parallel axis with a tick per category, in sorted order."""
+    """A parallel axis with a tick per category, in sorted order (numbers, as seeds are,
+    by value: 2 before 10)."""
     labels = ["—" if v is None else str(v) for v in values]
-    categories = sorted(set(labels))
+    categories = sorted(set(labels), key=_in_order)
     return {
         "label": key,
         "values": [categories.index(label) for label in labels],
@@ -77,6 +78,14 @@ def _categorical_dimension(key: str, values: Sequence[object]) -> dict[str, Any]
         "ticktext": [escape_html(category) for category in categories],  # a dataset's path
         "range": [-0.5, len(categories) - 0.5],  # a single category too has an extent
     }
+
+
+def _in_order(label: str) -> tuple[bool, float, str]:
+    """Numbers first, by value; then text, alphabetically."""
+    try:
+        return False, float(label), label
+    except ValueError:
+        return True, 0.0, label
 
 
 def _numeric_dimension(

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from core.charts.drawing import Chart, draw
 from core.charts.layout import figure
-from core.charts.style import TOTAL_COLOUR
+from core.charts.style import DASHES, TOTAL_COLOUR
 from core.charts.traces import RunView, Trace, Traces, layer_lines, metric_line, reference
 from core.escaping import escape_html
 from core.series import downsample
@@ -55,8 +55,11 @@ def instrument_figures(runs: Sequence[RunView]) -> dict[str, go.Figure]:
         {key: _chart(spec) for key, spec in charts.items() if isinstance(spec, LineChart)}, runs
     )
     histograms = [e for e in runs[0].events if e.kind == HISTOGRAM_EVENT] if runs else []
+    first = runs[0].text if runs else ""
     return {
-        key: _heat_strip(key, spec, histograms) if isinstance(spec, HeatStrip) else drawn[key]
+        key: _heat_strip(key, spec, histograms, first)
+        if isinstance(spec, HeatStrip)
+        else drawn[key]
         for key, spec in charts.items()
     }
 
@@ -77,33 +80,39 @@ def _traces(lines: Sequence[Line], references: Sequence[Reference]) -> Traces:
     """A run's `lines`, then, when they show something, its `references`."""
 
     def traces(run: RunView, i: int) -> list[Trace]:
-        drawn = [t for k, line in enumerate(lines) for t in _line(run, line, run.tint(i, k))]
+        drawn = [
+            t for k, line in enumerate(lines) for t in _line(run, i, line, DASHES[k % len(DASHES)])
+        ]
         if drawn:
-            for k, ref in enumerate(references, start=len(lines)):
+            for ref in references:  # dotted step lines in the run's colour
                 points = ref.points(run)
                 if points is not None:
-                    drawn.append(reference(run, ref.name, *downsample(*points), run.tint(i, k)))
+                    drawn.append(reference(run, ref.name, *downsample(*points), run.tint(i)))
         return drawn
 
     return traces
 
 
-def _line(run: RunView, line: Line, colour: str) -> list[Trace]:
-    """The traces of one declared line of `run`, in the run's `colour` unless per layer or
-    a total."""
+def _line(run: RunView, i: int, line: Line, dash: str) -> list[Trace]:
+    """The traces of one declared line of `run`, the `i`-th of its chart: in the run's
+    colour and `dash`, per layer in shades of it, a total in `TOTAL_COLOUR`."""
     markers, lines = line.markers, line.lines
     if line.per_layer:
-        return layer_lines(run, line.key, markers=markers, lines=lines)
+        return layer_lines(run, i, line.key, markers=markers, lines=lines)
     if line.total:
         return metric_line(
             run, line.key, line.name, TOTAL_COLOUR, markers=markers, lines=lines, legend=line.name
         )
-    return metric_line(run, line.key, line.name, colour, markers=markers, lines=lines)
+    return metric_line(
+        run, line.key, line.name, run.tint(i), dash=dash, markers=markers, lines=lines
+    )
 
 
-def _heat_strip(key: str, spec: HeatStrip, events: Sequence[Event]) -> go.Figure:
-    """One heatmap: a band of magnitude bins per layer, stacked, with steps across."""
-    kind, title = spec.kind, spec.title
+def _heat_strip(key: str, spec: HeatStrip, events: Sequence[Event], run: str) -> go.Figure:
+    """One heatmap of the run labelled `run` (as charts show it): a band of magnitude bins
+    per layer, stacked, with steps across; its title names the run, since it draws one
+    run of those watched."""
+    kind, title = spec.kind, f"{spec.title} · {run}" if run else spec.title
     if not events:
         return figure(key, title, [])
     edges = events[0].payload["edges"]

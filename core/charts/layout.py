@@ -4,6 +4,8 @@ the ticks of a log axis."""
 
 from __future__ import annotations
 
+import math
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -12,6 +14,7 @@ import plotly.graph_objects as go
 from core.charts.marks import Mark, mark_layers
 from core.charts.style import STEP_HOVER_FORMAT
 from core.charts.traces import Trace
+from core.escaping import escape_html
 
 # A horizontal legend under the plot: a chart keeps its whole width for the lines. It sits
 # at the figure's foot (placed in the container), and the plot shrinks to make room for
@@ -96,12 +99,22 @@ def guide(y: float) -> dict[str, Any]:
     }
 
 
-def log_ticks(decades: float | None) -> dict[str, Any]:
-    """Where a log axis spanning `decades` (None: no data yet) puts its ticks; the tick
-    format labels each in full. Left to Plotly, an axis over a few decades labels 2 and 5
-    between them with their mantissas alone."""
+def said(why: str, width: int = 48) -> str:
+    """A sentence on an empty chart (why it is empty), capitalised and in lines of at most
+    `width` characters: a Plotly annotation does not wrap, and a long one is cut."""
+    lines = textwrap.wrap(escape_html(why[:1].upper() + why[1:]), width)
+    return "<br>".join(lines)
+
+
+def log_ticks(decades: float | None, low: float | None = None) -> dict[str, Any]:
+    """Where a log axis spanning `decades` from log₁₀ `low` (None: no data yet) puts its
+    ticks; the tick format labels each in full. Left to Plotly, an axis over a few decades
+    labels 2 and 5 between them with their mantissas alone, and one within a decade labels
+    every digit, 0.8 and 0.9 overlapping in a projector's type."""
     if decades is not None and decades < 1:
-        return {}  # Plotly's own ticks within a decade: 0.2, 0.3, 0.4 …
+        if low is None:
+            return {}
+        return {"tickvals": _within_a_decade(low, low + decades)}
     if decades is not None and decades < 3:
         return {"dtick": "D2"}  # 1, 2 and 5 of each decade
     # Whole decades, about 8 labels at most, with unlabelled minor ticks between, labelled
@@ -109,3 +122,16 @@ def log_ticks(decades: float | None) -> dict[str, Any]:
     minor = {"dtick": "D1", "ticks": "outside", "ticklen": 3, "showgrid": False}
     powers = {"tickformat": "", "exponentformat": "power"}
     return {"dtick": max(1, round((decades or 0) / 8)), "minor": minor, **powers}
+
+
+def _within_a_decade(low: float, high: float) -> list[float]:
+    """Ticks for a log axis from log₁₀ `low` to `high`, less than a decade apart: the
+    round values 1, 2, 3 and 5 of each decade in range (at least 0.18 decade apart), or,
+    for a span so short that fewer than two fall in it, every digit's."""
+    decades = range(math.floor(low), math.ceil(high) + 1)
+    for mantissas in ((1, 2, 3, 5), tuple(range(1, 10))):
+        ticks = [m * 10.0**d for d in decades for m in mantissas]
+        shown = [t for t in ticks if low <= math.log10(t) <= high]
+        if len(shown) >= 2:
+            return shown
+    return shown

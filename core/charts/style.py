@@ -6,6 +6,10 @@ from core import readable
 
 PALETTE = ("#f5a524", "#4cc9f0", "#f72585", "#80ed99", "#b388eb", "#ff8c42", "#90a4ae", "#ffd166")
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+# A run's layers: shades of its colour from this much white to this much black (on the
+# dark page, darker than that fades into the background), in dashes that cycle.
+LIGHTEST, DARKEST = 0.55, 0.35
+LAYER_DASHES = ("solid", "dash", "dot")
 TOTAL_COLOUR = "#e0e0e0"  # a sum over layers, drawn among the layers' palette colours
 # The `meta` of a trace that draws a reference (a radius, a threshold): always in range.
 REFERENCE = "reference"
@@ -25,13 +29,6 @@ def run_colour(index: int) -> str:
     return PALETTE[index % len(PALETTE)]
 
 
-def series_colour(colour: str, series: int) -> str:
-    """The colour of the `series`-th series of a run drawn alone in `colour`: its own for
-    the first, then the palette's next ones, so that one run's lines tell apart."""
-    start = PALETTE.index(colour) if colour in PALETTE else -1
-    return colour if series == 0 else PALETTE[(start + series) % len(PALETTE)]
-
-
 class ColourBook:
     """A colour for each run, the same on every chart for as long as the book is kept
     (a dashboard session): a run seen for the first time takes the palette colour that
@@ -47,10 +44,23 @@ class ColourBook:
         return self._colours[run_id]
 
 
-def layer_style(index: int) -> tuple[str, str]:
-    """(colour, dash) of the `index`-th layer of a chart of one run: past the palette, the
-    colours come round again with another dash."""
-    return PALETTE[index % len(PALETTE)], DASHES[index // len(PALETTE) % len(DASHES)]
+def layer_style(colour: str, index: int, count: int) -> tuple[str, str]:
+    """(colour, dash) of the `index`-th of a run's `count` layers, the run drawn in
+    `colour`: a shade of it, from light (the first layer) to dark (the last), so that the
+    run keeps its colour and the shade says where in the network a layer sits; the dash
+    cycles, so that neighbouring layers differ by more than a shade."""
+    place = index / (count - 1) if count > 1 else 0.5  # 0 first, 1 last; the middle: 0.5
+    amount = LIGHTEST * (1 - 2 * place) if place < 0.5 else -DARKEST * (2 * place - 1)
+    return shade(colour, amount), LAYER_DASHES[index % len(LAYER_DASHES)]
+
+
+def shade(colour: str, amount: float) -> str:
+    """`colour` (`#rrggbb`) mixed with white by `amount` when it is above 0, with black by
+    −`amount` when below: a sequential palette of one hue."""
+    red, green, blue = (int(colour[k : k + 2], 16) for k in (1, 3, 5))
+    towards = 255 if amount > 0 else 0
+    mixed = (round(c + (towards - c) * abs(amount)) for c in (red, green, blue))
+    return "#{:02x}{:02x}{:02x}".format(*mixed)
 
 
 def number(value: object) -> str:

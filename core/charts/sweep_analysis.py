@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import plotly.graph_objects as go
 
-from core.charts.layout import figure, log_ticks
+from core.charts.layout import NO_DATA, figure, log_ticks, said
 from core.charts.style import HOVER_FORMAT, PALETTE, TICK_FORMAT
 from core.charts.traces import Trace
 
@@ -113,12 +113,13 @@ def slice_figure(study: optuna.Study, knob: str, target: str) -> go.Figure:
 
 
 def importance_figure(
-    found: Mapping[str, Sequence[Importance]], labels: Mapping[str, str]
+    found: Mapping[str, Sequence[Importance]], labels: Mapping[str, str], untold: str = ""
 ) -> go.Figure:
     """Each knob's importance by each method (`optuna.importance` on all trials, by
     `core.sweep.analysis.importances`), as bars with their bootstrap interval; the most
     important knob (by the first method) on top. `found`: method → importances;
-    `labels`: method → its name on the chart."""
+    `labels`: method → its name on the chart; `untold`: why none is told, said on the
+    chart when none is (`Importances.untold`)."""
     order = next((items for items in found.values() if items), [])
     knobs = [item.name for item in order][::-1]
     traces: list[Trace] = []
@@ -153,6 +154,7 @@ def importance_figure(
         xaxis={"title": {"text": "importance"}, "range": [0, 1.05], "hoverformat": HOVER_FORMAT},
         yaxis={"categoryorder": "array", "categoryarray": knobs, "automargin": True},
         height=max(220, 100 + 40 * len(knobs) * max(len(traces), 1)),
+        empty=said(untold) if untold else NO_DATA["text"],
     )
     chart.update_layout(barmode="group")
     return chart
@@ -236,7 +238,7 @@ def _axis(drawn: dict[str, Any]) -> dict[str, Any]:
         axis.pop("tickformat")
     if axis.get("type") == "log":
         low, high = axis.get("range") or (None, None)
-        axis |= log_ticks(None if low is None else high - low)
+        axis |= log_ticks(None) if low is None else log_ticks(high - low, low)
     return axis
 
 

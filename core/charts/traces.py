@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from core.charts.style import REFERENCE, layer_style, run_colour, series_colour
+from core.charts.style import REFERENCE, layer_style, run_colour
 from core.escaping import escape_html
 from core.series import Envelope, SeriesKey, downsample, envelope, logged_of
 from core.store import Event, Metrics
@@ -33,19 +33,17 @@ class RunView:
     history: Metrics | None = None
     checkpoints: Sequence[int] = ()  # the steps it can be forked or resumed from
     colour: str | None = None  # its own on every chart (see `ColourBook`), if it has one
-    alone: bool = False  # the only run of its chart: its series take colours of their own
 
     @property
     def text(self) -> str:
         """The label as a chart shows it: as typed (see `escape_html`)."""
         return escape_html(self.label)
 
-    def tint(self, index: int, series: int = 0) -> str:
-        """The colour of its `series`-th series, as the `index`-th run of a chart: the
-        run's colour (its own, else the palette's `index`-th); alone in a chart, each
-        further series in the palette's next colour (see `series_colour`)."""
-        colour = self.colour or run_colour(index)
-        return series_colour(colour, series) if self.alone else colour
+    def tint(self, index: int) -> str:
+        """Its colour as the `index`-th run of a chart: its own, else the palette's
+        `index`-th. A run has one colour on every chart, whatever else the chart shows:
+        its series tell apart by their dashes, its layers by shades of it."""
+        return self.colour or run_colour(index)
 
 
 def metric_line(
@@ -109,13 +107,15 @@ def band(
 
 
 def layer_lines(
-    run: RunView, statistic: str, *, markers: bool = False, lines: bool = True
+    run: RunView, index: int, statistic: str, *, markers: bool = False, lines: bool = True
 ) -> list[Trace]:
-    """Traces of `statistic` of every layer (or task) of a run, named by the layer
-    alone, each with its own colour (and, past the palette, its own dash)."""
+    """Traces of `statistic` of every layer (or task) of a run, the `index`-th of its
+    chart, named by the layer alone, each in a shade of the run's colour and a dash of
+    its own (`layer_style`)."""
     traces = []
-    for j, layer in enumerate(logged_of(run.metrics.keys, statistic)):
-        colour, dash = layer_style(j)
+    layers = logged_of(run.metrics.keys, statistic)
+    for j, layer in enumerate(layers):
+        colour, dash = layer_style(run.tint(index), j, len(layers))
         traces += metric_line(
             run,
             SeriesKey(statistic, layer).format(),
@@ -130,9 +130,8 @@ def layer_lines(
 
 
 def per_layer(statistic: str) -> Traces:
-    """A chart's `layer_lines` of `statistic`: layers, not runs, get the colours (a chart
-    of layers draws a single run)."""
-    return lambda run, i: layer_lines(run, statistic)
+    """A chart's `layer_lines` of `statistic` (a chart of layers draws a single run)."""
+    return lambda run, i: layer_lines(run, i, statistic)
 
 
 def knob_reference(run: RunView, key: str, what: str, colour: str) -> list[Trace]:

@@ -12,6 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from core.charts.drawing import Chart, draw
+from core.charts.style import DASHES
 from core.charts.traces import (
     RunView,
     Trace,
@@ -121,12 +122,12 @@ def _accuracy(run: RunView, i: int) -> list[Trace]:
     """The accuracy, and a multi-task run's other tasks' (dotted, after their name)."""
     traces = _train_and_validation(run, i, "accuracy")
     others = sorted(logged_of(run.metrics.keys, "accuracy"))
-    for k, task in enumerate(others, start=1):
-        colour = run.tint(i, 2 * k)
+    for k, task in enumerate(others, start=1):  # in the run's colour, each a dash pair
+        dashes = DASHES[2 * k % len(DASHES)], DASHES[(2 * k + 1) % len(DASHES)]
         train, validation = SeriesKey("accuracy", task), SeriesKey("val_accuracy", task)
-        traces += metric_line(run, train.format(), task, colour, dash="dot")
+        traces += metric_line(run, train.format(), task, run.tint(i), dash=dashes[0])
         traces += metric_line(
-            run, validation.format(), f"{task} validation", colour, dash="dashdot"
+            run, validation.format(), f"{task} validation", run.tint(i), dash=dashes[1]
         )
     return traces
 
@@ -134,16 +135,16 @@ def _accuracy(run: RunView, i: int) -> list[Trace]:
 def _train_and_validation(run: RunView, i: int, key: str) -> list[Trace]:
     return [
         *metric_line(run, key, "train", run.tint(i)),
-        *metric_line(run, f"val_{key}", "validation", run.tint(i, 1), dash="dash", markers=True),
+        *metric_line(run, f"val_{key}", "validation", run.tint(i), dash="dash", markers=True),
     ]
 
 
 def _grad_norm(run: RunView, i: int) -> list[Trace]:
     traces = metric_line(run, "grad_norm", "before clipping", run.tint(i))
     if "clip_norm" in run.metrics:
-        after = run.tint(i, 1)
+        after = run.tint(i)
         traces += metric_line(run, "grad_norm_clipped", "after clipping", after, dash="dash")
-        traces += knob_reference(run, "clip_norm", "clip threshold", run.tint(i, 2))
+        traces += knob_reference(run, "clip_norm", "clip threshold", run.tint(i))
     return traces
 
 
@@ -164,7 +165,7 @@ def _param_norm(run: RunView, i: int) -> list[Trace]:
             run, key, "‖θ'‖ before projection" if proposed else "‖θ‖ after projection", colour
         ),
         *_projection_markers(run, key, colour),
-        *knob_reference(run, "radius", "radius", run.tint(i, 1)),  # drawn over the markers
+        *knob_reference(run, "radius", "radius", run.tint(i)),  # drawn over the markers
     ]
 
 

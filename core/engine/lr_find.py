@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from core.readable import number
 from core.store.metrics import Metrics
 from core.training.config import DEFAULTS, INSTRUMENT_FIELDS, LR_FIND, RunConfig
 
@@ -98,8 +99,8 @@ class Explosion:
         smoothed = self.average / (1 - WATCH_SMOOTHING**self.count)
         if self.count >= WATCH_FROM and smoothed > EXPLODES_AT * self.lowest:
             return (
-                f"the loss exploded: {smoothed:.4g} (smoothed) is over {EXPLODES_AT:g}× "
-                f"its lowest, {self.lowest:.4g}"
+                f"the loss exploded: {number(smoothed)} (smoothed) is over {EXPLODES_AT:g}× "
+                f"its lowest, {number(self.lowest)}"
             )
         self.lowest = min(self.lowest, smoothed)
         return None

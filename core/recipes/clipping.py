@@ -14,6 +14,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from core.readable import number
 from core.recipes.readings import finals, last_epoch, mean, series
 from core.recipes.recipe import (
     Arm,
@@ -103,10 +104,13 @@ class Clipping(Recipe):
             reproduced = "no"  # plain SGD trained, or a clipped run failed as plain ones do
         else:
             reproduced = "inconclusive"  # a run between "trained" and "did not train"
+        plain, clipped = (
+            number(numbers[f"loss ratio, {a} (worst)"], 2) for a in ("plain", "clipped")
+        )
         sentence = (
-            f"At η = {RATE:g}, plain SGD ended at {numbers['loss ratio, plain (worst)']:.2g}× "
+            f"At η = {RATE:g}, plain SGD ended at {plain}× "
             f"its first loss or more (val_accuracy {numbers['val_accuracy, plain (mean)']:.1%}); "
-            f"with clip_norm = {CLIP:g} at {numbers['loss ratio, clipped (worst)']:.2g}× or "
+            f"with clip_norm = {CLIP:g} at {clipped}× or "
             f"less (val_accuracy {numbers['val_accuracy, clipped (mean)']:.1%})."
         )
         return Judgement(reproduced, numbers, sentence)

@@ -61,6 +61,7 @@ import numpy as np
 
 from core.group_comparison import time_to_target
 from core.lazy import lazy_module
+from core.readable import number
 from core.recipes.readings import series, steps_per_epoch
 from core.recipes.recipe import (
     Arm,
@@ -286,7 +287,8 @@ class CriticalBatch(Recipe):
         "least-squares fit of log S = log S_min + log(1 + B_crit/B) gives B_crit, with its "
         f"{LEVEL:.0%} profile interval; B_simple is the noise-scale instrument's median at "
         f"batch {NOISE_BATCH}'s fastest rate while its training loss falls from "
-        f"{TARGET * BAND:.2g} to {TARGET / BAND:.2g}. The bend: how many times more a "
+        f"{number(TARGET * BAND, 2)} to {number(TARGET / BAND, 2)}. The bend: how many times "
+        "more a "
         "doubling of B cuts S below B_crit than beyond it, on average (1 "
         f"without a bend; the model's least, between adjacent doublings, {SMALLEST_BEND:g}), "
         f"with its {LEVEL:.0%} interval from the steps' noise. Reproduced when B_crit's "
@@ -410,18 +412,18 @@ def sentence(steps: np.ndarray, line: Fit, b_simple: float, shape: Bend) -> str:
     ends = (f"{s:.0f} steps" if math.isfinite(s) else "not reached" for s in steps[[0, -1]])
     text = (
         f"S is {next(ends)} at B = {BATCHES[0]} and {next(ends)} at {BATCHES[-1]}; the "
-        f"fit gives B_crit = {line.b_crit:.3g} ({LEVEL:.0%} interval "
-        f"{line.low:.3g} to {line.high:.3g}), S_min = {line.s_min:.3g}. B_simple = "
-        f"{b_simple:.3g} at the target"
+        f"fit gives B_crit = {number(line.b_crit, 3)} ({LEVEL:.0%} interval "
+        f"{number(line.low, 3)} to {number(line.high, 3)}), S_min = {number(line.s_min, 3)}. "
+        f"B_simple = {number(b_simple, 3)} at the target"
     )
     if 0 < line.b_crit < math.inf:
-        text += f", {b_simple / line.b_crit:.3g}× B_crit"
+        text += f", {number(b_simple / line.b_crit, 3)}× B_crit"
     if math.isnan(shape.ratio):
         return f"{text}. No bend to measure: fewer than two batches lie on one side of B_crit."
     return (
         f"{text}. A doubling cuts S by {shape.below:.2f}× below B_crit, {shape.beyond:.2f}× "
-        f"beyond: a bend of {shape.ratio:.3g} ({LEVEL:.0%} interval {shape.low:.3g} to "
-        f"{shape.high:.3g})."
+        f"beyond: a bend of {number(shape.ratio, 3)} ({LEVEL:.0%} interval "
+        f"{number(shape.low, 3)} to {number(shape.high, 3)})."
     )
 
 

@@ -16,6 +16,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from core.readable import number
 from core.recipes.readings import series
 from core.recipes.recipe import Arm, Control, Judgement, Paper, Recipe, Results, digits_mlp, said
 
@@ -96,8 +97,8 @@ class EdgeOfStability(Recipe):
         near = all(abs(m * r / 2 - 1) <= TOLERANCE for m, r in zip(medians, RATES, strict=True))
         doubled = RATIO[0] <= ratio <= RATIO[1]
         sentence = (
-            f"Late median sharpness {medians[0]:.3g} at η = {RATES[0]:g} (2/η = "
-            f"{2 / RATES[0]:g}) and {medians[1]:.3g} at η = {RATES[1]:g} (2/η = "
+            f"Late median sharpness {number(medians[0], 3)} at η = {RATES[0]:g} (2/η = "
+            f"{2 / RATES[0]:g}) and {number(medians[1], 3)} at η = {RATES[1]:g} (2/η = "
             f"{2 / RATES[1]:g}): {medians[0] * RATES[0] / 2:.0%} and "
             f"{medians[1] * RATES[1] / 2:.0%} of 2/η, a ratio of {ratio:.2f}."
         )

@@ -36,6 +36,7 @@ from typing import ClassVar
 import numpy as np
 
 from core.data import synthetic as quadratic
+from core.readable import number
 from core.recipes.readings import final, series, steps_to
 from core.recipes.recipe import (
     Arm,
@@ -63,7 +64,7 @@ TOLERANCE = 0.05  # β*'s measured rate within ±5% of ρ*
 
 def key(momentum: float) -> str:
     """`β* = 0.669` for the optimal momentum, else `β = 0.8`."""
-    return f"β* = {momentum:.3g}" if momentum == BEST_MOMENTUM else f"β = {momentum:g}"
+    return f"β* = {number(momentum, 3)}" if momentum == BEST_MOMENTUM else f"β = {momentum:g}"
 
 
 def fitted_rate(metrics: Metrics, until: float) -> float:
@@ -93,13 +94,13 @@ class HeavyBall(Recipe):
     )
     measure = (
         f"Full-batch SGD with momentum on the linear model's squared error on `quadratic` "
-        f"(κ = {quadratic.KAPPA:g}), at η* = {LEARNING_RATE:.3g} with β = "
-        f"{', '.join(f'{m:.3g}' for m in MOMENTA)} ({STEPS} steps): the steps each run "
+        f"(κ = {quadratic.KAPPA:g}), at η* = {number(LEARNING_RATE, 3)} with β = "
+        f"{', '.join(f'{number(m, 3)}' for m in MOMENTA)} ({STEPS} steps): the steps each run "
         f"takes to a loss ≤ {TARGET:g} × its first (never, if it diverges), and the rate "
         "ρ = exp(slope/2) of a line through log loss over the later half of those steps. "
-        f"Reproduced when β* = {BEST_MOMENTUM:.3g} gets there first, every other β taking "
+        f"Reproduced when β* = {number(BEST_MOMENTUM, 3)} gets there first, every other β taking "
         f"≥ {MARGIN:.0%} more steps, and its ρ is within ±{TOLERANCE:.0%} of "
-        f"(√κ − 1)/(√κ + 1) = {RATE:.3g}; not when another β is as fast, β* never gets "
+        f"(√κ − 1)/(√κ + 1) = {number(RATE, 3)}; not when another β is as fast, β* never gets "
         "there, or its ρ is off; inconclusive when β* is first by less than the margin."
     )
     charts: ClassVar[tuple[str, ...]] = ("loss", "grad_norm")
@@ -171,16 +172,16 @@ def _sentence(
         count = steps[momentum]
         return "never" if math.isinf(count) else f"in {count:.0f} steps"
 
-    at = f"η* = {LEARNING_RATE:.3g}"
+    at = f"η* = {number(LEARNING_RATE, 3)}"
     if math.isfinite(trained_at) and not math.isclose(trained_at, LEARNING_RATE, rel_tol=1e-6):
-        at = f"η = {trained_at:.3g} ({at})"
+        at = f"η = {number(trained_at, 3)} ({at})"
     grew = [key(m) for m, rate in rates.items() if rate > 1]
     return (
         f"At {at}, {key(BEST_MOMENTUM)} reached {TARGET:g} × its first loss "
         f"{took(BEST_MOMENTUM)}, the next best ({key(runner_up)}) {took(runner_up)}"
         + (f"; the loss grew at {' and '.join(grew)}" if grew else "")
-        + f". β*'s √loss fell by {rates[BEST_MOMENTUM]:.3g} a step, the closed form's "
-        f"(√κ − 1)/(√κ + 1) = {RATE:.3g}."
+        + f". β*'s √loss fell by {number(rates[BEST_MOMENTUM], 3)} a step, the closed form's "
+        f"(√κ − 1)/(√κ + 1) = {number(RATE, 3)}."
     )
 
 

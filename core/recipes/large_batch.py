@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
+from core.readable import number
 from core.recipes.readings import comparable, finals, mean, paired_test
 from core.recipes.recipe import Arm, Control, Judgement, Paper, Recipe, Results, digits_mlp
 from core.training.instruments.sharpness import LOSS
@@ -93,10 +94,11 @@ class LargeBatch(Recipe):
         test = paired_test(comparable(large, "sharpness"), comparable(small, "sharpness"))
         numbers |= test.numbers("difference (large − small)")
         sentence = (
-            f"Final sharpness {numbers['sharpness, large batch (mean)']:.3g} at batch {LARGE} "
-            f"against {numbers['sharpness, small batch (mean)']:.3g} at batch {SMALL}: a "
-            f"difference of {test.mean:.3g}{test.interval_text()}, at training losses "
-            f"{losses[0]:.3g} and {losses[1]:.3g}"
+            f"Final sharpness {number(numbers['sharpness, large batch (mean)'], 3)} at batch "
+            f"{LARGE} against {number(numbers['sharpness, small batch (mean)'], 3)} at batch "
+            f"{SMALL}: a "
+            f"difference of {number(test.mean, 3)}{test.interval_text()}, at training losses "
+            f"{number(losses[0], 3)} and {number(losses[1], 3)}"
         )
         if not 1 / LIKE_LOSS <= ratio <= LIKE_LOSS:  # NaN too: a diverged arm
             sentence += f", more than {LIKE_LOSS:g}× apart: not comparable."

@@ -14,6 +14,7 @@ from typing import ClassVar
 import numpy as np
 
 from core.engine.lr_find import RangeTest, range_test_config
+from core.readable import number
 from core.recipes.readings import comparable
 from core.recipes.recipe import Arm, Control, Judgement, Outcome, Paper, Recipe, Results, digits_mlp
 
@@ -85,7 +86,7 @@ class LrRangeTest(Recipe):
         else:
             reproduced = "no" if rank > len(RATES) // 2 else "inconclusive"
         sentence = (
-            f"The range test suggests η = {suggestion:.3g}; the nearest rate of the sweep, "
+            f"The range test suggests η = {number(suggestion, 3)}; the nearest rate of the sweep, "
             f"{nearest:g}, ranks {rank:g} of {len(ranked)} by val_loss, ties against it "
             f"(best: {', '.join(f'{r:g}' for r in ranked[:BEST])})."
         )

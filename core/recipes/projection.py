@@ -19,6 +19,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from core.readable import number
 from core.recipes.readings import final, series
 from core.recipes.recipe import Arm, Control, Judgement, Paper, Recipe, Results, digits_mlp, said
 
@@ -90,7 +91,7 @@ class Projection(Recipe):
                 numbers[f"val_accuracy, {key(radius)}"] = final(metrics, "val_accuracy")
             numbers[f"max ‖θ‖, {key(radius)}"] = largest
             numbers[f"gap val_loss − loss, {key(radius)}"] = gap
-            gaps.append(f"{gap:.3g} ({key(radius)})")
+            gaps.append(f"{number(gap, 3)} ({key(radius)})")
             if radius is not None:
                 held.append(largest <= radius * (1 + SLACK))
         sentence = (

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.group_comparison import paired_interval
+from core.readable import number
 from core.recipes.recipe import Outcome, RunResult
 from core.store import Metrics
 
@@ -114,7 +115,7 @@ class PairedTest:
         """`(95% interval 0.03 to 1.5, seed for seed)`, or nothing without an interval."""
         if self.low is None or self.high is None:
             return ""
-        return f" (95% interval {self.low:.3g} to {self.high:.3g}, seed for seed)"
+        return f" (95% interval {number(self.low, 3)} to {number(self.high, 3)}, seed for seed)"
 
     def outcome(self, smallest: float) -> Outcome:
         """What the test says of a claim that A is larger: `yes` when the interval lies

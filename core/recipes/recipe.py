@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from core.readable import number
 from core.recipes.probe import Probe
 from core.store import Metrics
 from core.training.config import INSTRUMENT_FIELDS, RunConfig
@@ -142,7 +143,7 @@ class Verdict:
         else:
             head = f"reproduced: {self.reproduced}"
         lines = [head, self.sentence]
-        lines += [f"  {name} = {format_number(value)}" for name, value in self.numbers.items()]
+        lines += [f"  {name} = {number(value)}" for name, value in self.numbers.items()]
         return "\n".join(lines)
 
 
@@ -221,8 +222,3 @@ def digits_mlp(**fields: Any) -> RunConfig:
     """A quiet run of the MLP on digits (bundled, 1,438 training examples): what most
     recipes train."""
     return quiet_run(**{"dataset": "digits", "model": "mlp", **fields})
-
-
-def format_number(value: float) -> str:
-    """4 significant digits; `nan` for a number not measured (yet)."""
-    return "nan" if math.isnan(value) else f"{value:.4g}"

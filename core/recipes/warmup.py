@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from core.readable import number
 from core.recipes.readings import comparable, finals, mean, paired_test
 from core.recipes.recipe import Arm, Control, Judgement, Paper, Recipe, Results, digits_mlp
 
@@ -86,11 +87,11 @@ class Warmup(Recipe):
         test = paired_test(comparable(cold, "val_loss"), comparable(warm, "val_loss"))
         numbers |= test.numbers("difference (no warmup − warmup)")
         sentence = (
-            f"Final val_loss {numbers['val_loss, no warmup (mean)']:.3g} without warmup "
-            f"against {numbers['val_loss, warmup (mean)']:.3g} with it (val_accuracy "
+            f"Final val_loss {number(numbers['val_loss, no warmup (mean)'], 3)} without warmup "
+            f"against {number(numbers['val_loss, warmup (mean)'], 3)} with it (val_accuracy "
             f"{numbers['val_accuracy, no warmup (mean)']:.1%} against "
             f"{numbers['val_accuracy, warmup (mean)']:.1%}): a difference of "
-            f"{test.mean:.3g}{test.interval_text()}."
+            f"{number(test.mean, 3)}{test.interval_text()}."
         )
         return Judgement(test.outcome(SMALLEST), numbers, sentence)
 

@@ -1,7 +1,8 @@
 """Runs and trials as rows of settings against a result: what Compare and Sweep tabulate
 and draw as parallel coordinates.
 
-A column whose values are all numbers is numeric; any other column (a bool, a name such
+A column whose values are all numbers is numeric, unless its numbers name rather than
+measure (a seed: seed 3 is not "more" than seed 2); any other column (a bool, a name such
 as the optimizer) is categorical, its values as text. Importing this module imports
 neither TensorFlow nor Optuna.
 """
@@ -16,6 +17,8 @@ from core.data import files
 
 #: Run fields that label or locate a run rather than change how it trains.
 LABELS: Final = frozenset({"name", "data_dir", "group"})
+#: Run fields whose numbers are names: drawn as categories, one tick each.
+NAMES: Final = frozenset({"seed"})
 Coordinate = float | str
 
 
@@ -56,14 +59,14 @@ def parallel_rows(
     setting that is off (None) is left out of its row."""
     columns = [*keep, *(key for key in varying(rows) if key not in keep)]
     return [
-        {key: _coordinate(row[key]) for key in columns if row.get(key) is not None}
+        {key: _coordinate(key, row[key]) for key in columns if row.get(key) is not None}
         | {target: math.nan if value is None else float(value)}
         for row, value in zip(rows, values, strict=True)
     ]
 
 
-def _coordinate(value: Any) -> Coordinate:
-    if _number(value):
+def _coordinate(key: str, value: Any) -> Coordinate:
+    if _number(value) and key not in NAMES:
         return float(value)
     # true/false, as a sweep's choices spell them
     return str(value).lower() if isinstance(value, bool) else str(value)

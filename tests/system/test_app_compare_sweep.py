@@ -237,6 +237,10 @@ def start_from_the_form(at: AppTest, seed: int | None) -> None:
     at.number_input(key="sweep:seed").set_value(seed).run()
     at.button(key="sweep:start").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
+    # Folded once it started, under a new key (a new expander: the browser's open one is
+    # not told to close): its progress, drawn below the form, comes into view.
+    (form,) = [e for e in at.expander if e.label == "New sweep"]
+    assert not form.proto.expanded and not form.proto.default_expanded
 
 
 @pytest.mark.usefixtures("sweeps")  # which stops the sweeps the form starts

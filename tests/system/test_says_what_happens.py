@@ -125,6 +125,14 @@ def trained(lab: Lab, runs: dict[str, str]) -> dict[str, str]:
     return runs
 
 
+def computed_landscape(lab: Lab, run_id: str) -> str:
+    """`run_id`, once the landscape around its last checkpoint (step 40) is computed."""
+    if lab.client.landscape(run_id, 40) is None:
+        lab.client.ask_landscape(run_id, 40)
+        wait_for(lambda: lab.client.landscape(run_id, 40), 120, "the landscape", interval=0.2)
+    return run_id
+
+
 def shown_text(page: Any) -> str:
     return page.evaluate(SHOWN_TEXT)
 
@@ -143,10 +151,12 @@ def charts_drawn(page: Any, *, with_data: bool = False) -> None:
     )
 
 
-def opened(browser: Any, url: str, errors: list[str] | None = None) -> Any:
+def opened(
+    browser: Any, url: str, errors: list[str] | None = None, viewport: dict | None = None
+) -> Any:
     """A page on `url` once its script has run, its console's errors and uncaught
     exceptions going to `errors` (but Streamlit's own probes')."""
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = browser.new_page(viewport=viewport or {"width": 1400, "height": 1000})
     if errors is not None:
         page.on("pageerror", lambda error: errors.append(str(error)))
         page.on(
@@ -227,9 +237,7 @@ def test_the_landscape_of_a_last_checkpoint_says_its_batch_and_why_it_is_flat(
     """A cosine schedule ends at η = 0: the loss along the last update is flat, which the
     chart now says. The caption said "on the batch of step 41" of a 40-step run, and the
     plane's second axis reused η, the learning rate's letter."""
-    run_id = trained["cosine"]
-    lab.client.ask_landscape(run_id, 40)
-    wait_for(lambda: lab.client.landscape(run_id, 40), 120, "the landscape", interval=0.2)
+    run_id = computed_landscape(lab, trained["cosine"])
     page = opened(browser, f"{lab.url}{nav.LIVE.url}?runs={run_id}")
     page.get_by_text("Loss landscape").click()
     page.get_by_text("Flat along the update").wait_for(timeout=scaled(60_000))
@@ -238,3 +246,141 @@ def test_the_landscape_of_a_last_checkpoint_says_its_batch_and_why_it_is_flat(
     assert "step 41" not in text
     assert "random direction δ₁" in text and "random direction δ₂" in text
     assert "random direction η" not in text
+
+
+# At a projector's 1024×768 ---------------------------------------------------------------
+
+PROJECTOR = {"width": 1024, "height": 768}
+# Each chart shown on the page, as drawn: its title's and plot's boxes, its y tick labels'
+# boxes, its legend's entries, and each trace's name and line colour.
+CHARTS = """() => [...document.querySelectorAll('.js-plotly-plot')].filter(
+        plot => plot.getBoundingClientRect().height > 0  // not one on its way out
+    ).map(plot => {
+    const box = element => { const r = element.getBoundingClientRect();
+        return {left: r.left, right: r.right, top: r.top, bottom: r.bottom}; };
+    const title = plot.querySelector('.gtitle');
+    return {
+        chart: box(plot),
+        title: title ? title.textContent : '',
+        titleBox: title ? box(title) : null,
+        plot: box(plot.querySelector('.nsewdrag')),
+        yticks: [...plot.querySelectorAll('.ytick text')].filter(
+            t => t.textContent && t.getAttribute('opacity') !== '0').map(box),
+        legend: plot.querySelectorAll('.legend .traces').length,
+        traces: (plot._fullData || []).map(t => ({name: t.name, colour: t.line && t.line.color,
+            shown: t.showlegend})),
+    };
+})"""
+
+
+# A title each group of Live's charts has, and the others do not.
+GROUP_TITLES = {"Training": "Loss", "Per layer": "per layer", "Instruments": "initial weights"}
+
+
+def show_group(page: Any, group: str) -> None:
+    """Picks Live's `group` of charts, and waits until they are drawn."""
+    page.get_by_text(group, exact=True).first.click()
+    page.wait_for_function(
+        """(title) => [...document.querySelectorAll('.gtitle')].some(
+            t => t.textContent.includes(title))""",
+        arg=GROUP_TITLES[group],
+        timeout=scaled(60_000),
+    )
+    charts_drawn(page)
+
+
+def charts_on(page: Any) -> list[dict[str, Any]]:
+    return page.evaluate(CHARTS)
+
+
+def overlapping(boxes: list[dict[str, float]]) -> bool:
+    """Whether any two boxes overlap (tick labels that a reader cannot tell apart)."""
+    return any(
+        a["top"] < b["bottom"] and b["top"] < a["bottom"] and a["left"] < b["right"]
+        and b["left"] < a["right"]
+        for i, a in enumerate(boxes)
+        for b in boxes[i + 1 :]
+    )  # fmt: skip
+
+
+def test_home_at_1024_cuts_no_button(lab: Lab, trained: dict[str, str], browser: Any) -> None:
+    """Home's six run buttons were cut to "W…", "Co…", "Cl…", "Re…", "T…", "D…"."""
+    errors: list[str] = []
+    page = opened(browser, lab.url, errors, PROJECTOR)
+    cut = page.evaluate(
+        """() => [...document.querySelectorAll('[data-testid="stMain"] button')]
+            .flatMap(b => [...b.querySelectorAll('p')])
+            .filter(p => p.scrollWidth > p.clientWidth + 1).map(p => p.textContent)"""
+    )
+    labels = page.locator("[data-testid='stMain'] button").all_inner_texts()
+    assert {"Watch live", "Compare", "Clone into Train", "Resume"} <= {
+        line.strip() for text in labels for line in text.splitlines()
+    }
+    assert cut == [] and errors == []
+
+
+def test_the_presentation_view_of_three_runs_at_1024_reads_from_the_back(
+    lab: Lab, trained: dict[str, str], browser: Any
+) -> None:
+    """One legend for the view (the runs by colour, the series by line), no chart's own;
+    plots at least 200 px tall; no two y tick labels on each other; a colour a run on
+    every tab; no console error. With three runs the first plot was 100 px tall under six
+    legend entries, and log ticks overlapped (2 over 1, 0.2 over 0.1)."""
+    errors: list[str] = []
+    ids = ",".join(trained.values())
+    url = f"{lab.url}{nav.LIVE.url}?runs={ids}&view=presentation"
+    page = opened(browser, url, errors, PROJECTOR)
+    charts_drawn(page)
+    colours: dict[str, set[str]] = {name: set() for name in trained}
+    for group in ("Training", "Per layer", "Instruments"):
+        show_group(page, group)
+        legend = page.locator("[data-testid='stHtml']").first.inner_text()
+        assert all(name in legend for name in trained), (group, legend)
+        for chart in charts_on(page):
+            what = f"{group}: {chart['title']}"
+            assert chart["legend"] == 0, what  # the view's legend says it once
+            assert chart["plot"]["bottom"] - chart["plot"]["top"] >= 200, what
+            assert not overlapping(chart["yticks"]), what
+            for trace in chart["traces"]:
+                name = trace["name"] or ""
+                run = next((n for n in trained if name.startswith(f"{n} · ")), None)
+                if run is not None and trace["colour"]:
+                    colours[run].add(trace["colour"])
+    assert all(len(found) == 1 for found in colours.values()), colours  # one colour a run
+    assert len({next(iter(found)) for found in colours.values()}) == 3
+    assert errors == []
+
+
+def test_per_layer_rows_compare_runs_on_one_metric_and_titles_fit(
+    lab: Lab, trained: dict[str, str], browser: Any
+) -> None:
+    """In the normal view, two charts a row: Per layer put a run's step norm beside
+    another's update ratio; titles were cut at the chart's edge ("…and th") or under the
+    mode bar, which now stands upright at the right."""
+    ids = ",".join(trained.values())
+    page = opened(browser, f"{lab.url}{nav.LIVE.url}?runs={ids}", viewport=PROJECTOR)
+    charts_drawn(page)
+    for chart in charts_on(page):  # the Training charts
+        box = chart["titleBox"]
+        assert box is None or box["right"] <= chart["chart"]["right"] - 30, chart["title"]
+    show_group(page, "Per layer")
+    rows: dict[float, set[str]] = {}
+    for chart in charts_on(page):
+        if "per layer" not in chart["title"]:  # (a wrapped title's lines join unspaced)
+            continue  # a run's landscape, in its panel above
+        metric = chart["title"].split("per layer")[0].strip()
+        rows.setdefault(round(chart["chart"]["top"]), set()).add(metric)
+    assert len(rows) >= 3 and all(len(metrics) == 1 for metrics in rows.values()), rows
+
+
+def test_the_landscape_contour_is_wide_enough_to_read(
+    lab: Lab, trained: dict[str, str], browser: Any
+) -> None:
+    """At 1024 px, beside the slices, the contour's plot was about 65 px wide."""
+    run_id = computed_landscape(lab, trained["cosine"])
+    page = opened(browser, f"{lab.url}{nav.LIVE.url}?runs={run_id}", viewport=PROJECTOR)
+    page.get_by_text("Loss landscape").click()
+    page.get_by_text("Flat along the update").wait_for(timeout=scaled(60_000))
+    charts_drawn(page)
+    (contour,) = [c for c in charts_on(page) if c["title"].startswith("Loss around step")]
+    assert contour["plot"]["right"] - contour["plot"]["left"] >= 300

@@ -18,6 +18,7 @@ import psycopg
 import pytest
 
 from core.cli import sweeping
+from core.readable import number as readable_number
 from core.store import Store
 from core.sweep.analysis import importance_lines, importances, load_study
 from tests.app_server import free_port
@@ -267,7 +268,8 @@ def test_a_sweep_ends_with_each_knobs_importance_and_report_reads_its_study(tmp_
     code, report, err = run_main("sweep", "--store", store, "--study", "why", "--report")
     assert code == 0, err
     summary = report.splitlines()
-    assert summary[0].startswith(f"Best validation accuracy: {best:.4f} (one seed: no interval")
+    best_text = readable_number(best)
+    assert summary[0].startswith(f"Best validation accuracy: {best_text} (one seed: no interval")
     assert summary[1].startswith("Knobs that matter, in order: ")
     assert summary[1].endswith(f"(importance by {found.describe()}).")
     assert summary[2].startswith("The best quarter (2 of 5 completed trials) lie at: ")

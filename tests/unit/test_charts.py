@@ -18,15 +18,17 @@ from core.charts import (
     PERCENT_TICK_FORMAT,
     TICK_FORMAT,
     RunView,
+    group_figure,
     hyperparameter_figure,
     instrument_figures,
     live_figures,
     training_figures,
 )
-from core.charts.style import ColourBook
+from core.charts.style import ColourBook, shade
 from core.charts.training_panels import projected_spans
 from core.series import downsample, robust_range
 from core.store import Event, Metrics
+from core.sweep import parallel_rows
 
 TRAINING_KEYS = {"loss", "accuracy", "grad_norm", "param_norm", "learning_rate"}
 LIVE_KEYS = TRAINING_KEYS | {"step_norm", "update_ratio", "sparsity"}
@@ -205,6 +207,8 @@ def test_log_axes_label_whole_decades_in_full(low: float, high: float, dtick: ob
     loss = np.geomspace(high, low, 100)
     yaxis = live_figures([RunView("a", "run a", metrics(loss=loss))])["loss"].layout.yaxis
     assert yaxis.type == "log" and yaxis.dtick == dtick
+    if dtick is None:  # within a decade: its round values, never two digits in a row
+        assert [round(v, 9) for v in yaxis.tickvals] == [0.3, 0.5, 1, 2]
     # Every tick in full, "0.02" rather than a bare "2" (1, 2 and 5 of each decade, or
     # Plotly's own within one decade, e.g. 0.5), and whole decades as powers of ten (10⁻⁶,
     # not 1e-6 nor 0.000001).
@@ -260,6 +264,27 @@ def test_per_layer_charts_join_the_steps_that_recorded_them() -> None:
             assert not np.isnan(np.asarray(trace.y, dtype=float)).any()
     (loss,) = [t for t in data_traces(figures["loss"]) if t.name.endswith("train")]
     assert len(loss.x) == 100
+
+
+def test_layers_are_shades_of_their_runs_colour_light_to_dark() -> None:
+    names = [f"layer{j}" for j in range(5)]
+    book = ColourBook()
+    runs = [RunView(r, f"run {r}", metrics(layers=names), colour=book.colour(r)) for r in "ab"]
+    for run in runs:
+        traces = data_traces(live_figures(runs)[f"step_norm/{run.run_id}"])
+        shades = [t.line.color for t in traces]
+        assert shades[2] == run.colour  # the middle layer: the run's own colour
+        brightness = [sum(int(c[k : k + 2], 16) for k in (1, 3, 5)) for c in shades]
+        assert brightness == sorted(brightness, reverse=True)  # first layer lightest
+        assert [t.line.dash for t in traces[:3]] == ["solid", "dash", "dot"]
+    assert shade("#808080", 1.0) == "#ffffff" and shade("#808080", -1.0) == "#000000"
+    assert shade("#f5a524", 0) == "#f5a524"
+
+
+def test_a_heat_strip_names_the_run_it_draws() -> None:
+    runs = [RunView(r, f"run {r}", metrics(), [histogram()]) for r in "ab"]
+    titles = [f.layout.title.text for k, f in instrument_figures(runs).items() if "histogram" in k]
+    assert len(titles) == 2 and all(title.endswith(" · run a") for title in titles)
 
 
 @pytest.mark.parametrize("layers", [5, 13])
@@ -590,12 +615,13 @@ def colours(figure: go.Figure) -> dict[str, str]:
     return {t.name: t.line.color for t in data_traces(figure)}
 
 
-def test_one_runs_series_tell_apart_by_colour_and_several_runs_by_theirs() -> None:
-    alone = colours(live_figures([RunView("a", "run a", metrics())])["grad_norm"])
-    before, after, threshold = (
-        alone[f"run a · {what}"] for what in ("before clipping", "after clipping", "clip threshold")
-    )
-    assert len({before, after, threshold}) == 3
+def test_a_runs_series_tell_apart_by_dash_in_its_one_colour_and_runs_by_colour() -> None:
+    # Orange was "train" in a one-run chart and a run on the next: a colour means a run.
+    for runs in ([RunView("a", "run a", metrics())], three_runs()):
+        for key in ("grad_norm",):  # before and after clipping, and the threshold
+            traces = [t for t in data_traces(live_figures(runs)[key]) if t.name.startswith("run a")]
+            assert {t.line.color for t in traces} == {PALETTE[0]}, key
+            assert len({t.line.dash for t in traces}) == len(traces) > 1, key
     together = colours(live_figures(three_runs())["grad_norm"])
     for run in "abc":
         assert (
@@ -629,3 +655,32 @@ def test_projection_is_marked_where_it_begins_and_the_radius_drawn_over_the_mark
     (projected,) = [t for t in traces if t.name == "run a · projected"]
     assert list(projected.x) == [1] and list(projected.customdata) == [300]
     assert names.index("run a · radius") > names.index("run a · projected")
+
+
+def test_a_groups_accuracy_reads_in_percent_and_its_band_stays_within_0_and_1() -> None:
+    # Two seeds far apart: the t-interval of the mean (t = 12.7) reaches past 0 and 1.
+    seeds = [
+        Metrics(np.array([1, 2]), {"val_accuracy": np.array([0.1, 0.99]), "loss": np.ones(2)}),
+        Metrics(np.array([1, 2]), {"val_accuracy": np.array([0.9, 0.2]), "loss": np.ones(2)}),
+    ]
+    chart = group_figure({"adamw ×2": seeds}, "val_accuracy")
+    band, mean = chart.data
+    assert min(band.y) >= 0.0 and max(band.y) <= 1.0
+    assert min(band.y) == 0.0 and max(band.y) == 1.0  # it was cut, not merely inside
+    np.testing.assert_allclose(mean.y, [0.5, 0.595])
+    axis = chart.layout.yaxis
+    assert (axis.tickformat, axis.hoverformat) == (PERCENT_TICK_FORMAT, PERCENT_HOVER_FORMAT)
+    assert "%{y}" in mean.hovertemplate and "%{y:" not in mean.hovertemplate
+    loss_band, _ = group_figure({"adamw ×2": seeds}, "loss").data
+    assert group_figure({"a": seeds}, "loss").layout.yaxis.tickformat == TICK_FORMAT
+    assert len(loss_band.y) == 4  # a loss is not a share: its band is as wide as it is
+
+
+def test_seeds_are_categories_one_tick_each_in_numeric_order() -> None:
+    rows = [{"seed": seed, "learning_rate": 0.1} for seed in (10, 2, 0)]
+    drawn = parallel_rows(rows, "val_accuracy", [0.9, 0.8, 0.7])
+    assert [row["seed"] for row in drawn] == ["10", "2", "0"]
+    (parcoords,) = hyperparameter_figure(drawn, "val_accuracy").data
+    (seed, _) = parcoords.dimensions
+    assert (seed.label, list(seed.ticktext)) == ("seed", ["0", "2", "10"])
+    assert list(seed.values) == [2, 1, 0]

@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 from core.group_comparison import compare, describe, p_values_note, smallest_p, time_to_target
+from core.readable import number
 from tests.imports import heavy_modules_after
 
 
@@ -119,3 +120,14 @@ def test_scipy_is_imported_at_the_first_comparison_not_with_the_pages_or_the_cli
     assert heavy_modules_after("import core.charts, core.cli", ("scipy.stats",)) == []
     code = "import core.group_comparison as g; g.compare([1.0, 2.0], [3.0, 4.0])"
     assert heavy_modules_after(code, ("scipy.stats",)) == ["scipy.stats"]
+
+
+def test_the_sentence_writes_numbers_for_people() -> None:
+    # Two seeds each, far apart: a margin over 100 points, once written "± 1e+02".
+    c = compare([0.9, 0.1], [0.2, 0.4])
+    text = describe(c, "adamw", "sgd", "final val_accuracy", percent=True)
+    assert "e+" not in text and "e-" not in text
+    assert f"is 20 ± {number(c.margin * 100)} points higher" in text and c.margin > 1
+    tiny = compare([1.0, 1.1, 1.2, 1.3, 1.4, 1.5], [9.0, 9.1, 9.2, 9.3, 9.4, 9.5])
+    text = describe(tiny, "a", "b", "loss")
+    assert "p = 4.9 × 10⁻¹⁵ by Welch's t, p = 0.0022 by a permutation" in text

@@ -37,3 +37,11 @@ from core.readable import number
 )
 def test_a_number_reads_as_people_write_it(value: object, shown: str) -> None:
     assert number(value) == shown
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(0.0021645, "0.0022"), (4.9126e-15, "4.9 × 10⁻¹⁵"), (0.05, "0.05"), (1.0, "1")],
+)
+def test_a_p_value_reads_to_two_digits(value: float, shown: str) -> None:
+    assert number(value, significant=2) == shown

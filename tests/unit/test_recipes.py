@@ -364,7 +364,7 @@ def test_a_verdict_while_runs_train_is_partial(store) -> None:
 
 def test_the_verdict_text_says_yes_or_no_then_the_numbers() -> None:
     verdict = Verdict("yes", {"a": 1.23456, "b": math.nan}, "It held.", 2, 2)
-    assert verdict.text() == "reproduced: yes\nIt held.\n  a = 1.235\n  b = nan"
+    assert verdict.text() == "reproduced: yes\nIt held.\n  a = 1.235\n  b = –"
 
 
 def test_the_recipes_page_shows_the_verdict_table_make_recipes_wrote() -> None:

@@ -23,7 +23,7 @@ draws. fANOVA, Optuna's default before, comes second, its forest seeded with `SE
 
 Cost (2 shared cores, 3 knobs, `RESAMPLES` = 16): fANOVA 0.5 s for 20 trials and 2.1 s
 for 100, of which Optuna's full forest on all trials is a quarter; PED-ANOVA 0.05 s and
-0.1 s (`test_importance_cost_for_20_and_100_trials_stays_live` measures it). The Sweep page
+0.1 s (figure 21 of `make bench` measures it). The Sweep page
 caches the answer until another trial completes.
 """
 
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
@@ -38,6 +39,7 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 
 from core.knobs import InvalidInput
+from core.readable import number
 
 if TYPE_CHECKING:
     import optuna
@@ -168,9 +170,12 @@ def importances(
         return Importances(method, len(trials), resamples=resamples, seed=seed, untold=why)
 
     if len(trials) < MIN_TRIALS:
-        return untold(f"told once {MIN_TRIALS} trials complete ({len(trials)} so far)")
+        return untold(_too_few(study, trials))
     if (flat := _without_variance(trials)) is not None:
         return untold(f"not told: {flat}")
+    if len(alone := _varied(trials)) == 1:  # importances share 1 among the knobs varied
+        only = f"{alone[0]} is the only knob varied, so it holds all the importance there is"
+        return untold(f"not told: {only}; its slice shows how it matters")
     directions = list(study.directions)
     point = _evaluate(directions, trials, method, seed, OPTUNA_TREES)
     if point is None:
@@ -216,16 +221,37 @@ def _scored(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
     return [t for t in trials if t.value is not None and math.isfinite(t.value)]
 
 
+def _too_few(study: optuna.Study, scored: Sequence[optuna.trial.FrozenTrial]) -> str:
+    """Why there are too few trials to tell, counting the trials that do not count by
+    state: "told once 4 trials complete with a value; 3 have (1 pruned, 1 running)"."""
+    counted = {t.number for t in scored}
+    others = Counter(
+        "with no finite value" if t.state.name == "COMPLETE" else t.state.name.lower()
+        for t in study.get_trials(deepcopy=False)
+        if t.number not in counted
+    )
+    why = ", ".join(f"{n} {state}" for state, n in others.items())
+    have = f"{len(scored)} {'has' if len(scored) == 1 else 'have'}"
+    return f"told once {MIN_TRIALS} trials complete with a value; {have}" + (
+        f" ({why})" if why else ""
+    )
+
+
 def _without_variance(trials: Sequence[optuna.trial.FrozenTrial]) -> str | None:
     """Why `trials` have no variance a knob could explain, or None: all scored the
     same (nothing to explain), or no knob took two values (nothing to explain it by)."""
     values = {t.value for t in trials}
     if len(values) == 1:
-        return f"all {len(trials)} trials scored the same ({next(iter(values)):.4g})"
-    names = {name for t in trials for name in t.params}
-    if all(len({t.params.get(name) for t in trials}) == 1 for name in names):
+        return f"all {len(trials)} trials scored the same ({number(next(iter(values)))})"
+    if not _varied(trials):
         return f"no knob took two values over the {len(trials)} trials"
     return None
+
+
+def _varied(trials: Sequence[optuna.trial.FrozenTrial]) -> list[str]:
+    """The knobs that took two values or more over `trials`."""
+    names = dict.fromkeys(name for t in trials for name in t.params)
+    return [name for name in names if len({t.params.get(name) for t in trials}) > 1]
 
 
 def _evaluate(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from core.readable import number
 from core.sweep.analysis.importance import Importances
 from core.sweep.analysis.ranges import KnobRange, best_quarter
 from core.sweep.analysis.trials import completed
@@ -44,9 +45,9 @@ def _best(study: optuna.Study, best: optuna.trial.FrozenTrial) -> str:
     spread = best.user_attrs.get(SPREAD)
     assert best.value is not None
     if seeds > 1 and spread is not None:
-        value = f"{best.value:.4f} ± {spread:.4f} (95% interval over {seeds} seeds)"
+        value = f"{number(best.value)} ± {number(spread)} (95% interval over {seeds} seeds)"
     else:
-        value = f"{best.value:.4f} (one seed: no interval; repeats over seeds give one)"
+        value = f"{number(best.value)} (one seed: no interval; repeats over seeds give one)"
     settings = ", ".join(f"{k}={_number(v)}" for k, v in best.params.items())
     return f"Best {label}: {value}, trial {best.number}: {settings}."
 
@@ -71,4 +72,4 @@ def _where(knob: KnobRange) -> str:
 
 
 def _number(value: Any) -> str:
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
+    return number(value) if isinstance(value, float) else str(value)
