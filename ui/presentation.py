@@ -14,6 +14,7 @@ from typing import Final
 import plotly.graph_objects as go
 import streamlit as st
 
+from core.charts.style import layer_style
 from core.charts.view_legend import Style, ViewLegend
 from core.engine import RunStatus
 from core.engine.api import Runs
@@ -35,13 +36,13 @@ LEGEND_SIZE: Final = 15
 HEIGHT: Final = 360
 ENTRY: Final = "display: inline-block; margin-right: 22px; white-space: nowrap"
 NEUTRAL: Final = "#c8c8c8"  # a series' line in the legend: the colours are the runs'
-# Plotly's dashes, as SVG draws them (px on, px off).
+# Plotly's dashes, in px drawn then px left out.
 DASH_PATTERNS: Final = {
-    "dash": "6 4",
-    "dot": "2 3",
-    "dashdot": "6 3 2 3",
-    "longdash": "10 4",
-    "longdashdot": "10 3 2 3",
+    "dash": (6, 4),
+    "dot": (2, 3),
+    "dashdot": (6, 3, 2, 3),
+    "longdash": (10, 4),
+    "longdashdot": (10, 3, 2, 3),
 }
 
 
@@ -111,7 +112,11 @@ def legend_html(legend: ViewLegend) -> str:
     and, where charts draw layers, how their shades read. Labels come escaped, as the
     charts' trace names hold them (`core.charts.traces.scatter`)."""
     runs = [f"{_swatch(colour)}{label}" for label, colour in legend.runs.items()]
-    styles = [f"{_line(style)}{style.name}" for style in legend.styles]
+    layers = [style for style in legend.styles if style.layer]
+    shades = {  # the layers' shades of a grey: the runs' colours are the runs'
+        style.name: layer_style(NEUTRAL, j, len(layers))[0] for j, style in enumerate(layers)
+    }
+    styles = [f"{_line(style, shades.get(style.name))}{style.name}" for style in legend.styles]
     if legend.layers:
         styles.append("layers: shades of their run's colour, the first layer lightest")
     entries = "".join(f"<span style='{ENTRY}'>{entry}</span>" for entry in (*runs, *styles))
@@ -125,15 +130,28 @@ def _swatch(colour: str) -> str:
     )
 
 
-def _line(style: Style) -> str:
-    """A short sample of the series' line: its dash, its markers."""
-    colour = style.colour or NEUTRAL
-    dashes = f" stroke-dasharray='{DASH_PATTERNS[style.dash]}'" if style.dash != "solid" else ""
-    marker = f"<circle cx='15' cy='6' r='3.5' fill='{colour}'/>" if style.markers else ""
+def _line(style: Style, shade: str | None = None) -> str:
+    """A short sample of the series' line, its dash drawn by a repeating gradient (the
+    page's HTML keeps styles, not SVG), and a dot on it when the series has markers (a
+    dot alone, for markers without a line), in `shade` when given."""
+    colour = shade or style.colour or NEUTRAL
+    stops, at = [], 0
+    for k, length in enumerate(DASH_PATTERNS.get(style.dash, ())):
+        shown = colour if k % 2 == 0 else "transparent"
+        stops.append(f"{shown} {at}px {at + length}px")
+        at += length
+    paint = f"repeating-linear-gradient(to right, {', '.join(stops)})" if stops else colour
+    if not style.line:
+        paint = "transparent"  # markers alone (where steps were projected)
+    dot = (
+        f"<span style='position: absolute; left: 11px; top: -3px; width: 8px; height: 8px; "
+        f"border-radius: 50%; background: {colour}'></span>"
+        if style.markers
+        else ""
+    )
     return (
-        "<svg width='30' height='12' style='margin-right: 6px; vertical-align: 0'>"
-        f"<line x1='0' y1='6' x2='30' y2='6' stroke='{colour}' stroke-width='2.5'{dashes}/>"
-        f"{marker}</svg>"
+        "<span style='position: relative; display: inline-block; width: 30px; height: 3px; "
+        f"margin-right: 6px; vertical-align: middle; background: {paint}'>{dot}</span>"
     )
 
 

@@ -13,6 +13,8 @@ from core.charts.style import number
 from core.escaping import escape_html
 
 CHARACTER = 7  # px: a wide character of the tick labels' font, so no label is cut
+LEVEL_LABELS = 4  # axes whose labels stay level; more are tilted by `LABEL_ANGLE`
+LABEL_ANGLE = -20
 
 
 def hyperparameter_figure(rows: Sequence[Mapping[str, float | str]], target: str) -> go.Figure:
@@ -45,6 +47,9 @@ def hyperparameter_figure(rows: Sequence[Mapping[str, float | str]], target: str
                 # Room above the axes for their labels, and right of them for the colour bar.
                 "domain": {"x": [0, 0.85], "y": [0, 0.8]},
                 "dimensions": dimensions,
+                # Tilted when many: level, the labels of neighbouring axes ran into each
+                # other at 1024 px ("epsilon_inside_sqrtwarmup_steps").
+                "labelangle": LABEL_ANGLE if len(dimensions) > LEVEL_LABELS else 0,
                 "line": {
                     "color": colour,
                     "colorscale": "Viridis",

@@ -21,13 +21,16 @@ SEPARATOR = " · "  # between a run's label and its series in a trace's name
 
 @dataclass(frozen=True)
 class Style:
-    """A series as the legend shows it: its name, its dash, whether it has markers, and
-    its colour when that is not a run's (a total over layers)."""
+    """A series as the legend shows it: its name, its dash, whether it has markers and a
+    line, its colour when that is not a run's (a total over layers), and whether it is a
+    layer (drawn in a shade of its run's colour)."""
 
     name: str
     dash: str = "solid"
     markers: bool = False
     colour: str | None = None
+    line: bool = True
+    layer: bool = False
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,8 @@ def view_legend(figures: Iterable[go.Figure], runs: Mapping[str, str]) -> ViewLe
             run = next((r for r in runs if trace.name.startswith(r + SEPARATOR)), None)
             name = trace.name if run is None else trace.name[len(run) + len(SEPARATOR) :]
             colour = trace.line.color
-            layers |= run is None and colour != TOTAL_COLOUR
+            layer = run is None and colour != TOTAL_COLOUR
+            layers |= layer
             styles.setdefault(
                 name,
                 Style(
@@ -63,6 +67,8 @@ def view_legend(figures: Iterable[go.Figure], runs: Mapping[str, str]) -> ViewLe
                     trace.line.dash or "solid",
                     "markers" in (trace.mode or ""),
                     colour if colour == TOTAL_COLOUR else None,
+                    "lines" in (trace.mode or "lines"),
+                    layer,
                 ),
             )
     # Every run watched, even one without a series of its own here (per layer: layers).

@@ -1,7 +1,7 @@
 """The teacher's path at a projector's 1024×768, in Chromium, on a fresh lab: Home, the
 1-minute demo race on Live, Live's presentation view (Training, Per layer, Instruments),
-and Compare once the race has ended. `python docs/screenshots/teacher_path.py FOLDER`
-writes `teacher-*.png` there (this folder's were made so, on 2026-12-05)."""
+and Compare and Home once the race has ended. `python docs/screenshots/teacher_path.py FOLDER`
+writes `teacher-*.png` there (this folder's were made so, on 2026-12-07)."""
 
 import sys
 import time
@@ -52,3 +52,6 @@ with lab_with_a_browser() as (client, url, browser, _):
     page.wait_for_selector(".js-plotly-plot", timeout=60000)
     time.sleep(5)
     shot(page, "6-compare")
+    page.goto(url)
+    page.get_by_role("button", name="Watch live").wait_for(timeout=60000)
+    shot(page, "7-home-runs")

@@ -21,14 +21,17 @@ from core.charts import (
     group_figure,
     hyperparameter_figure,
     instrument_figures,
+    layer_figures,
     live_figures,
     training_figures,
 )
 from core.charts.style import ColourBook, shade
 from core.charts.training_panels import projected_spans
+from core.charts.view_legend import view_legend
 from core.series import downsample, robust_range
 from core.store import Event, Metrics
 from core.sweep import parallel_rows
+from ui.presentation import legend_html
 
 TRAINING_KEYS = {"loss", "accuracy", "grad_norm", "param_norm", "learning_rate"}
 LIVE_KEYS = TRAINING_KEYS | {"step_norm", "update_ratio", "sparsity"}
@@ -684,3 +687,27 @@ def test_seeds_are_categories_one_tick_each_in_numeric_order() -> None:
     (seed, _) = parcoords.dimensions
     assert (seed.label, list(seed.ticktext)) == ("seed", ["0", "2", "10"])
     assert list(seed.values) == [2, 1, 0]
+
+
+def test_one_legend_for_a_view_names_each_run_once_and_each_series_once() -> None:
+    runs = three_runs()
+    colours = {run.text: run.tint(i) for i, run in enumerate(runs)}
+    training = view_legend(training_figures(runs).values(), colours)
+    assert training.runs == colours and not training.layers
+    styles = {style.name: style for style in training.styles}
+    assert {"train", "validation", "before clipping", "after clipping", "clip threshold"} <= set(
+        styles
+    )
+    assert (styles["validation"].dash, styles["validation"].markers) == ("dash", True)
+    assert (styles["train"].dash, styles["train"].markers) == ("solid", False)
+    assert not any(name.startswith("run ") for name in styles)  # the runs are said apart
+    per_layer = view_legend(layer_figures(runs).values(), colours)
+    assert per_layer.layers and [s.name for s in per_layer.styles][:2] == ["conv1", "conv2"]
+
+
+def test_the_view_legend_shows_names_as_typed_and_runs_no_markup() -> None:
+    hostile = "<img src=x onerror=alert(1)> & co"
+    run = RunView("a", hostile, metrics())
+    legend = view_legend(training_figures([run]).values(), {run.text: run.tint(0)})
+    html = legend_html(legend)
+    assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt; &amp; co" in html

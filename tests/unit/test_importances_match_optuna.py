@@ -126,14 +126,16 @@ def test_fifty_four_trial_studies_are_told_or_say_why_and_never_raise() -> None:
 
 @pytest.mark.parametrize("method", list(METHODS))
 def test_a_resample_without_variance_is_skipped_and_counted(method) -> None:
-    """Three trials of four scored alike: a resample without the fourth has no variance."""
+    """Three trials of four scored alike: a resample without the fourth has no variance.
+    (Two knobs: with one, no importance is told at all.)"""
     values = [0.1, 0.1, 0.1, 0.9]
     study = optuna.create_study(direction="maximize")
+    knobs = {name: SPACE[name] for name in ("learning_rate", "weight_decay")}
     for rate, value in zip([1e-3, 1e-2, 3e-2, 1e-1], values, strict=True):
         study.add_trial(
             create_trial(
-                params={"learning_rate": rate},
-                distributions={"learning_rate": SPACE["learning_rate"]},
+                params={"learning_rate": rate, "weight_decay": rate / 2},
+                distributions=knobs,
                 value=value,
             )
         )
