@@ -72,6 +72,14 @@ with race:
     if roles.presents():
         race_controls()
 with links:
+    # The quickest demo: no training, paths drawn as the knobs move.
+    st.page_link(
+        nav.PLAYGROUND.file,
+        label="Play on a 2-D surface",
+        icon=nav.PLAYGROUND.icon,
+        help="The lab's optimizers racing on Rosenbrock, Beale, a saddle…: each path "
+        "drawn as you move its knobs, no run to wait for.",
+    )
     if roles.presents():
         st.page_link(nav.TRAIN.file, label="Configure a run", icon=nav.TRAIN.icon)
     st.page_link(

@@ -1,7 +1,8 @@
 """Follow the presenter: in a room (`optlab present`), a viewer goes where the presenter
 goes, page to page, and shows what the presenter's page shows (Live: its runs and group
-of charts; Recipes: the recipe whose charts it shows), until the viewer picks something
-else or opens another page itself; then it offers to follow again.
+of charts; Recipes: the recipe whose charts it shows; a page that publishes its own state,
+the Playground: its widgets as the presenter's), until the viewer picks something else or
+opens another page itself; then it offers to follow again.
 
 The presenter publishes its view through the store (`Runs.publish_view`): the frame at
 each run of a page, Live at each of its chart refreshes, and a tick in the sidebar of
@@ -11,6 +12,10 @@ Outside a room nobody follows anybody.
 """
 
 from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
 
 import streamlit as st
 
@@ -24,6 +29,7 @@ APPLIED = "following:applied"  # the presenter's view last shown here
 HERE = "following:here"  # the page this session shows (its address), as the frame ran it
 LED = "following:led"  # the presenter's page this viewer was led to last
 PUBLISHED = "following:published"  # the presenter's view, as published last
+STATE = "following:state"  # the presenter's page state last applied here (JSON text)
 
 
 def in_room() -> bool:
@@ -42,12 +48,18 @@ def follows() -> bool:
 
 
 def publish(
-    engine: Runs, runs: list[str], charts: str | None = None, page: nav.Page = nav.LIVE
+    engine: Runs,
+    runs: list[str],
+    charts: str | None = None,
+    page: nav.Page = nav.LIVE,
+    state: Mapping[str, Any] | None = None,
 ) -> None:
-    """The presenter's `page` as it shows now (its runs, Live's group of charts), for the
-    room (nothing outside a room)."""
+    """The presenter's `page` as it shows now (its runs, Live's group of charts, the
+    page's own `state`: session-state keys and their JSON-able values, which a following
+    viewer's `follow_state` sets), for the room (nothing outside a room)."""
     if leads():
-        _publish(engine, PresenterView(page.url_path, tuple(runs), charts))
+        text = None if state is None else json.dumps(state, sort_keys=True)
+        _publish(engine, PresenterView(page.url_path, tuple(runs), charts, text))
 
 
 def _publish(engine: Runs, view: PresenterView) -> None:
@@ -102,9 +114,38 @@ def keep_up(engine: Runs) -> None:
                 engine.publish_view(view)
         else:
             _follow_onto(engine)
+            _catch_up(engine)
 
     with st.sidebar:
         tick()
+
+
+def _catch_up(engine: Runs) -> None:
+    """A following viewer on the presenter's page runs it again when the presenter's
+    page state changed (`follow_state` applies it)."""
+    view = engine.presenter_view() if follows() else None
+    if view is None or view.state is None or view.page != st.session_state.get(HERE):
+        return
+    if view.state != st.session_state.get(STATE):
+        st.rerun()
+
+
+def follow_state(engine: Runs, page: nav.Page) -> None:
+    """Before `page` draws its widgets, for a viewer that follows: the session-state keys
+    the presenter published with `page` (`publish(state=...)`) set to the presenter's
+    values; a value the viewer changed since it was set ends following."""
+    if not follows():
+        return
+    applied: str | None = st.session_state.get(STATE)
+    if applied is not None and any(_moved(k, v) for k, v in json.loads(applied).items()):
+        st.session_state[FOLLOWING] = False
+        return
+    view = engine.presenter_view()
+    if view is None or view.page != page.url_path or view.state in (None, applied):
+        return
+    for key, value in json.loads(view.state).items():
+        st.session_state[key] = value
+    st.session_state[STATE] = view.state
 
 
 def led_runs(engine: Runs, page: nav.Page) -> tuple[str, ...] | None:
@@ -173,6 +214,7 @@ def offer(engine: Runs) -> None:
     def again() -> None:
         st.session_state[FOLLOWING] = True
         st.session_state.pop(APPLIED, None)
+        st.session_state.pop(STATE, None)
         st.session_state.pop(LED, None)  # led afresh, wherever it is
 
     st.button("Follow the presenter", icon=":material/co_present:", on_click=again)

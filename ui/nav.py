@@ -48,8 +48,9 @@ COMPARE = Page("pages/compare.py", "Compare", ":material/compare:", "Compare")
 SWEEP = Page("pages/sweep.py", "Sweep", ":material/explore:", "Sweep")
 OPTIMIZERS = Page("pages/optimizers.py", "Optimizers", ":material/function:", "Optimizers")
 RECIPES = Page("pages/recipes.py", "Recipes", ":material/menu_book:", "Recipes")
+PLAYGROUND = Page("pages/playground.py", "Playground", ":material/scatter_plot:", "Playground")
 #: The lab's pages, in the sidebar's order; the first, Home, is at the server's root.
-PAGES = (HOME, TRAIN, LIVE, COMPARE, SWEEP, OPTIMIZERS, RECIPES)
+PAGES = (HOME, TRAIN, LIVE, COMPARE, SWEEP, OPTIMIZERS, RECIPES, PLAYGROUND)
 
 
 def at(url_path: str) -> Page | None:

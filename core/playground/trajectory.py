@@ -99,6 +99,22 @@ class Trajectory:
             "diverged_at": self.diverged_at,
         }
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Trajectory:
+        """The trajectory `to_json` gave `data` for (another process's: the page's worker,
+        `core.playground.worker`); a `rules` knob keeps its rules as dicts."""
+        return cls(
+            surface=data["surface"],
+            optimizer=data["optimizer"],
+            knobs=dict(data["knobs"]),
+            points=_frozen(np.asarray(data["points"], np.float64).reshape(-1, 2)),
+            losses=_frozen(np.asarray(data["losses"], np.float64)),
+            projected=_frozen(np.asarray(data["projected"], bool)),
+            clipped=_frozen(np.asarray(data["clipped"], bool)),
+            diverged=bool(data["diverged"]),
+            diverged_at=data["diverged_at"],
+        )
+
 
 def trajectory(
     surface: str,

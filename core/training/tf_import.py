@@ -71,7 +71,7 @@ def tensorflow() -> ModuleType:
     global _found_devices
     with _LOCK:
         if not _found_devices:
-            with _start_up_lines_dropped():
+            with start_up_lines_dropped():
                 import tensorflow as tf
 
                 tf.config.list_physical_devices()
@@ -109,9 +109,10 @@ def load() -> None:
 
 
 @contextlib.contextmanager
-def _start_up_lines_dropped() -> Iterator[None]:
+def start_up_lines_dropped() -> Iterator[None]:
     """Inside, descriptor 2 writes to a temporary file; on the way out it points where it
-    did again, and gets the lines caught but TensorFlow's start-up lines."""
+    did again, and gets the lines caught but TensorFlow's start-up lines (and its other
+    INFO lines: XLA's as it first compiles, which the playground's worker drops so)."""
     if "TF_CPP_MIN_LOG_LEVEL" in os.environ:
         yield
         return

@@ -42,3 +42,11 @@ def test_the_freshest_of_two_presenters_is_followed_and_a_row_without_a_view_ski
     assert latest(store) == PresenterView("Live", ("new",))
     store.heartbeat("other-host:2:2:presenter", ROLE, {"nothing": "here"})
     assert latest(store) == PresenterView("Live", ("new",))
+
+
+def test_a_pages_own_state_is_published_with_its_view(store: Store) -> None:
+    view = PresenterView("Playground", (), None, '{"playground:surface": "beale"}')
+    publish(store, view)
+    assert latest(store) == view
+    store.heartbeat("other-host:3:3:presenter", ROLE, {"page": "Live", "runs": [], "state": 7})
+    assert latest(store) == PresenterView("Live")  # a state that is no text: none

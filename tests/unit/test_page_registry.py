@@ -24,6 +24,7 @@ ADDRESSES = {
     "Sweep": "/Sweep",
     "Optimizers": "/Optimizers",
     "Recipes": "/Recipes",
+    "Playground": "/Playground",
 }
 #: The code that must name pages through the registry.
 SCANNED = ("app.py", "pages", "ui", "core", "tests", "bench")
