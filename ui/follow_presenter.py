@@ -114,20 +114,9 @@ def keep_up(engine: Runs) -> None:
                 engine.publish_view(view)
         else:
             _follow_onto(engine)
-            _catch_up(engine)
 
     with st.sidebar:
         tick()
-
-
-def _catch_up(engine: Runs) -> None:
-    """A following viewer on the presenter's page runs it again when the presenter's
-    page state changed (`follow_state` applies it)."""
-    view = engine.presenter_view() if follows() else None
-    if view is None or view.state is None or view.page != st.session_state.get(HERE):
-        return
-    if view.state != st.session_state.get(STATE):
-        st.rerun()
 
 
 def follow_state(engine: Runs, page: nav.Page) -> None:
@@ -141,11 +130,25 @@ def follow_state(engine: Runs, page: nav.Page) -> None:
         st.session_state[FOLLOWING] = False
         return
     view = engine.presenter_view()
-    if view is None or view.page != page.url_path or view.state in (None, applied):
-        return
-    for key, value in json.loads(view.state).items():
-        st.session_state[key] = value
-    st.session_state[STATE] = view.state
+    drawn = view.state if view is not None and view.page == page.url_path else None
+    if drawn is not None and drawn != applied:
+        for key, value in json.loads(drawn).items():
+            st.session_state[key] = value
+        st.session_state[STATE] = drawn
+    _keep_following(engine, page, drawn)
+
+
+def _keep_following(engine: Runs, page: nav.Page, drawn: str | None) -> None:
+    """Every few seconds, while this viewer follows: the page again when the presenter's
+    state on `page` is no longer `drawn`, the one this run applied."""
+
+    @st.fragment(run_every=state.SIDEBAR_REFRESH_SECONDS)
+    def watch() -> None:
+        view = engine.presenter_view() if follows() else None
+        if view is not None and view.page == page.url_path and view.state not in (None, drawn):
+            st.rerun()
+
+    watch()
 
 
 def led_runs(engine: Runs, page: nav.Page) -> tuple[str, ...] | None:
