@@ -299,7 +299,8 @@ FIGURES: tuple[Figure, ...] = (
         20,
         "20",
         "Playground: from a learning rate's change to the data of 3 trajectories × 500 steps "
-        "on rosenbrock (sgd, momentum, adam), their loops compiled",
+        "on rosenbrock (sgd, momentum, adam) from the page server's worker process, their "
+        "loops compiled",
         Target("<=", 0.200, on="a", unit="s"),
         "bench.playground:knob_change",
     ),

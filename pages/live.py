@@ -21,7 +21,7 @@ from ui import (
     texts,
     views,
 )
-from ui.live_chart import drawn
+from ui.live_chart import drawn, live_chart
 
 presenting, per_row = presentation.toggle()
 if not presenting:  # a projector's first screen is for the charts
@@ -59,7 +59,7 @@ VIEWS = {
     "Instruments": instrument_figures,
 }
 GROUPS = "Groups"  # the repeats watched, as means with bands
-LEGEND = "legend"  # the drawing's view legend (HTML), beside its charts' figures
+LEGEND = "legend"  # the drawing's view legend (a figure of a legend alone), beside its charts'
 
 
 def recent(run: RunStatus) -> bool:
@@ -128,7 +128,8 @@ def charts(
         if per_row:  # one legend for the view, but for groups, whose bands are their own
             if one_legend := view != GROUPS:
                 runs = {run.text: run.tint(i) for i, run in enumerate(shown)}
-                legend[LEGEND] = presentation.legend_html(view_legend(figures.values(), runs))
+                figure = presentation.legend_figure(view_legend(figures.values(), runs))
+                legend[LEGEND] = drawn(figure)
             figures = presentation.for_projector(figures, per_row, one_legend=one_legend)
         return legend | {key: drawn(figure) for key, figure in figures.items()}
 
@@ -140,7 +141,7 @@ def charts(
     fresh_for = 0.0 if waiting else None
     drawing = shared_figures.shared((view, start, end, per_row, shows), version, draw, fresh_for)
     if LEGEND in drawing:
-        st.html(drawing[LEGEND])
+        live_chart(drawing[LEGEND], key=f"chart:{LEGEND}")
     shown_charts = {key: chart for key, chart in drawing.items() if key != LEGEND}
     views.show_in_columns(shown_charts, captions=INSTRUMENT_HELP, live=True, per_row=per_row or 2)
     if waiting and all(

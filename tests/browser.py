@@ -91,9 +91,10 @@ def screenshot(page: Any, name: str, height: int = 1000) -> None:
     page.set_viewport_size({"width": 1400, "height": 1000})
 
 
-# (charts on the page, charts that draw at least one point)
+# (charts on the page, charts that draw at least one point); a view's one legend, a figure
+# that ui/live_chart.js marks, is no chart.
 _CHARTS_WITH_DATA = """() => {
-    const plots = [...document.querySelectorAll('.js-plotly-plot')];
+    const plots = [...document.querySelectorAll('.js-plotly-plot:not(.optlab-legend)')];
     const drawn = plots.filter(p => (p._fullData || []).some(
         t => (t.x && t.x.length) || (t.z && t.z.length)
              || (t.dimensions && t.dimensions.length)));

@@ -90,18 +90,43 @@ function fitTitle(chart, layout) {
   };
 }
 
+// A figure that is a legend alone (a view's one legend: ui/presentation.py), as tall as
+// its entries take at the chart's width, which only the browser knows.
+const LEGEND_ONLY = "legend only";
+const LEGEND_SPACE = 8; // px under the legend
+
+// Its entries' whole height: an SVG box leaves out clipping, so a legend that Plotly cut to
+// the figure's height (with a scroll bar) measures whole.
+async function fitLegend(Plotly, chart) {
+  const legend = chart.querySelector(".legend");
+  const top = legend.getBoundingClientRect().top - chart.getBoundingClientRect().top;
+  chart.fittedHeight = Math.ceil(top + legend.getBBox().height) + LEGEND_SPACE;
+  if (Math.abs(chart.fittedHeight - chart._fullLayout.height) > 1) {
+    await Plotly.relayout(chart, { height: chart.fittedHeight });
+  }
+}
+
 function draw(chart) {
   const { figure, config, plotly } = chart.latest;
+  const legendOnly = figure.layout.meta === LEGEND_ONLY;
   const layout = fitTitle(chart, { ...figure.layout });
+  chart.classList.toggle("optlab-legend", legendOnly); // not a chart, to a test's eye
+  if (legendOnly && chart.fittedHeight) {
+    layout.height = chart.fittedHeight; // as last fitted: a redraw does not jump
+  }
   if (document.fullscreenElement === chart) {
     layout.height = window.innerHeight;
   }
   // In order: a figure that arrives while the last one is drawn waits for it.
   chart.drawn = (chart.drawn ?? Promise.resolve())
     .then(() => loadPlotly(plotly))
-    .then((Plotly) => {
+    .then(async (Plotly) => {
       chart.drawnWidth = chart.clientWidth;
-      return Plotly.react(chart, figure.data, layout, config);
+      if (!legendOnly) {
+        return Plotly.react(chart, figure.data, layout, config);
+      }
+      await Plotly.react(chart, figure.data, layout, { ...config, displayModeBar: false });
+      return fitLegend(Plotly, chart);
     })
     .catch((error) => {
       chart.textContent = String(error);

@@ -117,10 +117,12 @@ def names() -> list[str]:
 
 
 def controls(race: Race | None) -> None:
-    """The surface, the kind of race and its racers, in a row; `race`'s errors under
-    their fields."""
+    """The surface and the kind of race in a row, its racers under them (in one row of
+    three, at 1024 px the choices were cut to "rosenb…"); `race`'s errors under their
+    fields."""
     errors = race.errors if race is not None else {}
-    surface_col, race_col, racers_col = st.columns([1.2, 1.6, 4])
+    surface_col, race_col = st.columns(2)
+    racers_col = st.container()
     surface_col.selectbox(
         "surface",
         list(SURFACES),

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core.charts.style import layer_style
-from core.charts.view_legend import Style, ViewLegend
+from core.charts.view_legend import ViewLegend
 from core.engine import RunStatus
 from core.engine.api import Runs
 from core.escaping import escape_markdown
@@ -34,16 +34,9 @@ TICK_SIZE: Final = 15
 AXIS_TITLE_SIZE: Final = 17
 LEGEND_SIZE: Final = 15
 HEIGHT: Final = 360
-ENTRY: Final = "display: inline-block; margin-right: 22px; white-space: nowrap"
 NEUTRAL: Final = "#c8c8c8"  # a series' line in the legend: the colours are the runs'
-# Plotly's dashes, in px drawn then px left out.
-DASH_PATTERNS: Final = {
-    "dash": (6, 4),
-    "dot": (2, 3),
-    "dashdot": (6, 3, 2, 3),
-    "longdash": (10, 4),
-    "longdashdot": (10, 3, 2, 3),
-}
+LAYERS_SAID: Final = "layers: their run's colour, lightest first"
+LEGEND_ONLY: Final = "legend only"  # a figure's `meta`: a legend alone, sized to it
 
 
 def on() -> bool:
@@ -91,7 +84,7 @@ def for_projector(
     """`figures` in projector type, for rows of `per_row`: larger fonts and charts, every
     axis included, each title wrapped to its chart's width (Plotly clips a long one), and
     one height for all, so that the charts of a row stay level; without their legends
-    when the view has `one_legend` (see `legend_html`)."""
+    when the view has `one_legend` (see `legend_figure`)."""
     titles = {
         key: textwrap.wrap(figure.layout.title.text or "", TITLE_CHARACTERS[per_row])
         for key, figure in figures.items()
@@ -106,53 +99,58 @@ def for_projector(
     return figures
 
 
-def legend_html(legend: ViewLegend) -> str:
-    """The view's one legend, as a line of HTML in projector type: each run by its
-    colour, then each series by its line (in a neutral grey: the colours are the runs'),
-    and, where charts draw layers, how their shades read. Labels come escaped, as the
-    charts' trace names hold them (`core.charts.traces.scatter`)."""
-    runs = [f"{_swatch(colour)}{label}" for label, colour in legend.runs.items()]
+def legend_figure(legend: ViewLegend) -> go.Figure:
+    """The view's one legend, as a figure that is a legend alone, in projector type: each
+    run by its colour, then each series by its line (in a neutral grey: the colours are
+    the runs'), and, where charts draw layers, each layer in its shade of that grey, and
+    how shades read. Plotly draws it as it draws the charts'
+    legends, labels as text (escaped, as the charts' trace names hold them:
+    `core.charts.traces.scatter`); `ui/live_chart.js` sizes a figure marked
+    `LEGEND_ONLY` to its legend's height."""
+    figure = go.Figure()
+    for label, colour in legend.runs.items():
+        figure.add_scatter(
+            x=[None], y=[None], name=label, mode="markers",
+            marker={"symbol": "square", "size": 14, "color": colour},
+        )  # fmt: skip
     layers = [style for style in legend.styles if style.layer]
     shades = {  # the layers' shades of a grey: the runs' colours are the runs'
         style.name: layer_style(NEUTRAL, j, len(layers))[0] for j, style in enumerate(layers)
     }
-    styles = [f"{_line(style, shades.get(style.name))}{style.name}" for style in legend.styles]
-    if legend.layers:
-        styles.append("layers: shades of their run's colour, the first layer lightest")
-    entries = "".join(f"<span style='{ENTRY}'>{entry}</span>" for entry in (*runs, *styles))
-    return f"<div style='font-size: {LEGEND_SIZE + 2}px; line-height: 1.6'>{entries}</div>"
-
-
-def _swatch(colour: str) -> str:
-    return (
-        f"<span style='display: inline-block; width: 14px; height: 14px; border-radius: 3px; "
-        f"background: {colour}; margin-right: 6px; vertical-align: -1px'></span>"
+    for style in legend.styles:
+        mode = "+".join(
+            part for part, drawn in (("lines", style.line), ("markers", style.markers)) if drawn
+        )
+        colour = shades.get(style.name) or style.colour or NEUTRAL
+        figure.add_scatter(
+            x=[None], y=[None], name=style.name, mode=mode,
+            line={"color": colour, "dash": style.dash, "width": 3},
+            marker={"color": colour, "size": 8},
+        )  # fmt: skip
+    if legend.layers:  # an entry of words alone
+        figure.add_scatter(
+            x=[None], y=[None], name=LAYERS_SAID, mode="lines", line={"color": "rgba(0,0,0,0)"}
+        )
+    hidden = {"visible": False, "fixedrange": True}
+    figure.update_layout(
+        meta=LEGEND_ONLY,
+        height=LEGEND_SIZE * 4,  # until the browser measures the legend
+        margin={"l": 0, "r": 0, "t": 0, "b": 0},
+        xaxis=hidden,
+        yaxis=hidden,
+        showlegend=True,
+        legend={
+            "orientation": "h",
+            "x": 0,
+            "y": 1,
+            "yanchor": "top",
+            "font": {"size": LEGEND_SIZE + 2},
+            "maxheight": 1,  # the whole figure's height: no scroll bar once fitted
+            "itemclick": False,
+            "itemdoubleclick": False,
+        },
     )
-
-
-def _line(style: Style, shade: str | None = None) -> str:
-    """A short sample of the series' line, its dash drawn by a repeating gradient (the
-    page's HTML keeps styles, not SVG), and a dot on it when the series has markers (a
-    dot alone, for markers without a line), in `shade` when given."""
-    colour = shade or style.colour or NEUTRAL
-    stops, at = [], 0
-    for k, length in enumerate(DASH_PATTERNS.get(style.dash, ())):
-        shown = colour if k % 2 == 0 else "transparent"
-        stops.append(f"{shown} {at}px {at + length}px")
-        at += length
-    paint = f"repeating-linear-gradient(to right, {', '.join(stops)})" if stops else colour
-    if not style.line:
-        paint = "transparent"  # markers alone (where steps were projected)
-    dot = (
-        f"<span style='position: absolute; left: 11px; top: -3px; width: 8px; height: 8px; "
-        f"border-radius: 50%; background: {colour}'></span>"
-        if style.markers
-        else ""
-    )
-    return (
-        "<span style='position: relative; display: inline-block; width: 30px; height: 3px; "
-        f"margin-right: 6px; vertical-align: middle; background: {paint}'>{dot}</span>"
-    )
+    return figure
 
 
 def _projected(figure: go.Figure, title: list[str], height: int, most: int) -> None:

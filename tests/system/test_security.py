@@ -246,6 +246,9 @@ ALLOWED = {
     ("core/cli/presenting.py", "subprocess"),
     # Ends a child process the lab started (SIGTERM, then SIGKILL): it starts none.
     ("core/processes.py", "subprocess"),
+    # The playground's worker (`python -m core.playground.worker`): a fixed argument list,
+    # no shell, talking over a socket pair that only it and the page server hold.
+    ("core/playground/worker.py", "subprocess"),
 }
 # Rendering user-typed text (run names) as HTML would let it run as script.
 HTML_CALLS = {"html"}  # st.html, components.html

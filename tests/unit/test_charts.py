@@ -25,13 +25,13 @@ from core.charts import (
     live_figures,
     training_figures,
 )
-from core.charts.style import ColourBook, shade
+from core.charts.style import TOTAL_COLOUR, ColourBook, shade
 from core.charts.training_panels import projected_spans
 from core.charts.view_legend import view_legend
 from core.series import downsample, robust_range
 from core.store import Event, Metrics
 from core.sweep import parallel_rows
-from ui.presentation import legend_html
+from ui.presentation import LAYERS_SAID, LEGEND_ONLY, NEUTRAL, legend_figure
 
 TRAINING_KEYS = {"loss", "accuracy", "grad_norm", "param_norm", "learning_rate"}
 LIVE_KEYS = TRAINING_KEYS | {"step_norm", "update_ratio", "sparsity"}
@@ -709,5 +709,25 @@ def test_the_view_legend_shows_names_as_typed_and_runs_no_markup() -> None:
     hostile = "<img src=x onerror=alert(1)> & co"
     run = RunView("a", hostile, metrics())
     legend = view_legend(training_figures([run]).values(), {run.text: run.tint(0)})
-    html = legend_html(legend)
-    assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt; &amp; co" in html
+    names = [trace.name for trace in legend_figure(legend).data]
+    assert "&lt;img src=x onerror=alert(1)&gt; &amp; co" in names
+    assert not any("<img" in name for name in names)
+
+
+def test_the_view_legend_is_a_figure_of_a_legend_alone_a_colour_a_run_a_line_a_series() -> None:
+    runs = three_runs()
+    colours = {run.text: run.tint(i) for i, run in enumerate(runs)}
+    figure = legend_figure(view_legend(training_figures(runs).values(), colours))
+    assert figure.layout.meta == LEGEND_ONLY and figure.layout.legend.orientation == "h"
+    assert not figure.layout.xaxis.visible and not figure.layout.yaxis.visible
+    traces = {trace.name: trace for trace in figure.data}
+    assert {name: traces[name].marker.color for name in colours} == colours
+    assert (traces["validation"].line.dash, traces["validation"].mode) == ("dash", "lines+markers")
+    assert (traces["train"].line.dash, traces["train"].mode) == ("solid", "lines")
+    series = [trace for trace in figure.data if trace.name not in colours]
+    assert {trace.line.color for trace in series} - {TOTAL_COLOUR} == {NEUTRAL}  # runs' colours
+    assert LAYERS_SAID not in traces
+    per_layer = legend_figure(view_legend(layer_figures(runs).values(), colours))
+    shades = [trace.line.color for trace in per_layer.data if trace.name in ("conv1", "conv2")]
+    assert len(set(shades)) == 2 and NEUTRAL not in shades  # a layer a shade of grey
+    assert per_layer.data[-1].name == LAYERS_SAID

@@ -59,6 +59,8 @@ RESAMPLES: Final = 16
 LEVEL: Final = 0.90
 #: The fewest completed trials an importance is computed from.
 MIN_TRIALS: Final = 4
+#: A trial's state as a count of them reads ("1 failed"); the others by their own name.
+STATE_WORDS: Final = {"COMPLETE": "with no finite value", "FAIL": "failed"}
 #: The name of the in-memory studies the evaluators read (the trials' copy, and each
 #: resample), thrown away once evaluated.
 SCRATCH: Final = "optlab-importance-scratch"
@@ -226,7 +228,7 @@ def _too_few(study: optuna.Study, scored: Sequence[optuna.trial.FrozenTrial]) ->
     state: "told once 4 trials complete with a value; 3 have (1 pruned, 1 running)"."""
     counted = {t.number for t in scored}
     others = Counter(
-        "with no finite value" if t.state.name == "COMPLETE" else t.state.name.lower()
+        STATE_WORDS.get(t.state.name, t.state.name.lower())
         for t in study.get_trials(deepcopy=False)
         if t.number not in counted
     )
