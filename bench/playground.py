@@ -3,11 +3,12 @@
 A knob's change on the Playground page recomputes every trajectory it shows: here three
 optimizers × 500 steps on Rosenbrock's valley, from the change to their points and losses,
 as the page has them: from the page server's worker process (`core.playground.worker`,
-which runs `core.playground.trajectory`), the socket's round trip included. Each sample moves the learning rate of all three to values
-no sample used before, so nothing computed earlier can be reused but the compiled loops,
-which the first (untimed) call of each optimizer compiles, as a page's first draw would;
-the detail gives that first draw's time, and that of a change to a knob the loop reads
-when it is traced (momentum's μ), which compiles another loop.
+which runs `core.playground.trajectory`), the socket's round trip included. Each sample
+moves the learning rate of all three to values no sample used before, so nothing computed
+earlier can be reused but the compiled loops, which the first (untimed) call of each
+optimizer compiles, as a page's first draw would; the detail gives that first draw's
+time, and that of a change to a knob the loop reads when it is traced (momentum's μ),
+which compiles another loop.
 """
 
 from __future__ import annotations
