@@ -6,7 +6,8 @@
 // at the frame's step (the first column of its customdata). Play and Pause are buttons
 // of the figure that Plotly leaves to this file ("skip"). A click on the surface's plot
 // sets the component's state "start"; the step shown when a play or a drag ends sets
-// "step", where the page asks for it (`report`: a room's presenter, whom viewers follow).
+// "step", and a play started sets "play" (its first frame), where the page asks for it
+// (`report`: a room's presenter, whom viewers follow: their charts play it too).
 
 const ANIMATED = "animated";
 const PLAY = "▶ Play";
@@ -64,11 +65,18 @@ function show(chart, name) {
   return window.Plotly.animate(chart, [name], STILL);
 }
 
-function play(chart) {
+// The frame a play started now begins with: the one after the frame shown, or the first
+// from the last.
+function nextFrame(chart) {
   const names = chart.frameNames;
   const at = names.indexOf(chart.frameName);
-  const rest = at < 0 || at === names.length - 1 ? names : names.slice(at + 1);
-  window.Plotly.animate(chart, rest, {
+  return at < 0 || at === names.length - 1 ? names[0] : names[at + 1];
+}
+
+function play(chart, first) {
+  const names = chart.frameNames;
+  chart.playing = true;
+  window.Plotly.animate(chart, names.slice(Math.max(names.indexOf(first), 0)), {
     mode: "immediate",
     frame: { duration: chart.latest.frame_ms, redraw: false },
     transition: { duration: 0 },
@@ -77,10 +85,19 @@ function play(chart) {
 
 // The step shown, to the page: once a play or a drag of the slider ends, if asked.
 function report(chart) {
+  chart.playing = false;
   const step = Number(chart.frameName);
   if (chart.latest.report && step !== chart.reported) {
     chart.reported = step;
     chart.setStateValue("step", step);
+  }
+}
+
+// A play started here, to the page, if asked: the room's viewers play it too.
+function announce(chart, first) {
+  if (chart.latest.report) {
+    chart.played = Date.now(); // not to play it again when the page sends it back
+    chart.setStateValue("play", { from: Number(first), at: chart.played });
   }
 }
 
@@ -92,7 +109,11 @@ function listen(chart) {
     }
   });
   chart.on("plotly_buttonclicked", (event) => {
-    if (event.button.label === PLAY) play(chart);
+    if (event.button.label === PLAY) {
+      const first = nextFrame(chart);
+      play(chart, first);
+      announce(chart, first);
+    }
     if (event.button.label === PAUSE) window.Plotly.animate(chart, [null], STILL);
   });
   chart.on("plotly_animatingframe", (event) => {
@@ -125,11 +146,23 @@ async function draw(chart, data) {
     chart.frameName = chart.frameNames[chart.frameNames.length - 1];
     chart.asked = undefined; // the figure came anew: go to the step asked, whatever it is
   }
-  // A step asked anew (a presenter's, followed): shown; the same one again leaves a
-  // viewer's own play or drag where it is.
+  // A play the presenter started since this chart first drew (one from before it came
+  // is over): played here too, from the same frame.
+  const played = data.play?.at ?? null;
+  if (chart.played === undefined) {
+    chart.played = played;
+  } else if (played !== chart.played) {
+    chart.played = played;
+    if (chart.frameNames.includes(String(data.play.from))) play(chart, String(data.play.from));
+  }
+  // A step asked anew (a presenter's, followed): shown, but the last one while a play
+  // runs to it (where the presenter's play ended, seconds before this one's); the same
+  // one again leaves a viewer's own play or drag where it is.
   if (asked !== chart.asked) {
     chart.asked = asked;
-    if (asked !== null && chart.frameNames.includes(asked)) await show(chart, asked);
+    const last = chart.frameNames[chart.frameNames.length - 1];
+    const ending = chart.playing && asked === last;
+    if (asked !== null && chart.frameNames.includes(asked) && !ending) await show(chart, asked);
   }
 }
 

@@ -5,7 +5,9 @@ clicked to pick the start (see `ui/playground_chart.js`).
 It reports back through the component's state, each change calling the page's callback
 before the page runs again: `start`, `{"x", "y", "at"}` where the surface was clicked
 (`at` a time, so that the same point clicked again is a change too), and, when
-`report` asks for it, `step`, the step shown once a play or a drag of the slider ends.
+`report` asks for it, `step`, the step shown once a play or a drag of the slider ends,
+and `play`, `{"from", "at"}` when ▶ Play starts a play at step `from`. Given such a
+`play` (a presenter's, followed), the chart plays it too.
 """
 
 from __future__ import annotations
@@ -32,22 +34,32 @@ def playground_chart(
     *,
     key: str,
     step: int | None,
+    play: Mapping[str, Any] | None,
     report: bool,
     on_start: Callable[[], None],
     on_step: Callable[[], None],
+    on_play: Callable[[], None],
 ) -> None:
-    """Draws `figure` at `step` (None: the last), under `key`; a click on the surface
-    calls `on_start`, and, if `report`, the end of a play or a drag calls `on_step` (each
-    reads what changed with `clicked` and `reported`)."""
+    """Draws `figure` at `step` (None: the last), under `key`, playing `play` when it is
+    new to the chart; a click on the surface calls `on_start`, and, if `report`, the end
+    of a play or a drag calls `on_step` and the start of a play `on_play` (each reads
+    what changed with `clicked`, `reported` and `played`)."""
     data: dict[str, Any] = {
         "figure": live_chart.drawn(figure),
         "config": live_chart.CONFIG,
         "plotly": live_chart.served_plotly(),
         "step": step,
+        "play": play,
         "report": report,
         "frame_ms": FRAME_MS,
     }
-    _mount(data=data, key=key, on_start_change=on_start, on_step_change=on_step)
+    _mount(
+        data=data,
+        key=key,
+        on_start_change=on_start,
+        on_step_change=on_step,
+        on_play_change=on_play,
+    )
 
 
 def _state(key: str) -> Mapping[str, Any]:
@@ -67,3 +79,12 @@ def reported(key: str) -> int | None:
     """The step the chart under `key` showed when its last play or drag ended."""
     step = _state(key).get("step")
     return int(step) if isinstance(step, int | float) else None
+
+
+def played(key: str) -> dict[str, int] | None:
+    """The play the chart under `key` started last (`{"from": step, "at": ms}`), None if
+    none did."""
+    play = _state(key).get("play")
+    if not isinstance(play, Mapping):
+        return None
+    return {"from": int(play["from"]), "at": int(play["at"])}

@@ -36,6 +36,7 @@ VARY = "playground:vary"  # the knob,
 VALUES = "playground:values"  # and its values, as typed
 X, Y, STEPS = "playground:x", "playground:y", "playground:steps"
 STEP = "playground:step"  # the step the chart shows (None: the last); no widget's
+PLAYING = "playground:playing"  # the last play started ({"from", "at"}); no widget's
 
 OPTIMIZERS_RACE, VALUES_RACE = "several optimizers", "one optimizer, several values"
 DEFAULT_SURFACE = "himmelblau"  # four minima: where each optimizer ends differs at once
@@ -96,6 +97,7 @@ def seed() -> None:
     st.session_state.setdefault(Y, f"{surface.start[1]:g}")
     st.session_state.setdefault(STEPS, str(DEFAULT_STEPS))
     st.session_state.setdefault(STEP, None)
+    st.session_state.setdefault(PLAYING, None)
 
 
 def new_surface() -> None:
@@ -300,8 +302,9 @@ def _check(race: Race, racer: Racer) -> None:
 
 def shown_state() -> dict[str, Any]:
     """The widgets' values that say what the page shows (the knobs of the optimizers
-    raced alone), and the step: what a room's presenter publishes."""
-    keys = [SURFACE, RACE, OPTIMIZERS, OPTIMIZER, VARY, VALUES, X, Y, STEPS, STEP]
+    raced alone), the step and the last play started: what a room's presenter
+    publishes."""
+    keys = [SURFACE, RACE, OPTIMIZERS, OPTIMIZER, VARY, VALUES, X, Y, STEPS, STEP, PLAYING]
     for name in racing_optimizers():
         keys += [
             knob_key(name, knob.name)

@@ -1,7 +1,8 @@
 """The Playground's race: its paths computed, drawn over the surface, and said in words.
 
 The chart (`ui.playground_chart`) reports a click on the surface, which moves the start,
-and, for a room's presenter, the step its slider ends on, which viewers follow. Under it,
+and, for a room's presenter, each play it starts and the step a play or its slider ends
+on, which viewers' charts follow. Under it,
 a line a racer says where it ended, or how it diverged, and what its knobs did: the
 projections onto its ball, the clipped steps, weight decay's pull.
 """
@@ -17,7 +18,7 @@ from core.playground import SURFACES
 from core.playground.worker import WorkerError
 from core.readable import number
 from ui import follow_presenter, playground_chart, playground_form, playground_paths
-from ui.playground_form import STEP, Race
+from ui.playground_form import PLAYING, STEP, Race
 
 CHART = "playground:chart"
 
@@ -65,9 +66,11 @@ def chart(race: Race, racers: list[Lane]) -> None:
         figure,
         key=CHART,
         step=step,
+        play=st.session_state.get(PLAYING),
         report=follow_presenter.leads(),
         on_start=_clicked,
-        on_step=_played,
+        on_step=_stopped,
+        on_play=_started,
     )
 
 
@@ -77,9 +80,14 @@ def _clicked() -> None:
         playground_form.start_at(*point)
 
 
-def _played() -> None:
+def _stopped() -> None:
     """The chart's callback: the step its play or slider ended on, for the room."""
     st.session_state[STEP] = playground_chart.reported(CHART)
+
+
+def _started() -> None:
+    """The chart's callback: a play it started, which the room's charts play too."""
+    st.session_state[PLAYING] = playground_chart.played(CHART)
 
 
 def said(racers: list[Lane]) -> None:

@@ -1,7 +1,7 @@
 """The Playground page (issue 54, item 1) under AppTest: a race draws one path per racer
 (several optimizers, or one at several values of a knob) from the page server's worker,
 bad input is named under its field and computes nothing, the page server never imports
-Keras, and a room's viewer follows the presenter's surface, knobs and step."""
+Keras, and a room's viewer follows the presenter's surface, knobs, step and plays."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from ui import nav, playground_paths
 from ui.playground_form import (
     OPTIMIZER,
     OPTIMIZERS,
+    PLAYING,
     RACE,
     STEP,
     SURFACE,
@@ -32,10 +33,15 @@ from ui.playground_form import (
 KEY = "the-presenters-key-0123456789"
 
 
-def figure(at: AppTest) -> dict[str, Any]:
-    """The race the page drew (`ui.playground_chart`)."""
+def drawn(at: AppTest) -> dict[str, Any]:
+    """What the page gave its chart (`ui.playground_chart`)."""
     (chart,) = at.get("bidi_component")
-    return json.loads(json.loads(chart.proto.json)["figure"])
+    return json.loads(chart.proto.json)
+
+
+def figure(at: AppTest) -> dict[str, Any]:
+    """The race the page drew."""
+    return json.loads(drawn(at)["figure"])
 
 
 def paths(at: AppTest) -> dict[str, Any]:
@@ -133,8 +139,11 @@ def test_a_viewer_follows_the_presenters_surface_knobs_and_step_until_it_picks(
     presenter.selectbox(key=SURFACE).select("beale").run()
     presenter.text_input(key=knob_key("sgd", "learning_rate")).input("0.002").run()
     presenter.session_state[STEP] = 100  # as its chart reports where its slider ended
+    presenter.session_state[PLAYING] = {"from": 40, "at": 1796640000000}  # a play started
     presenter.run()
     viewer.run()
+    assert drawn(viewer)["play"] == {"from": 40, "at": 1796640000000}  # its chart plays it
+    assert not drawn(viewer)["report"] and drawn(presenter)["report"]
     assert viewer.session_state[SURFACE] == "beale"
     assert viewer.text_input(key=knob_key("sgd", "learning_rate")).value == "0.002"
     assert paths(viewer)["sgd"]["x"] == paths(presenter)["sgd"]["x"]

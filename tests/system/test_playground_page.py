@@ -1,15 +1,17 @@
-"""The Playground in Chromium (issue 54): against `python -m ui.serve run app.py`, a knob
-moved on the page redraws its racer's path in place, and ▶ Play cuts every path at the
-step it plays, in the browser, without a rerun."""
+"""The Playground in Chromium (issue 54), in a room (`optlab present`): a knob moved on
+the presenter's page redraws its racer's path in place; ▶ Play cuts every path at the
+step it plays, in the browser, without a rerun, and a following viewer's chart plays it
+too; a click on the surface moves the start there, fields and paths."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
-from tests import app_server
 from tests.browser import NEEDS_CHROMIUM, chromium, settle
+from tests.room import Room, served
 from tests.waiting import scaled
 from ui import nav
 
@@ -21,47 +23,103 @@ PATHS = """() => { const chart = document.querySelector('.js-plotly-plot');
     return Object.fromEntries(chart._fullData
         .filter(t => t.meta === 'animated' && !t.name.includes(':'))
         .map(t => [t.name, Array.from(t.x)])); }"""
+# The page's pixel at a point (x, y) of the surface's plot.
+PIXEL = """([x, y]) => { const chart = document.querySelector('.js-plotly-plot');
+    const layout = chart._fullLayout, box = chart.getBoundingClientRect();
+    return [box.left + layout.xaxis._offset + layout.xaxis.d2p(x),
+            box.top + layout.yaxis._offset + layout.yaxis.d2p(y)]; }"""
 
 
-def test_a_knob_moved_redraws_its_path_and_play_races_them(tmp_path: Path) -> None:
-    store = tmp_path / "lab.sqlite"
-    process, port = app_server.start(store, tmp_path / "streamlit.log")
-    try:
-        with chromium() as browser:
-            page = browser.new_page(viewport={"width": 1024, "height": 768})
-            page.goto(f"http://127.0.0.1:{port}{nav.PLAYGROUND.url}")
-            # The first paths wait for the worker to load TensorFlow.
-            page.wait_for_function(
-                f"() => {{ const p = ({PATHS})(); return p && Object.keys(p).length === 3; }}",
-                timeout=scaled(120_000),
-            )
-            settle(page)
-            before = page.evaluate(PATHS)
-            assert list(before) == ["sgd", "momentum", "adam"]
-            steps = len(before["sgd"]) - 1
+@pytest.fixture(scope="module")
+def room(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Room, Any]]:
+    folder = tmp_path_factory.mktemp("playground")
+    with served(folder, folder / "lab.sqlite") as room, chromium() as browser:
+        yield room, browser
 
-            rate = page.get_by_label("learning_rate", exact=True).first  # sgd's
-            rate.fill("0.002")
-            rate.press("Enter")
-            page.wait_for_function(
-                f"(old) => {{ const p = ({PATHS})(); return p && p.sgd.length > 1"
-                " && p.sgd.some((x, i) => x !== old[i]); }",
-                arg=before["sgd"],
-                timeout=scaled(60_000),
-            )
-            after = page.evaluate(PATHS)
-            assert after["momentum"] == before["momentum"]  # its knobs did not move
 
-            page.locator(".updatemenu-button").first.click()  # ▶ Play, from step 0
-            page.wait_for_function(
-                f"(n) => {{ const p = ({PATHS})(); return p && p.sgd.length < n; }}",
-                arg=steps + 1,
-                timeout=scaled(30_000),
-            )
-            page.wait_for_function(  # and on to the last step
-                f"(n) => {{ const p = ({PATHS})(); return p && p.sgd.length === n; }}",
-                arg=steps + 1,
-                timeout=scaled(60_000),
-            )
-    finally:
-        app_server.stop(process, store)
+def drawn(page: Any, racers: int = 3) -> dict[str, list[float]]:
+    """Each racer's drawn x, once the chart shows `racers` paths (the first wait for the
+    worker to load TensorFlow)."""
+    page.wait_for_function(
+        f"(n) => {{ const p = ({PATHS})(); return p && Object.keys(p).length === n; }}",
+        arg=racers,
+        timeout=scaled(120_000),
+    )
+    settle(page)
+    return page.evaluate(PATHS)
+
+
+def playground(browser: Any, url: str) -> Any:
+    """A page of its own (its own cookies) on `url`, at a projector's 1024×768."""
+    page = browser.new_context(viewport={"width": 1024, "height": 768}).new_page()
+    page.goto(url)
+    return page
+
+
+def presenter_on_the_playground(room: Room, browser: Any) -> Any:
+    page = playground(browser, room.presenter)
+    page.wait_for_function("() => !window.location.search.includes('key=')")
+    page.goto(page.url.split("?")[0].rstrip("/") + nav.PLAYGROUND.url)
+    return page
+
+
+def test_a_knob_moved_redraws_its_path_and_play_races_them_for_the_room(
+    room: tuple[Room, Any],
+) -> None:
+    lab, browser = room
+    presenter = presenter_on_the_playground(lab, browser)
+    before = drawn(presenter)
+    assert list(before) == ["sgd", "momentum", "adam"]
+    steps = len(before["sgd"]) - 1
+    viewer = playground(browser, lab.audience)  # follows the presenter onto the page
+    drawn(viewer)
+
+    rate = presenter.get_by_label("learning_rate", exact=True).first  # sgd's
+    rate.fill("0.002")
+    rate.press("Enter")
+    presenter.wait_for_function(
+        f"(old) => {{ const p = ({PATHS})(); return p && p.sgd.length > 1"
+        " && p.sgd.some((x, i) => x !== old[i]); }",
+        arg=before["sgd"],
+        timeout=scaled(60_000),
+    )
+    after = presenter.evaluate(PATHS)
+    assert after["momentum"] == before["momentum"]  # its knobs did not move
+    viewer.wait_for_function(  # the viewer's sgd, redrawn as the presenter's
+        f"(moved) => {{ const p = ({PATHS})(); return p && p.sgd.every((x, i) => x === moved[i])"
+        " && p.sgd.length === moved.length; }",
+        arg=after["sgd"],
+        timeout=scaled(60_000),
+    )
+
+    presenter.locator(".updatemenu-button").first.click()  # ▶ Play, from step 0
+    for page in (presenter, viewer):  # the viewer's chart plays it too
+        page.wait_for_function(
+            f"(n) => {{ const p = ({PATHS})(); return p && p.sgd.length < n; }}",
+            arg=steps + 1,
+            timeout=scaled(30_000),
+        )
+    for page in (presenter, viewer):  # and on to the last step
+        page.wait_for_function(
+            f"(n) => {{ const p = ({PATHS})(); return p && p.sgd.length === n; }}",
+            arg=steps + 1,
+            timeout=scaled(60_000),
+        )
+    for page in (presenter, viewer):
+        page.context.close()
+
+
+def test_a_click_on_the_surface_starts_the_paths_there(room: tuple[Room, Any]) -> None:
+    lab, browser = room
+    page = presenter_on_the_playground(lab, browser)
+    drawn(page)
+    # On himmelblau's view, away from every path, on a point of the grid a click picks from.
+    page.mouse.click(*page.evaluate(PIXEL, [-4.0, 0.5]))
+    page.wait_for_function(
+        f"() => {{ const p = ({PATHS})(); return p && p.sgd[0] === -4; }}",
+        timeout=scaled(60_000),
+    )
+    assert page.get_by_label("start x", exact=True).input_value() == "-4.00"
+    assert page.get_by_label("start y", exact=True).input_value() == "0.50"
+    assert all(xs[0] == -4 for xs in page.evaluate(PATHS).values())
+    page.context.close()
