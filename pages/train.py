@@ -22,6 +22,7 @@ from ui.train_form import (
     VARY,
     dataset_options,
     knob_key,
+    privacy_fields,
     run_key,
     seed_knobs,
     seed_widgets,
@@ -142,6 +143,12 @@ if st.session_state[REPEATS] > 1:
         persist_state=state.KEPT,
         help="both: the initial weights and the batch order; init or data: only one.",
     )
+with st.expander(
+    "Differential privacy (DP-SGD)",
+    icon=":material/shield_lock:",
+    expanded=bool(st.session_state.get(run_key("dp_clip"))),
+):
+    privacy_fields(FIELDS, errors)
 toggle_cols = st.columns(3)
 with toggle_cols[0]:
     forms.field(FIELDS["telemetry"], run_key("telemetry"), errors)

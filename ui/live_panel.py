@@ -24,7 +24,17 @@ from core.knobs import InvalidInput, Knob
 from core.store import Command, UnknownRunError
 from core.training.config import LR_FIND
 from core.training.live import live_knobs, weighted_task
-from ui import downloads, landscape_view, nav, range_test, roles, state, texts, views
+from ui import (
+    downloads,
+    landscape_view,
+    nav,
+    privacy_odometer,
+    range_test,
+    roles,
+    state,
+    texts,
+    views,
+)
 
 # The live-knob arithmetic -----------------------------------------------------------
 
@@ -352,5 +362,6 @@ def progress(engine: Runs, run_id: str, was_active: bool) -> None:
     )
     loading = engine.loading() if run.status == "queued" else None
     st.progress(min(run.progress, 1.0), text=texts.progress(run, loading))
+    privacy_odometer.odometer(engine, run)  # a DP-SGD run's ε spent
     if was_active and not run.active:
         st.rerun()  # it ended: the whole page again, with its last charts, controls gone

@@ -8,6 +8,7 @@ field for the page to show.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from typing import Any
 
 import streamlit as st
@@ -17,7 +18,9 @@ from core.data import files, tfds_source
 from core.engine import TASKS, RunConfig, run_fields
 from core.engine.lr_find import range_test_config
 from core.engine.repeats import repeat_configs
-from core.knobs import InvalidInput
+from core.escaping import escape_markdown
+from core.knobs import InvalidInput, Knob
+from core.training.config import warnings as config_warnings
 from ui import forms, state
 
 ERRORS = "train_errors"
@@ -136,6 +139,32 @@ def take_suggested_rate() -> None:
     knob = next(k for k in optimizers.get_spec(optimizer).knobs if k.name == "learning_rate")
     st.session_state[run_key("optimizer")] = optimizer
     st.session_state[knob_key(optimizer, knob.name)] = forms.initial(knob, float(f"{rate:.3g}"))
+
+
+#: DP-SGD's run fields, in the order the form shows them.
+PRIVACY = ("dp_clip", "dp_noise", "dp_delta", "dp_epsilon_budget", "dp_accountant")
+
+
+def privacy_fields(fields: Mapping[str, Knob], errors: Mapping[str, str]) -> None:
+    """DP-SGD's fields, three a row, and what the run would be warned of (a δ of at least
+    1/n) as they stand."""
+    st.caption(
+        "Clip each example's gradient to dp_clip, add Gaussian noise of dp_noise × dp_clip "
+        "to their sum, and count the privacy spent: ε at dp_delta, live on Live as "
+        "dp_epsilon. Set dp_clip to turn it on."
+    )
+    columns = st.columns(3)
+    for i, name in enumerate(PRIVACY):
+        with columns[i % 3]:
+            forms.field(fields[name], run_key(name), errors)
+    shown = ("dataset", "data_dir", *PRIVACY)
+    values, unread = forms.parsed([fields[name] for name in shown], run_key)
+    try:
+        said = [] if unread else config_warnings(RunConfig.from_dict(values))
+    except InvalidInput:  # a field's error shows under it
+        said = []
+    for warning in said:
+        st.warning(escape_markdown(warning), icon=":material/warning:")
 
 
 def submit(range_test: bool = False) -> None:

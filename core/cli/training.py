@@ -35,6 +35,7 @@ from core.engine.repeats import VARY, repeat_configs
 from core.group_comparison import mean_interval
 from core.knobs import InvalidInput
 from core.store import LR_FIND_ENDED_EVENT, RunRecord
+from core.training.config import warnings as config_warnings
 
 #: The final metrics that `train --repeats` sums up over its group.
 FINAL_GROUP_KEYS = ("loss", "accuracy", "val_loss", "val_accuracy", "best_val_accuracy", "val_mae")
@@ -76,6 +77,8 @@ def train(args: argparse.Namespace) -> int:
     which records the run (see `core.cli.workers`): its own copy goes to a store of
     its own that it deletes."""
     config = run_config(args)  # before the store: bad input writes nothing
+    for warning in config_warnings(config):
+        print(f"warning: {warning}", file=sys.stderr, flush=True)
     if args.repeats != 1:
         if config.strategy == "multiworker":
             raise UsageError("--repeats: a multi-worker run is trained once at a time")

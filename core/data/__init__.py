@@ -16,7 +16,7 @@ datasets and `pipeline` when it builds a pipeline.
 from core.data.builtin import DEFAULT_DATASET
 from core.data.dataset import Dataset, DatasetInfo, DatasetUnavailable
 from core.data.dataset_catalog import catalog
-from core.data.input_pipeline import pipeline
+from core.data.input_pipeline import pipeline, poisson_batches
 from core.data.loading import load
 from core.data.plugin_data import register_dataset
 
@@ -28,5 +28,6 @@ __all__ = [
     "catalog",
     "load",
     "pipeline",
+    "poisson_batches",
     "register_dataset",
 ]

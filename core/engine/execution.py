@@ -35,6 +35,7 @@ from core.store import (
     KNOB_EVENT,
     LR_FIND_ENDED_EVENT,
     PER_LAYER_EVENT,
+    PRIVACY_BUDGET_EVENT,
     RESTORED_EVENT,
     Store,
     StoreError,
@@ -263,6 +264,13 @@ class RunExecution:
                 self._checkpoint(control.step)
                 return control.stop_reason
 
+            if trainer.private is not None and step > trainer.private.last_step:
+                self.store.add_event(
+                    self.run_id, step - 1, PRIVACY_BUDGET_EVENT, trainer.private.record()
+                )
+                self._checkpoint(control.step)
+                return "completed"  # the next step would spend more than the budget
+
             last_step = step == trainer.data.total_steps
             # A step that measures logs too: its instruments' values beside the loss,
             # and a divergence it finds beside the loss that shows it.
@@ -384,6 +392,7 @@ def _init_event(trainer: Any) -> dict[str, Any]:
         "steps_per_epoch": trainer.data.steps_per_epoch,
         "instrument_intervals": trainer.instrument_intervals,
         "replicas": trainer.strategy.num_replicas_in_sync,
+        **({"privacy": trainer.private.record()} if trainer.private is not None else {}),
     }
 
 

@@ -93,6 +93,9 @@ HISTOGRAM_EVENT: Final = "histogram"
 RESTORED_EVENT: Final = "restored"
 #: A learning-rate range test ended early at this step: `{"reason"}` (see `core.engine.lr_find`).
 LR_FIND_ENDED_EVENT: Final = "lr_find_ended"
+#: A DP-SGD run stopped at this step: the next would have spent more than its ε budget
+#: (`core.training.private_run.PrivateRun.record`: n, q, the accountant, δ, σ, C, …).
+PRIVACY_BUDGET_EVENT: Final = "privacy_budget_spent"
 #: The per-layer statistics are recorded every `{"every"}` steps from this one on; `{"budget"}`
 #: is the share of training time they are held to, or None when the run set the interval.
 PER_LAYER_EVENT: Final = "per_layer_interval"

@@ -20,6 +20,7 @@ from core.data.files import shown_name
 from core.knobs import InvalidInput, Knob, KnobType
 from core.optimizers import optimizer_catalog
 from core.optimizers.optimizer_catalog import LR_SCHEDULES, OptimizerSpec
+from core.readable import number
 from core.training.instruments import INSTRUMENTS
 
 STRATEGIES = ("default", "mirrored", "multiworker")
@@ -226,6 +227,50 @@ class RunConfig:
         low=1e-12,
         high=100.0,
     )
+    dp_clip: float | None = _run_field(
+        "float",
+        None,
+        "Differentially private training (DP-SGD): clip each example's gradient to this L2 "
+        "norm C, add Gaussian noise of standard deviation dp_noise·C to their sum, divide "
+        "by batch_size; batches are Poisson samples at rate batch_size / n, and the privacy "
+        "spent, ε at dp_delta, is logged live as dp_epsilon (empty: off).",
+        low=0.0,
+        high=1000.0,
+        low_open=True,
+        optional=True,
+    )
+    dp_noise: float = _run_field(
+        "float",
+        1.0,
+        "DP-SGD's noise multiplier σ: the noise's standard deviation in units of dp_clip.",
+        low=0.0,
+        high=1000.0,
+    )
+    dp_delta: float = _run_field(
+        "float",
+        1e-5,
+        "DP-SGD's δ, the ε of dp_epsilon is at: keep it well below 1/n.",
+        low=0.0,
+        high=1.0,
+        low_open=True,
+        high_open=True,
+    )
+    dp_epsilon_budget: float | None = _run_field(
+        "float",
+        None,
+        "Stop a DP-SGD run before a step would spend more than this ε (empty: no budget).",
+        low=0.0,
+        high=1000.0,
+        low_open=True,
+        optional=True,
+    )
+    dp_accountant: str = _run_field(
+        "choice",
+        "rdp",
+        "How DP-SGD's ε is counted: rdp (Rényi DP, cheap) or pld (privacy loss "
+        "distributions, tighter).",
+        choices=("rdp", "pld"),
+    )
     num_cpus: float = _run_field(
         "float",
         1.0,
@@ -325,9 +370,10 @@ def instrument_intervals(config: RunConfig, total_steps: int) -> dict[str, int]:
     measures every `spacing`·N steps, N = ⌈total / MEASUREMENTS_PER_RUN⌉ rounded up to a
     multiple of `log_every` (they measure on logged steps): alpha, the noise scale and the
     histograms every N, sharpness (the costly one) every 4N; so a short demo shows every
-    instrument and a long run pays a bounded share. Intervals that are multiples of one N
-    make the steps where instruments are due come in few kinds, and the training step is
-    traced once per kind.
+    instrument and a long run pays a bounded share. A DP-SGD run leaves those that read
+    its training data beside the private gradient (`NOT_PRIVATE`) off. Intervals that
+    are multiples of one N make the steps where instruments are due come in few kinds,
+    and the training step is traced once per kind.
     """
     base = math.ceil(total_steps / MEASUREMENTS_PER_RUN)
     base = max(1, math.ceil(base / config.log_every)) * config.log_every
@@ -335,9 +381,30 @@ def instrument_intervals(config: RunConfig, total_steps: int) -> dict[str, int]:
     for name, instrument in INSTRUMENTS.items():
         every = getattr(config, f"{name}_every")
         if every is None:
-            every = base * instrument.spacing
+            every = 0 if private(config) and name in NOT_PRIVATE else base * instrument.spacing
         intervals[name] = every if config.telemetry else 0
     return intervals
+
+
+def private(config: RunConfig) -> bool:
+    """Whether `config` trains with DP-SGD."""
+    return config.dp_clip is not None
+
+
+def warnings(config: RunConfig) -> list[str]:
+    """What `config` allows but should not be, each naming its field: a DP-SGD run's δ
+    of at least 1/n (n the training split's size), which a mechanism that publishes one
+    example outright meets."""
+    if not private(config):
+        return []
+    examples = data.dataset_catalog.info(config.dataset, data_dir=config.data_dir).train_size
+    if config.dp_delta * examples < 1:
+        return []
+    return [
+        f"dp_delta: {number(config.dp_delta)} is not below 1/n = 1/{examples:,} (n = "
+        f"{examples:,} training examples of {config.dataset}): take a δ well below 1/n, e.g. "
+        f"{number(10.0 ** math.floor(math.log10(0.1 / examples)))}, for ε to mean something"
+    ]
 
 
 def fields(
@@ -418,6 +485,8 @@ def _check(values: Mapping[str, Any]) -> dict[str, Any]:
             "recorded on logged steps"
         )
 
+    errors |= _privacy_errors(checked)
+
     hyperparameters = values.get("hyperparameters")
     hyperparameters = {} if hyperparameters is None else hyperparameters
     if not isinstance(hyperparameters, Mapping):
@@ -447,6 +516,31 @@ def _check(values: Mapping[str, Any]) -> dict[str, Any]:
     if errors:
         raise InvalidInput(errors)
     return checked
+
+
+#: The instruments that read the training batch beside its private gradient (again, in
+#: halves, or at both ends of the step): what they would log is not covered by DP-SGD's ε.
+NOT_PRIVATE = ("alpha", "sharpness", "noise_scale")
+
+
+def _privacy_errors(checked: Mapping[str, Any]) -> dict[str, str]:
+    """What a DP-SGD run (`dp_clip` set) cannot be: another run kind, float16's loss
+    scaling (its per-example gradients would be scaled), or measured by an instrument that
+    reads the training data beside the private gradient (whose values ε does not cover)."""
+    if checked.get("dp_clip") is None:
+        return {}
+    errors = {}
+    if checked.get("kind") == LR_FIND:
+        errors["kind"] = "must be train for a DP-SGD run (dp_clip is set)"
+    if checked.get("precision") == "mixed_float16":
+        errors["precision"] = "must be float32 or mixed_bfloat16 for a DP-SGD run (dp_clip is set)"
+    for name in NOT_PRIVATE:
+        if checked.get(f"{name}_every"):
+            errors[f"{name}_every"] = (
+                "must be 0 or empty for a DP-SGD run (dp_clip is set): it reads the training "
+                "data beside the private gradient, which ε does not cover"
+            )
+    return errors
 
 
 def _task_weights_error(weights: Any) -> str | None:

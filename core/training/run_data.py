@@ -23,7 +23,8 @@ class RunData:
 
     Attributes:
         dataset: The loaded dataset.
-        steps_per_epoch: Full batches per pass over the training split.
+        steps_per_epoch: Full batches per pass over the training split (a DP-SGD run's
+            batches, Poisson samples, hold `batch_size` examples on average: as many).
         total_steps: Steps the run will take (epochs, capped by `max_steps`).
         train: The training batches of steps `start + 1` on.
         test: The whole test split, in batches of `EVAL_BATCH`.
@@ -65,6 +66,15 @@ class RunData:
             drop_remainder=True,
             epochs=math.ceil(total_steps / steps_per_epoch),
         )
+        if config.dp_clip is not None:  # DP-SGD: Poisson samples of batch_size on average
+            batches = functools.partial(
+                data.poisson_batches,
+                dataset,
+                rate=config.batch_size / len(dataset.y_train),
+                seed=config.batch_seed,
+                steps=total_steps,
+                multitask=config.multitask,
+            )
         train = batches(start=start)
         test = split("test", batch_size=EVAL_BATCH, epochs=1)
         first_batch = next(iter(batches().take(1)))

@@ -35,7 +35,9 @@ from core.training.evaluation import Evaluation
 from core.training.instruments import INSTRUMENTS, Instrument, Measurements, ReplicaStep
 from core.training.learning_rate import learning_rate
 from core.training.live import weighted_task
-from core.training.losses import task_of
+from core.training.losses import Gradients, task_of
+from core.training.private_gradients import PrivateGradients
+from core.training.private_run import EPSILON, PrivateRun
 from core.training.run_data import RunData, sha256
 from core.training.telemetry import RunningSums
 
@@ -56,6 +58,7 @@ class Trainer:
         divergence: The first step whose loss or weights were not finite.
         instrument_intervals: Each instrument's interval in steps, 0 when off.
         layers: The layer names that per-layer statistics are keyed by.
+        private: A DP-SGD run's privacy (its ε, its last step within budget), else None.
 
     A trainer made with `start=S` takes the batches of steps S + 1 on; `restore` then
     gives it the state a checkpoint of step S saved, and it continues that run exactly.
@@ -96,6 +99,18 @@ class Trainer:
         self.task = task_of(config, dataset.problem)
         if self.scaler is not None:
             self.task.loss_scale = self.scaler.dynamic_scale
+        self.private: PrivateRun | None = None
+        self._gradients: Callable[..., Gradients] = self.task.gradients
+        if config.dp_clip is not None:  # DP-SGD
+            self.private = PrivateRun(config, len(dataset.y_train), self.data.total_steps)
+            self._gradients = PrivateGradients(
+                self.task,
+                clip=config.dp_clip,
+                noise=config.dp_noise,
+                expected_batch=config.batch_size,
+                seed=config.seed,
+                step=self.optimizer.iterations,
+            )
         self.telemetry = RunningSums(self.model, self.optimizer, self.task)
         self.layers = self.telemetry.layers
         self.evaluate = Evaluation(self.data.test, self.model, self.task)
@@ -135,6 +150,8 @@ class Trainer:
             measured.diverged_at = first_nonfinite if first_nonfinite >= 0 else None
         if log:
             measured.values |= self.telemetry.row(outputs["logged"], outputs["per_layer"])
+            if self.private is not None:
+                measured.values[EPSILON] = self.private.epsilon(step)
         for instrument in due:
             instrument.read(outputs, measured)
         return measured
@@ -256,7 +273,7 @@ class Trainer:
             return context.all_reduce("SUM", grads) if context.num_replicas_in_sync > 1 else grads
 
         variables = self.model.trainable_variables
-        gradients = functools.partial(self.task.gradients, self.model)
+        gradients = functools.partial(self._gradients, self.model)
         step = ReplicaStep(x, y, variables, gradients, all_reduced)
         taken = (instrument.gradients(step) for instrument in instruments)
         step.computed = next((g for g in taken if g is not None), None) or gradients(x, y)

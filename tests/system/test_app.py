@@ -123,6 +123,29 @@ def test_train_page_starts_a_run_in_the_engine(lab) -> None:
     lab.wait(run.id, scaled(60))
 
 
+def test_train_page_starts_a_private_run_refuses_a_bad_clip_and_warns_of_a_large_delta(
+    lab,
+) -> None:
+    at = page(nav.TRAIN).run()
+    at.selectbox(key="run:dataset").select("digits").run()
+    at.selectbox(key="run:model").select("mlp").run()
+    at.text_input(key="run:max_steps").input("4").run()
+    at.text_input(key="run:dp_clip").input("0").run()
+    at.button(key="start").click().run()
+    errors = " ".join(e.value for e in at.error).replace("\\", "")
+    assert "**dp_clip**: must be in (0, 1000]" in errors and lab.list() == []
+    at.text_input(key="run:dp_clip").input("1").run()
+    at.text_input(key="run:dp_delta").input("0.01").run()
+    (warning,) = [w.value.replace("\\", "") for w in at.warning if "dp\\_delta" in w.value]
+    assert "1/n = 1/1,438" in warning  # digits' training split, named before the start
+    at.button(key="start").click().run()
+    assert not at.exception
+    (run,) = lab.list()
+    assert (run.config["dp_clip"], run.config["dp_delta"]) == (1.0, 0.01)
+    assert lab.wait(run.id, scaled(60)).status == "completed"
+    assert "dp_epsilon" in lab.metrics(run.id)
+
+
 def test_the_seeds_transformer_rules_fill_the_layer_rules_in_one_click(lab) -> None:
     at = page(nav.TRAIN).run()
     at.selectbox(key="run:dataset").select("digits").run()

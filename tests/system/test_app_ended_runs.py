@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from core.readable import number
 from tests.apptest import finished_run, live_specs, page
 from tests.conftest import app_serving
 from ui import nav
@@ -68,3 +69,21 @@ def test_the_live_selection_is_in_the_url(ended) -> None:
     assert at.query_params["runs"] == second
     at.multiselect(key="live_runs").select(first).run()
     assert at.query_params["runs"] == f"{second},{first}"
+
+
+def test_live_shows_a_private_runs_odometer_and_its_budget(ended) -> None:
+    """A DP-SGD run's card: ε spent as its last logged dp_epsilon, and its budget's share;
+    a run without DP-SGD shows none."""
+    lab, (plain_id, _) = ended
+    budget = {"dp_clip": 1.0, "dp_noise": 1.1, "dp_delta": 1e-5, "dp_epsilon_budget": 50.0}
+    run_id = finished_run(lab, **budget)
+    spent = lab.metrics(run_id)["dp_epsilon"][-1]
+    at = page(nav.LIVE)
+    at.session_state["watch"] = [run_id]
+    at.run()
+    (odometer,) = at.metric
+    assert odometer.label == "privacy spent, ε" and odometer.value == number(spent, 3)
+    (bar,) = [p for p in at.get("progress") if "of the budget" in p.proto.text]
+    assert bar.proto.text == f"{spent / 50:.0%} of the budget ε = 50"
+    at.session_state["watch"] = [plain_id]
+    assert not at.run().metric

@@ -14,6 +14,8 @@ from core.engine import Engine, RunConfig
 from core.engine.checkpoints import KEEP, RunCheckpoints
 from core.knobs import InvalidInput
 from core.store import RESTORED_EVENT
+from core.training.config import NOT_PRIVATE
+from core.training.private_run import EPSILON
 from tests.lean import NO_INSTRUMENTS
 from tests.waiting import scaled, wait_for
 
@@ -47,6 +49,14 @@ CASES = {
     },
     # float16's loss scale and its count of finite steps, beside Adam's moments.
     "adam_float16": {"optimizer": "adam", "precision": "mixed_float16"},
+    # DP-SGD: Poisson batches and noise drawn from the seed and the step; the instruments
+    # that read the data beside the private gradient off, as DP-SGD requires.
+    "dp_sgd": {
+        "optimizer": "sgd",
+        "dp_clip": 1.0,
+        "dp_noise": 1.1,
+        **{f"{name}_every": 0 for name in NOT_PRIVATE},
+    },
 }
 
 
@@ -105,7 +115,13 @@ def test_a_resumed_run_continues_exactly(
     assert engine.wait(resumed, scaled(120)).status == "completed"
     expected, got = engine.metrics(whole), engine.metrics(resumed)
     np.testing.assert_array_equal(got.steps, expected.steps)  # each step once
-    for key in ("loss", "accuracy", "grad_norm", "param_norm", "noise_scale", "alpha"):
+    keys = [
+        key
+        for key in ("loss", "accuracy", "grad_norm", "param_norm", "noise_scale", "alpha", EPSILON)
+        if key in expected
+    ]
+    assert len(keys) == (5 if case == "dp_sgd" else 6)  # ε, or the two instruments
+    for key in keys:
         np.testing.assert_allclose(got[key], expected[key], rtol=1e-6, err_msg=key)
     assert got["loss"][start] == expected["loss"][start]  # the first resumed step
     final, reference = (engine.store.get_run(r).final_metrics for r in (resumed, whole))

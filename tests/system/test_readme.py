@@ -28,8 +28,9 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = docs.text()
 SNIPPETS = re.findall(r"```python\n(.*?)```", DOCS, re.DOTALL)
 SHELL_BLOCKS = re.findall(r"```sh\n(.*?)```", DOCS, re.DOTALL)
-# The docs have these (docs/keras.md, then docs/plugins.md); a new one needs a test here.
-KERAS_USE, CALLBACK, PLUGIN, MODEL_AND_DATA_PLUGIN = SNIPPETS
+# The docs have these (docs/keras.md, docs/plugins.md, then docs/privacy.md); a new one
+# needs a test here.
+KERAS_USE, CALLBACK, PLUGIN, MODEL_AND_DATA_PLUGIN, ACCOUNTING_COSTS = SNIPPETS
 
 # What the first snippet leaves to the reader: a model. Afterwards it must train.
 A_MODEL = """
@@ -111,6 +112,19 @@ def run(code: str, **env: str) -> str:
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
+
+
+def test_the_accounting_costs_snippet_times_each_accountant_without_tensorflow() -> None:
+    """docs/privacy.md's measurement: a time for each accountant and step count, and one
+    for each Odometer; none imports TensorFlow (the dashboard reads ε)."""
+    code = ACCOUNTING_COSTS + "\nimport sys; assert 'tensorflow' not in sys.modules\n"
+    lines = [line.split() for line in run(code).splitlines()]
+    assert [line[:2] for line in lines] == [
+        [accountant, count]
+        for accountant in ("rdp", "pld")
+        for count in ("100", "1000", "10000", "Odometer")
+    ]
+    assert all(0 < float(line[2]) < 60 for line in lines)
 
 
 @pytest.mark.slow

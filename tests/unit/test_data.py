@@ -382,3 +382,41 @@ def test_pipeline_rejects_bad_arguments_naming_the_field(kwargs, field):
     arguments = {"split": "train", "batch_size": 8, "seed": 0, **kwargs}
     with pytest.raises(ValueError, match=f"^{field}: "):
         data.pipeline(data.load("digits"), **arguments)
+
+
+def _poisson(dataset, **kwargs):
+    kwargs = {"rate": 0.05, "seed": 0, "steps": 200, **kwargs}
+    return [(x.numpy(), y.numpy()) for x, y in data.poisson_batches(dataset, **kwargs)]
+
+
+def test_poisson_batches_hold_each_example_with_the_rate_independently():
+    """DP-SGD's sampling: each of the n examples in each batch with probability q, so a
+    batch's size is Binomial(n, q) and an example's count over T steps Binomial(T, q)."""
+    dataset = data.load("digits")
+    n, q, steps = len(dataset.y_train), 0.05, 400
+    batches = _poisson(dataset, rate=q, steps=steps)
+    assert len(batches) == steps
+    sizes = np.array([len(y) for _, y in batches])
+    assert abs(sizes.mean() - q * n) < 4 * np.sqrt(q * (1 - q) * n / steps)
+    assert sizes.std() == pytest.approx(np.sqrt(q * (1 - q) * n), rel=0.15)
+    rows = {image.tobytes(): i for i, image in enumerate(dataset.x_train)}
+    counts = np.zeros(n)
+    for x, _ in batches:
+        indices = [rows[image.tobytes()] for image in x]
+        assert indices == sorted(set(indices))  # each once, in the stored order
+        counts[indices] += 1
+    assert counts.mean() == pytest.approx(q * steps, rel=0.05)
+    assert counts.var() == pytest.approx(q * (1 - q) * steps, rel=0.2)
+
+
+def test_poisson_batches_are_the_seeds_and_a_resumed_run_draws_the_same():
+    dataset = data.load("digits")
+    whole = _poisson(dataset, seed=5, steps=30)
+    resumed = _poisson(dataset, seed=5, steps=30, start=12)
+    assert len(resumed) == 18
+    for (x, y), (x_again, y_again) in zip(whole[12:], resumed, strict=True):
+        assert np.array_equal(x, x_again) and np.array_equal(y, y_again)
+    other = _poisson(dataset, seed=6, steps=30)
+    assert not all(np.array_equal(a[1], b[1]) for a, b in zip(whole, other, strict=True))
+    with pytest.raises(ValueError, match=r"^rate: "):
+        data.poisson_batches(dataset, rate=0.0, seed=0, steps=1)

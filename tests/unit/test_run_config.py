@@ -9,6 +9,7 @@ import pytest
 from core.engine import RunConfig, fields
 from core.knobs import InvalidInput
 from core.optimizers import InvalidHyperparameters
+from core.training.config import NOT_PRIVATE, instrument_intervals, warnings
 
 
 def test_defaults_are_valid_and_round_trip() -> None:
@@ -92,3 +93,49 @@ def test_an_optimizer_name_that_is_not_text_is_refused_naming_the_field(name) ->
     with pytest.raises(InvalidInput) as refused:
         RunConfig.from_dict({"optimizer": name})
     assert "optimizer" in refused.value.errors
+
+
+DP = {"dataset": "digits", "dp_clip": 1.0, "dp_noise": 1.1, "dp_delta": 1e-5}
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"dp_clip": 0.0}, "dp_clip"),
+        ({"dp_clip": -1.0}, "dp_clip"),
+        ({"dp_clip": math.nan}, "dp_clip"),
+        ({"dp_noise": -0.1}, "dp_noise"),
+        ({"dp_delta": 0.0}, "dp_delta"),
+        ({"dp_delta": 1.0}, "dp_delta"),
+        ({"dp_epsilon_budget": 0.0}, "dp_epsilon_budget"),
+        ({"dp_accountant": "moments"}, "dp_accountant"),
+        ({"kind": "lr_find"}, "kind"),
+        ({"precision": "mixed_float16"}, "precision"),
+        ({"sharpness_every": 5}, "sharpness_every"),
+        ({"noise_scale_every": 1}, "noise_scale_every"),
+        ({"alpha_every": 2}, "alpha_every"),
+    ],
+)
+def test_a_bad_private_run_is_refused_naming_the_field(changes: dict, field: str) -> None:
+    with pytest.raises(InvalidInput) as raised:
+        RunConfig.from_dict({**DP, **changes})
+    assert list(raised.value.errors) == [field]
+
+
+def test_a_private_run_leaves_off_the_instruments_that_read_its_data() -> None:
+    private = RunConfig.from_dict(DP)
+    intervals = instrument_intervals(private, 1000)
+    assert [name for name in NOT_PRIVATE if intervals[name]] == []
+    assert intervals["histogram"] > 0  # of the private gradient: post-processing
+    plain = instrument_intervals(RunConfig.from_dict({"dataset": "digits"}), 1000)
+    assert all(plain[name] > 0 for name in NOT_PRIVATE)
+    # Without dp_clip the other fields are inert, whatever they hold.
+    RunConfig.from_dict({"dataset": "digits", "sharpness_every": 5, "dp_noise": 3.0})
+
+
+def test_a_delta_of_at_least_one_over_n_is_warned_of_naming_n() -> None:
+    assert warnings(RunConfig.from_dict(DP)) == []
+    (warning,) = warnings(RunConfig.from_dict({**DP, "dp_delta": 1e-3}))
+    n = RunConfig.from_dict(DP).dataset  # digits: its training split's size is said
+    assert warning.startswith("dp_delta: 0.001 is not below 1/n = 1/1,438") and n in warning
+    assert warnings(RunConfig.from_dict({"dataset": "digits", "dp_delta": 0.5})) == []
