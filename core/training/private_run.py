@@ -37,6 +37,7 @@ class PrivateRun:
     rate: float = field(init=False)
     last_step: int = field(init=False)
     _odometer: Odometer = field(init=False, repr=False)
+    _last_epsilon: float | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         config = self.config
@@ -54,8 +55,15 @@ class PrivateRun:
             )
 
     def epsilon(self, step: int) -> float:
-        """ε at δ after `step` steps (non-decreasing in `step`)."""
-        return self._odometer.epsilon_at(step)
+        """ε at δ after `step` steps, never below the step's own and non-decreasing in
+        `step`: the Odometer's (with PLD the next point of its grid's), but never above
+        the exact ε of the run's last step, which that step logs (so a run within its
+        budget never shows more)."""
+        if self._last_epsilon is None:
+            self._last_epsilon = self._odometer.exact(self.last_step)
+        if step >= self.last_step:
+            return self._odometer.exact(step)
+        return min(self._odometer.epsilon_at(step), self._last_epsilon)
 
     def record(self) -> dict[str, Any]:
         """What the run's start records of its privacy: n, q, the sampling, the
