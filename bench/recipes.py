@@ -87,31 +87,53 @@ def run_once(recipe: Recipe, probe: Probe, folder: Path, label: str) -> tuple[Ve
     return verdict, time.monotonic() - began
 
 
+HEADER = (
+    "| Recipe | Paper | Reproduced | Control | What was measured (seed 0) | Time |",
+    "|---|---|---|---|---|---|",
+)
+
+
+def row(outcome: Outcome) -> str:
+    """A recipe's row of the verdict table."""
+    recipe = outcome.recipe
+    sentence = outcome.verdicts[0].sentence.replace("|", "\\|")
+    return (
+        f"| {recipe.title} | {recipe.paper.citation} | {outcome.said(outcome.verdicts)} "
+        f"| {outcome.said(outcome.controls)} | {sentence} | {outcome.seconds:.0f} s |"
+    )
+
+
 def table(outcomes: Sequence[Outcome]) -> str:
     """The verdict table: a row per recipe."""
-    rows = [
-        "| Recipe | Paper | Reproduced | Control | What was measured (seed 0) | Time |",
-        "|---|---|---|---|---|---|",
+    return "\n".join([*HEADER, *(row(outcome) for outcome in outcomes)])
+
+
+def section(outcome: Outcome) -> str:
+    """A recipe's section of `recipes/results.md`: its claim, measure, control, and every
+    verdict in full."""
+    recipe = outcome.recipe
+    lines = [
+        f"### {recipe.title}",
+        "",
+        f"{recipe.paper.citation}. {recipe.claim}",
+        "",
+        f"Measure: {recipe.measure}",
+        "",
+        f"Control: {recipe.control.why} ({recipe.control.probe().text()})",
+        "",
     ]
-    for outcome in outcomes:
-        recipe = outcome.recipe
-        sentence = outcome.verdicts[0].sentence.replace("|", "\\|")
-        rows.append(
-            f"| {recipe.title} | {recipe.paper.citation} | {outcome.said(outcome.verdicts)} "
-            f"| {outcome.said(outcome.controls)} | {sentence} | {outcome.seconds:.0f} s |"
-        )
-    return "\n".join(rows)
+    for kind, verdicts in (("seed", outcome.verdicts), ("control, seed", outcome.controls)):
+        for seed, verdict in enumerate(verdicts):
+            lines += [f"{kind} {seed}:", "", "```", verdict.text(), "```", ""]
+    return "\n".join(lines)
 
 
-def results_file(outcomes: Sequence[Outcome], machine: dict[str, str]) -> str:
-    """`recipes/results.md`: the machine, the table, then each recipe's claim, measure,
-    control, and every verdict in full."""
-    seeds = len(outcomes[0].verdicts) if outcomes else 0
-    held = sum(
-        sum(v.reproduced == "yes" for v in o.verdicts) >= 0.8 * seeds
-        and not any(v.reproduced == "yes" for v in o.controls)
-        for o in outcomes
-    )
+def results_file(
+    rows: Sequence[str], sections: Sequence[str], machine: Sequence[str], seeds: int
+) -> str:
+    """`recipes/results.md`: the machine (`machine`, its lines), the table of `rows`, then
+    each recipe's section."""
+    held = sum(_held(line, seeds) for line in rows)
     lines = [
         "# Recipes: results",
         "",
@@ -122,30 +144,54 @@ def results_file(outcomes: Sequence[Outcome], machine: dict[str, str]) -> str:
         "",
         "## Machine",
         "",
-        *(f"- {label}: {value}" for label, value in machine.items()),
+        *machine,
         "",
-        f"## Verdicts: {held} of {len(outcomes)} reproduced at ≥ 80% of seeds, their "
-        "controls never",
+        f"## Verdicts: {held} of {len(rows)} reproduced at ≥ 80% of seeds, their controls never",
         "",
-        table(outcomes),
+        *HEADER,
+        *rows,
         "",
     ]
-    for outcome in outcomes:
-        recipe = outcome.recipe
-        lines += [
-            f"### {recipe.title}",
-            "",
-            f"{recipe.paper.citation}. {recipe.claim}",
-            "",
-            f"Measure: {recipe.measure}",
-            "",
-            f"Control: {recipe.control.why} ({recipe.control.probe().text()})",
-            "",
-        ]
-        for kind, verdicts in (("seed", outcome.verdicts), ("control, seed", outcome.controls)):
-            for seed, verdict in enumerate(verdicts):
-                lines += [f"{kind} {seed}:", "", "```", verdict.text(), "```", ""]
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n" + "".join(sections)
+
+
+def _held(table_row: str, seeds: int) -> bool:
+    """Whether a table row's recipe said yes at ≥ 80% of its seeds and its control never."""
+    reproduced, control = table_row.split(" | ")[2:4]
+    return int(reproduced.split("/")[0]) >= 0.8 * seeds and control.startswith("0/")
+
+
+def merged(existing: str, outcomes: Sequence[Outcome], machine: Sequence[str]) -> str:
+    """`existing` results with the recipes of `outcomes` run again: their rows and
+    sections replaced (or added, in the gallery's order), the others kept as they were,
+    the machine's lines of the run that wrote them kept too, and `machine`'s added."""
+    head, *chunks = existing.split("\n### ")
+    old_sections = {chunk.split("\n", 1)[0]: "### " + chunk for chunk in chunks}
+    old_rows = {
+        line.split(" | ")[0][2:]: line
+        for line in head.splitlines()
+        if line.startswith("| ") and not line.startswith(HEADER[0][:10])
+    }
+    new = {outcome.recipe.title: outcome for outcome in outcomes}
+    titles = [r.title for r in RECIPES.values() if r.title in new or r.title in old_rows]
+    rows = [row(new[t]) if t in new else old_rows[t] for t in titles]
+    sections = [
+        section(new[t]) + "\n" if t in new else old_sections[t].rstrip("\n") + "\n\n"
+        for t in titles
+    ]
+    machine_then = head.split("## Machine\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    seeds = len(outcomes[0].verdicts)
+    names = ", ".join(outcome.recipe.name for outcome in outcomes)
+    said = f"- {names} run again:"
+    if said in machine_then:  # an earlier run of the same recipes: superseded
+        at = machine_then.index(said)
+        end = next(
+            (i for i in range(at + 1, len(machine_then)) if not machine_then[i].startswith("  ")),
+            len(machine_then),
+        )
+        machine_then = machine_then[:at] + machine_then[end:]
+    again = [said, *(f"  {line}" for line in machine)]
+    return results_file(rows, sections, [*machine_then, *again], seeds)
 
 
 def with_table(page: str, new_table: str) -> str:
@@ -176,10 +222,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     machine = describe()  # the load at the start among it
     outcomes = run_all([RECIPES[name] for name in names], args.seeds)
     machine["Load average"] = f"{machine['Load average']} at the start, {load_average()} at the end"
+    lines = [f"- {label}: {value}" for label, value in machine.items()]
     RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(results_file(outcomes, machine))
-    if len(outcomes) == len(RECIPES):  # the page shows the whole gallery only
-        PAGE.write_text(with_table(PAGE.read_text(), table(outcomes)))
+    if len(outcomes) < len(RECIPES) and RESULTS.exists():  # the others as they were
+        written = merged(RESULTS.read_text(), outcomes, lines)
+    else:
+        written = results_file(
+            [row(o) for o in outcomes], [section(o) + "\n" for o in outcomes], lines, args.seeds
+        )
+    RESULTS.write_text(written)
+    rows = [line for line in written.splitlines() if line.startswith("| ") and line != HEADER[0]]
+    if len(rows) == len(RECIPES):  # the page shows the whole gallery only
+        PAGE.write_text(with_table(PAGE.read_text(), "\n".join([*HEADER, *rows])))
     print(f"wrote {os.path.relpath(RESULTS)}")
     return 0
 

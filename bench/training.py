@@ -138,6 +138,22 @@ def instrument_cost(settings: Settings, model: str = MODEL) -> Measured:
     return _step_times(settings, (on_config, off_config), first, last, "the instruments")
 
 
+def private_step_cost(settings: Settings, model: str = "mlp") -> Measured:
+    """Figure 22: seconds per step of DP-SGD (C = 1, σ = 1.1: Poisson batches of 64 on
+    average, each example's gradient from one vectorized Jacobian, clipped, noise added)
+    and of the same run without it, telemetry every step in both; a miss is explained by
+    the op time each step spends (tf.profiler), which says where DP-SGD's time goes."""
+    first, last = _window(settings, epochs=2)
+    plain = _config(last + 1, telemetry=True, model=model)
+    private = plain.replace(dp_clip=1.0, dp_noise=1.1)
+    return _step_times(settings, (private, plain), first, last, "DP-SGD", ops=True)
+
+
+def private_step_cost_lenet(settings: Settings) -> Measured:
+    """Figure 22 on LeNet."""
+    return private_step_cost(settings, "lenet")
+
+
 def checkpoint_cost(settings: Settings) -> Measured:
     """Figure 10: seconds per step with checkpoints on the default schedule, and off.
 

@@ -13,6 +13,7 @@ from core.recipes import (
     heavy_ball,
     large_batch,
     lr_range_test,
+    privacy_utility,
     projection,
     warmup,
 )
@@ -32,6 +33,7 @@ RECIPES: dict[str, Recipe] = {
         projection,
         heavy_ball,
         critical_batch,
+        privacy_utility,
     )
 }
 

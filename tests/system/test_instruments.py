@@ -252,7 +252,10 @@ def test_an_instruments_spacing_sets_its_default_interval(monkeypatch) -> None:
 
     monkeypatch.setitem(instruments.INSTRUMENTS, "sparse", Sparse)
     config = SimpleNamespace(
-        log_every=2, telemetry=True, **{f"{n}_every": None for n in instruments.INSTRUMENTS}
+        log_every=2,
+        telemetry=True,
+        dp_clip=None,  # not DP-SGD, which leaves some instruments off
+        **{f"{n}_every": None for n in instruments.INSTRUMENTS},
     )
     intervals = instrument_intervals(config, total_steps=400)  # base: 400 / 20 = 20 steps
     assert intervals["alpha"] == 20 and intervals["sharpness"] == 80

@@ -119,7 +119,14 @@ def test_a_click_on_the_surface_starts_the_paths_there(room: tuple[Room, Any]) -
         f"() => {{ const p = ({PATHS})(); return p && p.sgd[0] === -4; }}",
         timeout=scaled(60_000),
     )
-    assert page.get_by_label("start x", exact=True).input_value() == "-4.00"
-    assert page.get_by_label("start y", exact=True).input_value() == "0.50"
+    # The fields come after the chart in the page, so a busy browser may show them a
+    # moment later.
+    for label, value in (("start x", "-4.00"), ("start y", "0.50")):
+        page.wait_for_function(
+            "([label, value]) => [...document.querySelectorAll('input')].some("
+            " i => i.getAttribute('aria-label') === label && i.value === value)",
+            arg=[label, value],
+            timeout=scaled(30_000),
+        )
     assert all(xs[0] == -4 for xs in page.evaluate(PATHS).values())
     page.context.close()

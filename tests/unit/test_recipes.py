@@ -26,6 +26,7 @@ from core.recipes import (
     edge_of_stability,
     large_batch,
     lr_range_test,
+    privacy_utility,
     projection,
     warmup,
 )
@@ -79,6 +80,7 @@ def test_every_recipe_declares_what_a_card_shows_and_valid_runs() -> None:
         "projection",
         "heavy_ball",
         "critical_batch",
+        "privacy_utility",
     ]
     for recipe in RECIPES.values():
         assert recipe.claim.endswith(".") and recipe.measure and recipe.charts
@@ -259,6 +261,33 @@ def test_clipping(store, plain_trains, expected) -> None:
     assert verdict.numbers["loss ratio, clipped (worst)"] < clipping.TRAINED
 
 
+@pytest.mark.parametrize(
+    ("epsilons", "accuracies", "expected"),
+    [
+        ((8.0, 3.7, 1.6), (0.86, 0.79, 0.62), "yes"),
+        ((3.7, 3.7, 3.7), (0.86, 0.79, 0.62), "no"),  # one σ everywhere: the control
+        ((8.0, 3.7, 1.6), (0.70, 0.79, 0.62), "no"),  # more noise, more accurate
+        ((8.0, 3.7, 1.6), (0.80, 0.79, 0.785), "inconclusive"),  # within the seeds
+    ],
+)
+def test_privacy_utility(store, epsilons, accuracies, expected) -> None:
+    noises = privacy_utility.NOISES
+
+    def rows(key: str, k: int) -> Rows:
+        arm = [privacy_utility.key(noise) for noise in noises].index(key)
+        spread = 0.01 * (-1) ** k  # the seeds differ; their mean is the arm's
+        return {
+            step: {"dp_epsilon": epsilons[arm] * step / 176, "val_accuracy": accuracies[arm]}
+            | ({"val_accuracy": accuracies[arm] + spread} if step == 176 else {})
+            for step in (1, 88, 176)
+        }
+
+    verdict = judged(privacy_utility.RECIPE, store, rows)
+    assert verdict.reproduced == expected, verdict.text()
+    assert verdict.numbers["ε, σ = 2"] == pytest.approx(epsilons[2])
+    assert verdict.numbers["val_accuracy, σ = 0.5 (mean)"] == pytest.approx(accuracies[0])
+
+
 def test_clipping_between_trained_and_failed_is_inconclusive(store) -> None:
     def rows(key: str, _: int) -> Rows:
         end = 0.94 if key == clipping.PLAIN else 0.5  # clipped: neither trained nor failed
@@ -390,3 +419,29 @@ def test_make_recipes_wrote_findings_that_hold_and_controls_that_never_do() -> N
         assert seeds == 5, title
         assert yes >= 4 or (unsure and int(unsure.group(1)) >= 3), (title, reproduced)
         assert control.startswith(f"0/{seeds}"), (title, control)
+
+
+def test_running_some_recipes_again_keeps_the_others_results_as_they_were() -> None:
+    """`python -m bench.recipes NAME`: the named recipes' rows and sections replaced, the
+    others' kept byte for byte, with the machine of the run that wrote them; the same run
+    again replaces its own note."""
+    from bench.recipes import HEADER, Outcome, merged, results_file, row, section
+
+    def outcome(name: str, said: str) -> Outcome:
+        verdicts = [Verdict(said, {"x": 1.0}, f"{name} {said}.", 2, 2)] * 5
+        return Outcome(RECIPES[name], verdicts, [Verdict("no", {}, "No.", 2, 2)] * 5, 3.0)
+
+    first = [outcome(name, "yes") for name in list(RECIPES)[:3]]
+    written = results_file(
+        [row(o) for o in first], [section(o) + "\n" for o in first], ["- Date: then"], 5
+    )
+    again = merged(written, [outcome(first[1].recipe.name, "no")], ["- Date: now"])
+    rows = [line for line in again.splitlines() if line.startswith("| ") and line != HEADER[0]]
+    assert [line.split(" | ")[2] for line in rows] == ["5/5", "0/5", "5/5"]
+    for kept in (first[0], first[2]):
+        assert section(kept) in again and row(kept) in again
+    assert "## Verdicts: 2 of 3 reproduced" in again
+    assert "- Date: then" in again and "  - Date: now" in again
+    assert merged(again, [outcome(first[1].recipe.name, "no")], ["- Date: now"]) == again
+    added = merged(again, [outcome("privacy_utility", "yes")], ["- Date: later"])
+    assert added.count("\n### ") == 4 and "## Verdicts: 3 of 4" in added
