@@ -11,8 +11,8 @@ import streamlit as st
 from core.engine import RunStatus
 from core.engine.api import Runs
 from core.readable import number
+from core.training.private_run import EPSILON
 
-EPSILON = "dp_epsilon"  # the metric (core.training.private_run.EPSILON, without TensorFlow)
 RECENT_STEPS = 50  # read back from the last logged step: the last ε is among them
 
 
