@@ -83,6 +83,7 @@ def test_no_noise_bounds_nothing_and_no_steps_spend_nothing(accountant: str) -> 
     sigma=st.floats(0.5, 5.0),
     steps=st.lists(st.integers(0, 20_000), min_size=1, max_size=4),
 )
+@pytest.mark.slow  # 7 s: make test runs it, not make test-fast
 def test_the_rdp_odometer_is_the_exact_epsilon_after_every_step(
     q: float, sigma: float, steps: list[int]
 ) -> None:

@@ -13,6 +13,7 @@ BASE = {"dataset": "digits", "dp_clip": 1.0, "dp_noise": 1.1, "dp_delta": 1e-5}
 EXAMPLES = 1438
 
 
+@pytest.mark.slow  # PLD's exact ε at each of its grid's points: 20 s
 def test_the_budgets_last_step_is_the_last_within_it_and_is_logged_exactly() -> None:
     config = RunConfig.from_dict({**BASE, "dp_epsilon_budget": 2.0, "dp_accountant": "pld"})
     run = PrivateRun(config, EXAMPLES, 176)
