@@ -99,6 +99,7 @@ const LEGEND_SPACE = 8; // px under the legend
 // the figure's height (with a scroll bar) measures whole.
 async function fitLegend(Plotly, chart) {
   const legend = chart.querySelector(".legend");
+  if (!legend) return; // nothing to say: no entry
   const top = legend.getBoundingClientRect().top - chart.getBoundingClientRect().top;
   chart.fittedHeight = Math.ceil(top + legend.getBBox().height) + LEGEND_SPACE;
   if (Math.abs(chart.fittedHeight - chart._fullLayout.height) > 1) {
