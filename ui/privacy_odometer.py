@@ -40,8 +40,7 @@ def odometer(engine: Runs, run: RunStatus) -> None:
         f" for Poisson sampling at q = batch / n; clip C = {number(config.get('dp_clip'))}, "
         f"noise σ = {number(config.get('dp_noise'))}."
     )
-    shown = "–" if epsilon is None else number(epsilon, 3)
-    st.metric("privacy spent, ε", shown, help=said, border=True)
+    st.metric("privacy spent, ε", number(epsilon, 3), help=said, border=True)  # None: "–"
     if budget is not None and epsilon is not None and math.isfinite(epsilon):
         share = min(epsilon / budget, 1.0)
         st.progress(share, text=f"{share:.0%} of the budget ε = {number(budget)}")
