@@ -24,6 +24,10 @@ collector's sight with `gc.freeze()`: they live as long as the process, and a fu
 collection that walked them took 0.19 s, with every thread stopped, at the end of each run
 (`RunExecution` collects a finished run's reference cycles) and whenever Python's own
 collector ran its oldest generation. After the freeze it takes microseconds.
+
+Before TensorFlow comes in, `ast.parse` is made to parse in one thread at a time
+(`core.training.ast_lock`): autograph parses every function it converts, in every run's
+thread.
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+
+from core.training.ast_lock import serialize_ast_parse
 
 #: What `load` imports, as a status names what a run waits for.
 STACK = "TensorFlow"
@@ -71,6 +77,7 @@ def tensorflow() -> ModuleType:
     global _found_devices
     with _LOCK:
         if not _found_devices:
+            serialize_ast_parse()
             with start_up_lines_dropped():
                 import tensorflow as tf
 
