@@ -105,6 +105,7 @@ class Trainer:
             self.private = PrivateRun(config, len(dataset.y_train), self.data.total_steps)
             self._gradients = PrivateGradients(
                 self.task,
+                self.model,
                 clip=config.dp_clip,
                 noise=config.dp_noise,
                 expected_batch=config.batch_size,

@@ -21,10 +21,10 @@ import numpy as np
 import pytest
 
 from core.engine.client import ENGINE
-from core.store import Store
+from core.store import Command, Store
 from tests import app_server
 from tests.browser import ARTIFACTS, NEEDS_CHROMIUM, screenshot, settle, start_sweep
-from tests.waiting import met_within, scaled, wait_for
+from tests.waiting import met_within, overdue, scaled, wait_for
 from ui import nav
 
 pytestmark = [
@@ -93,6 +93,28 @@ def completed(store_path: Path, run_id: str) -> bool:
     status = run_status(store_path, run_id)
     assert status in ("queued", "running", "completed"), status
     return status == "completed"
+
+
+def command_log(store: Store, run_id: str) -> list[Command]:
+    """The commands written to `run_id`, oldest first (a store's ids count from 1)."""
+    found, command_id = [], 1
+    while (command := store.get_command(command_id)) is not None:
+        found += [command] if command.run_id == run_id else []
+        command_id += 1
+    return found
+
+
+def stop_evidence(store_path: Path) -> str:
+    """What the store knows of the one run's stop: its status and step, and every command
+    to it (written, taken, refused)."""
+    with Store(store_path) as store:
+        (run,) = store.list_runs()
+        commands = [
+            f"{c.kind} written {c.created:.1f}, taken {c.handled}, refused: {c.error}"
+            for c in command_log(store, run.id)
+        ]
+        step = store.read_metrics(run.id).steps.max()
+    return f"now {time.time():.1f}: {run.status} at step {step}; commands: {commands or 'none'}"
 
 
 def test_start_watch_and_stop_a_run_in_the_browser(server, browser) -> None:
@@ -175,7 +197,9 @@ def test_start_watch_and_stop_a_run_in_the_browser(server, browser) -> None:
 
     page.get_by_role("button", name="Stop").click()
     # The store says when the run has stopped; then the page must show it.
-    wait_for(lambda: run_status(store_path) == "stopped", 30, "the run stopped", interval=0.1)
+    if not met_within(lambda: run_status(store_path) == "stopped", 30, interval=0.1):
+        screenshot(page, "live-not-stopped", height=3600)
+        pytest.fail(f"{overdue('the run stopped', 30)}; {stop_evidence(store_path)}")
     page.wait_for_function(
         "() => document.body.innerText.includes('stopped')", timeout=scaled(30_000)
     )

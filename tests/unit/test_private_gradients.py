@@ -45,22 +45,39 @@ def clipped_reference(per_example: list[np.ndarray], clip: float) -> list[np.nda
     return [np.tensordot(scale, g, axes=1) for g in per_example]
 
 
-def private(model: keras.Model, *, clip: float, noise: float, expected: float, seed: int = 7):
+def private(
+    model: keras.Model,
+    *,
+    clip: float,
+    noise: float,
+    expected: float,
+    seed: int = 7,
+    ghost: bool = True,
+):
     step = tf.Variable(0, dtype=tf.int64)
     task = SingleTask(global_batch=EXAMPLES)
     return PrivateGradients(
-        task, clip=clip, noise=noise, expected_batch=expected, seed=seed, step=step
+        task,
+        model,
+        clip=clip,
+        noise=noise,
+        expected_batch=expected,
+        seed=seed,
+        step=step,
+        ghost=ghost,
     ), step
 
 
+@pytest.mark.parametrize("ghost", [True, False], ids=["ghost", "jacobian"])
 @pytest.mark.parametrize("clip", [0.05, 0.5, 2.0, 1e6])
-def test_the_clipped_sum_is_the_float64_per_example_reference(clip: float) -> None:
+def test_the_clipped_sum_is_the_float64_per_example_reference(clip: float, ghost: bool) -> None:
     model = linear()
     x, y = batch()
     reference = per_example_reference(model, x, y)
     norms = np.sqrt(sum((g.reshape(EXAMPLES, -1) ** 2).sum(axis=1) for g in reference))
     assert clip > norms.max() or (norms > clip).any()  # a clip that clips, or none
-    gradients, _ = private(model, clip=clip, noise=0.0, expected=4.0)
+    gradients, _ = private(model, clip=clip, noise=0.0, expected=4.0, ghost=ghost)
+    assert (gradients.ghost is not None) == ghost
     computed = gradients(model, tf.constant(x), tf.constant(y)).grads
     for got, want in zip(computed, clipped_reference(reference, clip), strict=True):
         np.testing.assert_allclose(got.numpy(), want / 4.0, rtol=1e-5, atol=1e-6)
@@ -89,6 +106,7 @@ def noise_of(model, gradients, x, y) -> np.ndarray:
     """The noise in a private gradient: g̃ less the noiseless one, every coordinate."""
     noiseless = PrivateGradients(
         gradients.task,
+        model,
         clip=gradients.clip,
         noise=0.0,
         expected_batch=gradients.expected_batch,
@@ -121,7 +139,7 @@ def test_two_replicas_sum_the_noise_once() -> None:
     x, y = batch(examples=8, features=2000)
     gradients, _ = private(model, clip=0.5, noise=1.3, expected=8.0)
     clean = PrivateGradients(
-        gradients.task, clip=0.5, noise=0.0, expected_batch=8.0, seed=7, step=gradients.step
+        gradients.task, model, clip=0.5, noise=0.0, expected_batch=8.0, seed=7, step=gradients.step
     )
     shares = tf.data.Dataset.from_tensor_slices((x, y)).batch(8)
     (x_y,) = list(strategy.experimental_distribute_dataset(shares))
