@@ -140,7 +140,7 @@ def instrument_cost(settings: Settings, model: str = MODEL) -> Measured:
 
 def private_step_cost(settings: Settings, model: str = "mlp") -> Measured:
     """Figure 22: seconds per step of DP-SGD (C = 1, σ = 1.1: Poisson batches of 64 on
-    average, each example's gradient from one vectorized Jacobian, clipped, noise added)
+    average, each example's gradient clipped by ghost clipping, noise added)
     and of the same run without it, telemetry every step in both; a miss is explained by
     the op time each step spends (tf.profiler), which says where DP-SGD's time goes."""
     first, last = _window(settings, epochs=2)
