@@ -16,7 +16,13 @@ os.environ.setdefault("OPTLAB_FILES", tempfile.mkdtemp(prefix="optlab-files-"))
 # The plugin files found clean go here, for this session's processes, not into ~/.cache.
 os.environ.setdefault("OPTLAB_CACHE", tempfile.mkdtemp(prefix="optlab-cache-"))
 
-import tensorflow as tf
+# Pages' script runs (Streamlit parses each page) and runs' autograph parse in threads of
+# this process: one parse at a time from the start, as `tf_import` arranges in the lab's.
+from core.training.ast_lock import serialize_ast_parse
+
+serialize_ast_parse()
+
+import tensorflow as tf  # noqa: E402
 
 _cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(

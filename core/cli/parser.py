@@ -12,6 +12,7 @@ from core import data, models, optimizers
 from core.cli import (
     listing,
     playground,
+    populations,
     presenting,
     recipes,
     serving,
@@ -32,6 +33,7 @@ COMMANDS = (
     training.add_train,
     training.add_lr_find,
     sweeping.add_sweep,
+    populations.add_pbt,
     training.add_resume,
     stored.add_delete,
     listing.add_catalog,

@@ -88,8 +88,8 @@ class Runs(Protocol):
         """Stops a run within one step."""
         ...
 
-    def pause(self, run_id: str) -> Command | None:
-        """Pauses a run after its current step."""
+    def pause(self, run_id: str, at_step: int | None = None) -> Command | None:
+        """Pauses a run after its current step, or once it has taken `at_step`."""
         ...
 
     def resume(self, run_id: str) -> Command | None:

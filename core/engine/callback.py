@@ -164,6 +164,8 @@ class LabCallback(keras.callbacks.Callback):
             if command.kind == "stop":
                 self._stop = True
             elif command.kind == "pause":
+                if command.payload.get("at_step") is not None:
+                    raise InvalidInput({"at_step": "a script's run pauses between batches only"})
                 self._paused = True
             elif command.kind == "resume":
                 self._paused = False

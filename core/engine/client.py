@@ -263,8 +263,8 @@ class EngineClient(RunReader):
         """Asks the run's process to stop it within one step."""
         return self._command(run_id, "stop")
 
-    def pause(self, run_id: str) -> Command:
-        return self._command(run_id, "pause")
+    def pause(self, run_id: str, at_step: int | None = None) -> Command:
+        return self._command(run_id, "pause", {} if at_step is None else {"at_step": at_step})
 
     def resume(self, run_id: str) -> Command | None:
         """Unpauses a paused run (a command to its process); or hands a stopped or
@@ -335,9 +335,9 @@ class EngineClient(RunReader):
             raise InvalidInput({"run_id": f"run {run_id}: the process that trains it has ended"})
         return status
 
-    def _command(self, run_id: str, kind: str) -> Command:
+    def _command(self, run_id: str, kind: str, payload: dict[str, Any] | None = None) -> Command:
         self._steerable(run_id)
-        return self.store.add_command(run_id, kind)
+        return self.store.add_command(run_id, kind, payload)
 
 
 def _reasons(message: str) -> dict[str, str]:

@@ -126,7 +126,7 @@ class Engine(RunReader):
         elif command.kind == "stop":
             self.stop(command.run_id)
         elif command.kind == "pause":
-            self.pause(command.run_id)
+            self.pause(command.run_id, command.payload.get("at_step"))
         elif command.kind == "resume":
             self.resume(command.run_id)
         elif command.kind == "set":
@@ -148,9 +148,21 @@ class Engine(RunReader):
             else:
                 control.request_stop("stopped")
 
-    def pause(self, run_id: str) -> None:
-        """Pauses a run after its current step; a queued run pauses when it starts."""
-        self._active(run_id).request_pause(True)
+    def pause(self, run_id: str, at_step: int | None = None) -> None:
+        """Pauses a run after its current step; a queued run pauses when it starts. With
+        `at_step`, once it has taken that step instead (at once if it is past it), with
+        a checkpoint of it: where a population's members meet (`core.population`). Raises
+        `InvalidInput` naming `at_step` for a step that is not a whole number ≥ 0, or for
+        a run on a Ray cluster (not relayed to its actor yet)."""
+        control = self._active(run_id)
+        if at_step is None:
+            control.request_pause(True)
+            return
+        if isinstance(at_step, bool) or not isinstance(at_step, int) or at_step < 0:
+            raise InvalidInput({"at_step": f"must be a whole number ≥ 0 (got {at_step!r})"})
+        if self.cluster is not None:
+            raise InvalidInput({"at_step": "is not relayed to a Ray cluster's runs yet"})
+        control.request_pause_at(at_step)
 
     def resume(self, run_id: str) -> None:
         """Unpauses a paused run of this engine; or queues a stopped or interrupted run

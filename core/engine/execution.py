@@ -70,6 +70,7 @@ class RunControl:
     step: int = 0  # the last step taken (or, before it starts, the checkpoint it resumes)
     stop_reason: str | None = None  # "stopped" or "interrupted" once requested
     paused: bool = False
+    pause_at: int | None = None  # pause once this step is taken (at once if past it)
     status: str = "queued"
     node: str = field(default_factory=socket.gethostname)  # the machine that trains it
     _trained_seconds: float = 0.0  # finished training intervals, pauses excluded
@@ -87,6 +88,10 @@ class RunControl:
 
     def request_pause(self, paused: bool) -> None:
         self.paused = paused
+        self.wake.set()
+
+    def request_pause_at(self, step: int) -> None:
+        self.pause_at = step
         self.wake.set()
 
     def clock_continue(self, seconds: float) -> None:
@@ -253,6 +258,8 @@ class RunExecution:
         if config.telemetry:
             writer.add_event(control.step, PER_LAYER_EVENT, self._per_layer_interval())
         for step in range(control.step + 1, trainer.data.total_steps + 1):
+            if control.pause_at is not None and step - 1 >= control.pause_at:
+                control.pause_at, control.paused = None, True
             if control.paused and control.stop_reason is None:
                 control.clock_stop()
                 self._wait_while_paused(step - 1)

@@ -165,7 +165,7 @@ class ReadOnlyRuns:
     def stop(self, run_id: str) -> Command | None:
         self._refuse("stop")
 
-    def pause(self, run_id: str) -> Command | None:
+    def pause(self, run_id: str, at_step: int | None = None) -> Command | None:
         self._refuse("pause")
 
     def resume(self, run_id: str) -> Command | None:

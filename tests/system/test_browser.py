@@ -133,7 +133,9 @@ def test_start_watch_and_stop_a_run_in_the_browser(server, browser) -> None:
 
     page.goto(f"{url}{nav.TRAIN.url}")
     settle(page)
-    page.get_by_role("textbox", name="epochs", exact=True).fill("100")
+    # A run that trains until stopped: 100 epochs (6,200 steps) ended on their own, under
+    # load, before the Stop below was clicked.
+    page.get_by_role("textbox", name="epochs", exact=True).fill("1000")
     page.get_by_role("textbox", name="epochs", exact=True).press("Enter")
     settle(page)
     screenshot(page, "train")
@@ -195,6 +197,7 @@ def test_start_watch_and_stop_a_run_in_the_browser(server, browser) -> None:
     )
     screenshot(page, "live-training", height=3600)
 
+    assert run_status(store_path) == "running", stop_evidence(store_path)
     page.get_by_role("button", name="Stop").click()
     # The store says when the run has stopped; then the page must show it.
     if not met_within(lambda: run_status(store_path) == "stopped", 30, interval=0.1):

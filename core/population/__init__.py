@@ -1,0 +1,9 @@
+"""Population-based training (Jaderberg et al. 2017) on the lab's runs: `plan` (what a
+population asks for, checked), `exploit_explore` (the two moves, pure functions),
+`population` (the driver). Importing `core.population` imports neither TensorFlow nor
+Optuna."""
+
+from core.population.plan import PopulationPlan
+from core.population.population import TAG_PREFIX, Move, Population
+
+__all__ = ["TAG_PREFIX", "Move", "Population", "PopulationPlan"]
