@@ -13,9 +13,10 @@ from core.knobs import InvalidInput
 from core.sweep.objective import TIME_TO_TARGET, Objective, objective_for
 from core.sweep.plan import MAX_SEED
 from core.sweep.space import Axis, SearchSpace
-from core.training.config import RunConfig
+from core.training.config import FIELDS, RunConfig
 
 MAX_POPULATION: Final = 32
+MAX_EPOCHS: Final = next(knob.high for knob in FIELDS if knob.name == "epochs")
 DEFAULT_PERTURB: Final = (0.8, 1.2)
 
 
@@ -56,6 +57,7 @@ class PopulationPlan:
             hyperparameters=hyperparameters,
             seed=self.config.seed + member,
             max_steps=self.steps,
+            epochs=MAX_EPOCHS,  # so that `max_steps` alone ends it, on any dataset's size
             val_every=self.interval,
             checkpoint_every=self.interval,
         )

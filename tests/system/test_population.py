@@ -6,6 +6,7 @@ and `optlab pbt` prints it all."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from core.engine.api import Runs
 from core.engine.status import RunStatus
 from core.knobs import InvalidInput
 from core.population import Population, PopulationPlan
-from core.store import KNOB_EVENT, LAUNCH_EVENT
+from core.store import KNOB_EVENT, LAUNCH_EVENT, Store
 from core.sweep import Dimension, SearchSpace
 from tests.lean import NO_INSTRUMENTS, NO_INSTRUMENTS_FLAGS
 from tests.waiting import scaled, wait_for
@@ -130,3 +131,31 @@ def test_a_bad_population_writes_nothing(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "population" in done.stderr and "interval" in done.stderr
     assert not store.exists()
+
+
+@pytest.mark.skipif(
+    signal.getsignal(signal.SIGINT) is signal.SIG_IGN,
+    reason="SIGINT is ignored here (a background job), so the child would ignore it too",
+)
+def test_ctrl_c_stops_the_population_and_its_runs(tmp_path: Path) -> None:
+    store_path = tmp_path / "lab.sqlite"
+    command = [
+        sys.executable, "-m", "core", "pbt", "--store", str(store_path),
+        "--dataset", "digits", "--model", "mlp", "--optimizer", "sgd",
+        "--param", "learning_rate=0.01:0.5:log", "--population", "2",
+        "--interval", "5000", "--generations", "4", *NO_INSTRUMENTS_FLAGS,
+    ]  # fmt: skip
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        lines = [child.stdout.readline() for _ in range(3)]  # the header, then each member
+        assert lines[2].startswith("  m1: run "), lines
+        with Store(store_path) as store:
+            wait_for(lambda: all(r.step > 0 for r in store.list_runs()), 60, "both members train")
+        child.send_signal(signal.SIGINT)
+        out, _ = child.communicate(timeout=scaled(60))
+    finally:
+        child.kill()
+    assert child.returncode == 130, out
+    with Store(store_path) as store:
+        runs = store.list_runs()
+    assert len(runs) == 2 and {r.status for r in runs} == {"stopped"}

@@ -10,6 +10,7 @@ from core.engine import RunConfig
 from core.knobs import InvalidInput
 from core.population import PopulationPlan
 from core.population.exploit_explore import exploits, explore, quantile_size, ranked, sample
+from core.population.plan import MAX_EPOCHS
 from core.sweep import Dimension, SearchSpace
 
 CONFIG = RunConfig(dataset="digits", model="mlp", optimizer="sgd", seed=5)
@@ -120,6 +121,7 @@ def test_a_member_validates_and_saves_at_every_interval_end() -> None:
     member = population.member_config(2, {"learning_rate": 0.05}, "p")
     assert (member.max_steps, member.val_every, member.checkpoint_every) == (100, 25, 25)
     assert member.hyperparameters["learning_rate"] == 0.05 and member.seed == 7
+    assert member.epochs == MAX_EPOCHS  # max_steps alone ends it, however small the data
     assert list(population.boundaries) == [25, 50, 75]
     assert population.objective.metric == "val_accuracy"
 
