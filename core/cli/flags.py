@@ -251,14 +251,18 @@ def _defaults_text(name: str, owners: Sequence[OptimizerSpec]) -> str:
     return f"{usual} ({others})." if others else f"{usual}."
 
 
-def run_config(args: argparse.Namespace) -> RunConfig:
-    """`train`'s `RunConfig`: the `--config` file's values, overridden by the flags given.
+def run_config(args: argparse.Namespace, base: Mapping[str, Any] | None = None) -> RunConfig:
+    """`train`'s `RunConfig`: the `--config` file's values (or `base`'s, a config as a
+    mapping), overridden by the flags given.
 
     Optimizer knobs go into `hyperparameters` only when given (in the file or as flags),
     so the optimizer's own defaults apply to the rest. Raises `UsageError` for a missing or
     malformed file and `InvalidInput` naming every bad field.
     """
-    values = _read_config_file(args.config) if args.config is not None else {}
+    if base is not None:
+        values = dict(base)
+    else:
+        values = _read_config_file(args.config) if args.config is not None else {}
     hyperparameters: dict[str, Any] = {}
     for dest, value in vars(args).items():
         if dest.startswith(HYPERPARAMETER):

@@ -28,13 +28,15 @@ from core.cli.progress import follow
 from core.cli.stored import strict_json
 from core.cli.workers import this_worker
 from core.engine import Engine, RunConfig
+from core.engine.client import EngineClient
 from core.engine.lr_find import END as LR_FIND_END
 from core.engine.lr_find import STEPS as LR_FIND_STEPS
 from core.engine.lr_find import RangeTest, range_test_config
 from core.engine.repeats import VARY, repeat_configs
 from core.group_comparison import mean_interval
 from core.knobs import InvalidInput
-from core.store import LR_FIND_ENDED_EVENT, RunRecord
+from core.population.lineage import replay_config
+from core.store import LR_FIND_ENDED_EVENT, RunRecord, UnknownRunError
 from core.training.config import warnings as config_warnings
 
 #: The final metrics that `train --repeats` sums up over its group.
@@ -68,6 +70,14 @@ def add_train(commands: Subparsers, common: Common) -> None:
         help="What the repeats' seeds vary: both the initial weights and the batch order "
         "(default), or only one of them.",
     )
+    train_command.add_argument(
+        "--schedule-from",
+        metavar="RUN",
+        help="Replay RUN's knob schedule from scratch: the config of the first run of its "
+        "lineage (a population's member, or any fork's first ancestor), with every knob "
+        "change along the lineage made at its step, for as many steps as RUN trains; flags "
+        "given override that config. Not with --config.",
+    )
     train_command.set_defaults(command="train", handler=train)
 
 
@@ -76,7 +86,7 @@ def train(args: argparse.Namespace) -> int:
     A worker of a multi-worker run other than the chief trains in step with the chief,
     which records the run (see `core.cli.workers`): its own copy goes to a store of
     its own that it deletes."""
-    config = run_config(args)  # before the store: bad input writes nothing
+    config = run_config(args, _replayed(args))  # before the store: bad input writes nothing
     for warning in config_warnings(config):
         print(f"warning: {warning}", file=sys.stderr, flush=True)
     if args.repeats != 1:
@@ -95,6 +105,20 @@ def train(args: argparse.Namespace) -> int:
                 unrecorded.store = str(Path(folder) / "worker.sqlite")
                 return _train(unrecorded, config)
     return _train(args, config)
+
+
+def _replayed(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The config `--schedule-from RUN` replays (see `core.population.lineage`), read
+    from the store, which must exist; None without the flag."""
+    if args.schedule_from is None:
+        return None
+    if args.config is not None:
+        raise UsageError("--schedule-from: give the replayed run or --config, not both")
+    with open_store(args.store, must_exist=True) as store:
+        try:
+            return replay_config(EngineClient(store), args.schedule_from).to_dict()
+        except UnknownRunError:
+            raise UsageError(f"--schedule-from: no run {args.schedule_from} in the store") from None
 
 
 def _train(args: argparse.Namespace, config: RunConfig) -> int:

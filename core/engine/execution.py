@@ -42,6 +42,7 @@ from core.store import (
 )
 from core.training import tf_import
 from core.training.config import LR_FIND, RunConfig
+from core.training.knob_schedule import changes_at
 from core.training.per_layer_schedule import per_layer_schedule
 
 # Final-metric keys copied from the last logged row.
@@ -132,6 +133,7 @@ class RunExecution:
         self.checkpoints = RunCheckpoints(store.checkpoint_folder(self.run_id))
         self.schedule = CheckpointSchedule(self.config.checkpoint_every)
         self.per_layer = per_layer_schedule(self.config)
+        self.planned = changes_at(self.config.knob_schedule)  # the knob schedule's, by step
         self.trainer: Any = None
         self.writer: Any = None  # the run's metrics writer, while it trains
         # A range test (kind lr_find) watches its loss and skips validation.
@@ -353,12 +355,16 @@ class RunExecution:
             self.store.add_event(self.run_id, step, "resumed", {})
 
     def _apply_updates(self, trainer: Any, writer: Any, step: int) -> None:
-        """Live knob changes, each recorded as an event at the first step that uses it."""
+        """The knob schedule's changes for `step`, then the live changes sent (a person's
+        change outlasts a planned one of the same step), each recorded as an event at the
+        first step that uses it."""
+        pending = [self.planned[step]] if step in self.planned else []
         while True:
             try:
-                changes = self.control.updates.get_nowait()
+                pending.append(self.control.updates.get_nowait())
             except queue.Empty:
-                return
+                break
+        for changes in pending:
             for name, value in changes.items():
                 holder = trainer.knob_holder(name)
                 previous = holder.get_knob(name)

@@ -143,7 +143,11 @@ class PopulationPlan:
             "population": self.population,
             "interval": self.interval,
             "generations": self.generations,
-            "objective": self.objective.to_dict(),
+            "objective": {
+                "name": self.objective.name,
+                "metric": self.objective.metric,
+                "direction": self.objective.direction,
+            },
             "space": [axis.dimension.to_dict() for axis in self.axes],
             "quantile": self.quantile,
             "perturb": list(self.perturb),

@@ -22,6 +22,7 @@ from core.optimizers import optimizer_catalog
 from core.optimizers.optimizer_catalog import LR_SCHEDULES, OptimizerSpec
 from core.readable import number
 from core.training.instruments import INSTRUMENTS
+from core.training.knob_schedule import checked_schedule
 
 STRATEGIES = ("default", "mirrored", "multiworker")
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -66,6 +67,8 @@ class RunConfig:
     forms and the CLI are built from), plus:
         hyperparameters: The optimizer's knobs, validated by its spec, every knob filled in.
         task_weights: The loss weight of each task of the multi-task model.
+        knob_schedule: Live knob changes planned at steps, `[{"step": S, "knobs": {name:
+            value}}, …]` (`core.training.knob_schedule`): a replayed schedule.
     """
 
     name: str | None = _run_field(
@@ -199,6 +202,7 @@ class RunConfig:
         "Train two heads, the class and its parity, with a loss weight per task.",
     )
     task_weights: Mapping[str, float] = field(default_factory=lambda: dict.fromkeys(TASKS, 1.0))
+    knob_schedule: Sequence[Mapping[str, Any]] = field(default_factory=list)
     strategy: str = _run_field(
         "choice",
         "default",
@@ -328,6 +332,7 @@ class RunConfig:
             for key, value in self.hyperparameters.items()
         }
         values["task_weights"] = dict(self.task_weights)
+        values["knob_schedule"] = [dict(entry) for entry in self.knob_schedule]
         return values
 
     def to_json(self) -> str:
@@ -499,6 +504,15 @@ def _check(values: Mapping[str, Any]) -> dict[str, Any]:
             checked["hyperparameters"] = spec.validate(hyperparameters)
         except InvalidInput as exc:
             errors |= exc.errors
+
+    if "hyperparameters" in checked:
+        spec = optimizer_catalog.get_spec(checked["optimizer"])
+        schedule, reason = checked_schedule(
+            values.get("knob_schedule"), spec.knobs, checked["hyperparameters"]
+        )
+        if reason:
+            errors["knob_schedule"] = reason
+        checked["knob_schedule"] = schedule
 
     rate = checked.get("hyperparameters", {}).get("learning_rate")
     start = checked.get("lr_find_start")

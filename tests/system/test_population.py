@@ -16,9 +16,11 @@ import pytest
 
 from core.engine import Engine, RunConfig
 from core.engine.api import Runs
+from core.engine.client import EngineClient
 from core.engine.status import RunStatus
 from core.knobs import InvalidInput
 from core.population import Population, PopulationPlan
+from core.population.lineage import knob_schedule, lineage, read_population
 from core.store import KNOB_EVENT, LAUNCH_EVENT, Store
 from core.sweep import Dimension, SearchSpace
 from tests.lean import NO_INSTRUMENTS, NO_INSTRUMENTS_FLAGS
@@ -89,6 +91,34 @@ def test_members_exploit_and_explore_at_interval_ends_only(engine: Engine) -> No
         assert launch.payload["population"] == "pbt-test"
         assert launch.payload["member"] == member
         assert launch.payload["plan"]["interval"] == INTERVAL
+    read_back_as_driven(engine, population)
+
+
+def read_back_as_driven(engine: Engine, population: Population) -> None:
+    """What every session reads of the population (`core.population.lineage`) is what its
+    driver did: the members' runs, the exploits, each lineage's knob schedule."""
+    view = read_population(engine, population.name)
+    assert view is not None and view.knobs == ["learning_rate"]
+    assert {m: s.run.id for m, s in view.current.items()} == dict(enumerate(population.members))
+    driven = [(m.step, m.member, m.source_member, m.source, m.run) for m in population.moves]
+    assert [(e.step, e.member, e.source, e.source_run, e.run) for e in view.exploits] == sorted(
+        driven
+    )
+    # Ranked by the objective (val_accuracy, maximized), the last validated values first.
+    ranked = [s.last_value for s in view.ranking()]
+    assert ranked == sorted(ranked, reverse=True) and None not in ranked
+    assert view.best_over_time()[-1][1] == max(ranked)
+    for move in population.moves:
+        first, schedule = knob_schedule(engine, move.run)
+        chain = lineage(engine, move.run)
+        assert chain[0] == first and chain[-1].id == move.run and first.parent is None
+        # The lineage's learning rate: the first run's, then each fork's explore at the
+        # step after it was forked.
+        assert schedule[-1]["step"] == move.step + 1
+        assert schedule[-1]["knobs"]["learning_rate"] == pytest.approx(
+            move.knobs["learning_rate"], rel=1e-6
+        )
+        assert [entry["step"] - 1 for entry in schedule] == [run.forked_at for run in chain[1:]]
 
 
 def test_a_run_pauses_at_the_step_asked_for(engine: Engine) -> None:
@@ -118,6 +148,48 @@ def test_optlab_pbt_prints_the_members_the_moves_and_the_ranking(tmp_path: Path)
     assert out.count("  m") >= 8  # the members, then the ranking
     assert f"step {INTERVAL}: m" in out and "copies m" in out
     assert "val_accuracy at the end, best first:" in out
+    replay_the_best_schedule(tmp_path / "lab.sqlite")
+
+
+def replay_the_best_schedule(store_path: Path) -> None:
+    """`optlab train --schedule-from RUN` trains the best member's lineage from scratch:
+    the first run's config, the knob changes at the lineage's steps, as many steps."""
+    with Store(store_path) as store:
+        reader = EngineClient(store)
+        view = read_population(reader, "cli-pbt")
+        assert view is not None and view.exploits
+        # The best member whose lineage exploited: its schedule is not empty.
+        forked = next(s for s in view.ranking() if s.run.parent is not None)
+        first, schedule = knob_schedule(reader, forked.run.id)
+        assert schedule
+    command = [
+        sys.executable, "-m", "core", "train", "--store", str(store_path),
+        "--schedule-from", forked.run.id, "--name", "replayed",
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=scaled(300))
+    assert done.returncode == 0, done.stdout + done.stderr
+    with Store(store_path) as store:
+        reader = EngineClient(store)
+        replay = next(run for run in reader.list() if run.name == "replayed")
+        assert replay.status == "completed" and replay.step == INTERVAL * GENERATIONS
+        assert replay.parent is None and replay.tags == ()
+        assert replay.config["knob_schedule"] == schedule
+        assert replay.config["seed"] == first.config["seed"]
+        assert replay.config["hyperparameters"] == first.config["hyperparameters"]
+        made = [
+            (e.step, e.payload["name"], e.payload["value"])
+            for e in reader.events(replay.id, KNOB_EVENT)
+        ]
+        planned = [(e["step"], k, v) for e in schedule for k, v in e["knobs"].items()]
+        assert [(step, name) for step, name, _ in made] == [(s, n) for s, n, _ in planned]
+        assert [v for *_, v in made] == pytest.approx([v for *_, v in planned], rel=1e-6)
+        assert replay.knobs["learning_rate"] == pytest.approx(
+            forked.run.knobs["learning_rate"], rel=1e-6
+        )
+    bad = subprocess.run(
+        [*command[:7], "missing-run"], capture_output=True, text=True, timeout=scaled(120)
+    )
+    assert bad.returncode == 2 and "no run missing-run" in bad.stderr
 
 
 def test_a_bad_population_writes_nothing(tmp_path: Path) -> None:

@@ -139,3 +139,41 @@ def test_a_delta_of_at_least_one_over_n_is_warned_of_naming_n() -> None:
     n = RunConfig.from_dict(DP).dataset  # digits: its training split's size is said
     assert warning.startswith("dp_delta: 0.001 is not below 1/n = 1/1,438") and n in warning
     assert warnings(RunConfig.from_dict({"dataset": "digits", "dp_delta": 0.5})) == []
+
+
+def test_a_knob_schedule_round_trips_and_is_checked_as_live_changes() -> None:
+    schedule = [
+        {"step": 5, "knobs": {"learning_rate": 0.05}},
+        {"step": 9, "knobs": {"learning_rate": 0.02, "weight_decay": 0.5}},
+    ]
+    config = RunConfig.from_dict(
+        {"optimizer": "sgd", "hyperparameters": {"weight_decay": 0.1}, "knob_schedule": schedule}
+    )
+    assert config.knob_schedule == schedule
+    assert RunConfig.from_json(config.to_json()) == config
+    assert RunConfig().knob_schedule == []
+
+
+@pytest.mark.parametrize(
+    ("schedule", "says"),
+    [
+        ({"step": 5}, "must be a list"),
+        ([{"step": 0, "knobs": {"learning_rate": 0.1}}], "entry 1's step must be a whole number"),
+        (
+            [
+                {"step": 5, "knobs": {"learning_rate": 0.1}},
+                {"step": 5, "knobs": {"learning_rate": 0.2}},
+            ],
+            "entry 2's step must be a whole number above 5",
+        ),
+        ([{"step": 3, "knobs": {}}], "entry 1 must change at least one knob"),
+        ([{"step": 3, "knobs": {"learning_rate": -1.0}}], "entry 1: learning_rate"),
+        ([{"step": 3, "knobs": {"top_k": 3}}], "is not a live knob"),
+        ([{"step": 3, "knobs": {"clip_norm": 1.0}}], "was off when training started"),
+        ([{"step": 3, "knobs": {"learning_rate": 0.1}, "at": 1}], "entry 1 must be"),
+    ],
+)
+def test_a_bad_knob_schedule_is_refused_naming_the_entry(schedule, says: str) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        RunConfig.from_dict({"optimizer": "sgd", "knob_schedule": schedule})
+    assert says in caught.value.errors["knob_schedule"]
