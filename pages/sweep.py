@@ -14,7 +14,16 @@ from core.knobs import InvalidInput
 from core.redaction import redacted
 from core.store import StoreError, UnknownRunError
 from core.sweep import Sweep, SweepStatus, TrialRow, list_studies, parallel_rows
-from ui import nav, roles, state, sweep_actions, sweep_analysis_view, sweep_form, sweep_tables
+from ui import (
+    nav,
+    population_view,
+    roles,
+    state,
+    sweep_actions,
+    sweep_analysis_view,
+    sweep_form,
+    sweep_tables,
+)
 from ui.live_chart import live_chart
 
 st.title(":material/explore: Sweep")
@@ -22,10 +31,19 @@ st.caption(
     "Grid or sampled search over any knob, scored by the objective picked (validation "
     "accuracy, loss, a regression's MAE, or the steps to a target); Optuna prunes trials "
     "that trail the others. Studies live in the lab's store, beside its runs; the engine "
-    "process drives them, so a sweep runs on while the dashboard restarts."
+    "process drives them, so a sweep runs on while the dashboard restarts. Populations "
+    "(population-based training) show their lineage and the knob schedules they found."
 )
 
 engine = state.engine()
+mode = st.segmented_control(
+    "Show",
+    ["Sweeps", "Populations"],
+    default="Sweeps",
+    key="sweep:mode",
+    label_visibility="collapsed",
+    help="Populations: population-based training (`optlab pbt`), its lineage and schedules.",
+)
 
 
 def open_sweep(name: str) -> Sweep | None:
@@ -155,8 +173,12 @@ def sweeps_view(was_active: bool) -> None:
         st.rerun()  # every sweep ended, or one resumed: a full rerun sets the timer
 
 
-if roles.presents():  # a viewer browses the sweeps' results
-    sweep_form.new_sweep_form(engine)
-# The timer is set after the form, which may just have started a sweep: set before it, a
-# sweep started on this page was not seen to run, and its view never ticked.
-st.fragment(sweeps_view, run_every=state.refresh_interval(anything_active()))(anything_active())
+if mode == "Populations":
+    population_view.populations_view(engine)
+else:
+    if roles.presents():  # a viewer browses the sweeps' results
+        sweep_form.new_sweep_form(engine)
+    # The timer is set after the form, which may just have started a sweep: set before it,
+    # a sweep started on this page was not seen to run, and its view never ticked.
+    active = anything_active()
+    st.fragment(sweeps_view, run_every=state.refresh_interval(active))(active)

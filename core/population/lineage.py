@@ -115,6 +115,15 @@ class PopulationView:
             key=lambda exploit: (exploit.step, exploit.member),
         )
 
+    def chain(self, member: int) -> list[Stretch]:
+        """Member `member`'s run now and the runs of the population it was forked from,
+        the first one first: the stretches its weights and knobs came through."""
+        by_run = {stretch.run.id: stretch for stretch in self.stretches}
+        chain = [self.current[member]]
+        while (parent := chain[-1].run.parent) in by_run:
+            chain.append(by_run[parent])
+        return chain[::-1]
+
     def ranking(self) -> list[Stretch]:
         """The members' runs now, best objective first (those with none last)."""
         sign = -1.0 if self.maximize else 1.0
