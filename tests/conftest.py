@@ -112,12 +112,14 @@ def served(path: Path | str, **engine_args: Any) -> Iterator:
     from core.engine import Engine
     from core.engine.client import use_engine_plugins
     from core.engine.server import EngineService
+    from core.population.hosting import PopulationHost
     from core.sweep.hosting import SweepHost
 
     engine = Engine(path, **{"max_concurrent": 3, **engine_args})
     # Sweeps are taken up and followed closely, as trials of a test last a second or so.
     host = functools.partial(SweepHost, poll_interval=0.1, sweep_poll_interval=0.05)
-    service = EngineService(engine, warm_up=False, hosts=(host,))
+    populations = functools.partial(PopulationHost, poll_interval=0.1)
+    service = EngineService(engine, warm_up=False, hosts=(host, populations))
     try:
         with pytest.MonkeyPatch.context() as patch:
             # Streamlit ends each script run with `keras.backend.clear_session()` once Keras

@@ -8,6 +8,7 @@ from core.cli.exits import UsageError
 from core.cli.flags import Common, Subparsers
 from core.engine import server
 from core.engine.cluster import ClusterError
+from core.population.hosting import PopulationHost
 from core.store import Store, StoreError, default_location
 from core.sweep.hosting import SweepHost
 
@@ -59,7 +60,8 @@ def serve(args: argparse.Namespace) -> int:
             max_concurrent=args.max_concurrent,
             exit_when_idle=args.exit_when_idle,
             ray_address=args.ray_address,
-            hosts=(SweepHost,),  # the engine drives the sweeps handed to it
+            # The engine drives the sweeps and the populations handed to it.
+            hosts=(SweepHost, PopulationHost),
         )
     except ClusterError as exc:
         raise UsageError(str(exc)) from None

@@ -4,7 +4,8 @@ population asks for, checked), `exploit_explore` (the two moves, pure functions)
 schedule's replay), `figures` (its charts). Importing `core.population` imports neither
 TensorFlow nor Optuna."""
 
+from core.population.lineage import TAG_PREFIX
 from core.population.plan import PopulationPlan
-from core.population.population import TAG_PREFIX, Move, Population
+from core.population.population import Move, Population
 
 __all__ = ["TAG_PREFIX", "Move", "Population", "PopulationPlan"]

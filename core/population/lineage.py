@@ -18,15 +18,17 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import numpy as np
 
 from core.engine.status import RunStatus
-from core.population.population import TAG_PREFIX
 from core.store import KNOB_EVENT, LAUNCH_EVENT, Event, Metrics
 from core.training.config import RunConfig
 from core.training.knob_schedule import KnobSchedule
+
+#: The tag of every run of population NAME: `population:NAME`.
+TAG_PREFIX: Final = "population:"
 
 
 class Reader(Protocol):

@@ -4,7 +4,7 @@ starts (every bad field named at once, as `InvalidInput`)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -12,7 +12,7 @@ from core import data
 from core.knobs import InvalidInput
 from core.sweep.objective import TIME_TO_TARGET, Objective, objective_for
 from core.sweep.plan import MAX_SEED
-from core.sweep.space import Axis, SearchSpace
+from core.sweep.space import Axis, Dimension, SearchSpace
 from core.training.config import FIELDS, RunConfig
 
 MAX_POPULATION: Final = 32
@@ -138,8 +138,10 @@ class PopulationPlan:
         return plan
 
     def to_dict(self) -> dict[str, Any]:
-        """The plan as plain data, for a record and the CLI's header."""
+        """The plan as plain data, for a record and the CLI's header; `from_dict` reads
+        it back."""
         return {
+            "config": self.config.to_dict(),
             "population": self.population,
             "interval": self.interval,
             "generations": self.generations,
@@ -154,6 +156,28 @@ class PopulationPlan:
             "resample": self.resample,
             "seed": self.seed,
         }
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> PopulationPlan:
+        """The plan `to_dict` wrote, checked again (`InvalidInput` naming what no longer
+        holds, e.g. a knob an optimizer lost)."""
+        try:
+            config = RunConfig.from_dict(values["config"])
+            space = SearchSpace(tuple(Dimension.from_dict(d) for d in values["space"]))
+            return cls.create(
+                config,
+                space,
+                population=values["population"],
+                interval=values["interval"],
+                generations=values["generations"],
+                objective=values["objective"]["name"],
+                quantile=values["quantile"],
+                perturb=values["perturb"],
+                resample=values["resample"],
+                seed=values["seed"],
+            )
+        except (KeyError, TypeError) as exc:
+            raise InvalidInput({"plan": f"is not a population's plan ({exc!r} missing)"}) from None
 
 
 def _whole(value: Any) -> bool:

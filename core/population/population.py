@@ -25,7 +25,7 @@ import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 
@@ -33,10 +33,10 @@ from core.engine.api import Runs
 from core.engine.status import RunStatus
 from core.knobs import InvalidInput
 from core.population.exploit_explore import exploits, sample
+from core.population.lineage import TAG_PREFIX, PopulationView
 from core.population.plan import PopulationPlan
 from core.store import ACTIVE_STATUSES
 
-TAG_PREFIX: Final = "population:"
 POLL_SECONDS: Final = 0.1
 
 #: A member's score at a step: its objective's value there, None if it has none (failed).
@@ -79,30 +79,37 @@ class Population:
         self.status = "created"
         self.error: str | None = None
         self._score = scorer or self._objective_value
-        self._rng = np.random.default_rng(plan.seed)
+        self._meets = list(plan.boundaries)  # the interval ends still ahead
         self._stop = threading.Event()
+        self._detached = False  # ended without stopping its runs (`detach`)
         self._thread = threading.Thread(target=self._drive, name="optlab-population", daemon=True)
+
+    def _rng(self, step: int) -> np.random.Generator:
+        """The draws of the moves at `step` (0: the starting knobs): from the plan's seed
+        and the step alone, so that a driver that takes a population up again draws what
+        the first would have."""
+        return np.random.default_rng([self.plan.seed, step])
 
     @property
     def tag(self) -> str:
         return f"{TAG_PREFIX}{self.name}"
 
     def start(self) -> None:
-        """Starts the members (raises `InvalidInput` as `engine.start_all` does, and then
-        nothing started) and the driver thread. The engine must train every member at
-        once: a member queued behind the others, paused at an interval's end, would never
-        start."""
-        at_once = getattr(self.engine, "max_concurrent", None)
-        if at_once is not None and at_once < self.plan.population:
-            raise InvalidInput(
-                {
-                    "population": f"needs an engine that trains {self.plan.population} runs "
-                    f"at once (this one trains {at_once})"
-                }
-            )
+        """Starts the members (`submit`) and the driver thread."""
+        self.submit()
+        self._thread.start()
+
+    def submit(self) -> None:
+        """Starts the members, labelled, each told to pause at the first interval's end,
+        without a driver here: for the engine that trains them to take up
+        (`core.population.hosting`). Raises `InvalidInput` as `engine.start_all` does, and
+        then nothing started. The engine must train every member at once: a member queued
+        behind the others, paused at an interval's end, would never start."""
+        self._check_room()
+        rng = self._rng(0)
         configs = [
             self.plan.member_config(
-                member, {axis.name: sample(axis, self._rng) for axis in self.plan.axes}, self.name
+                member, {axis.name: sample(axis, rng) for axis in self.plan.axes}, self.name
             )
             for member in range(self.plan.population)
         ]
@@ -111,10 +118,71 @@ class Population:
             self._label(run_id, member)
             self.engine.pause(run_id, at_step=self.plan.interval)
         self.status = "running"
+
+    def _check_room(self) -> None:
+        """Raises `InvalidInput` naming `population` if the engine (when it says) trains
+        fewer runs at once than the population has members."""
+        at_once = getattr(self.engine, "max_concurrent", None)
+        if at_once is not None and at_once < self.plan.population:
+            raise InvalidInput(
+                {
+                    "population": f"needs an engine that trains {self.plan.population} runs "
+                    f"at once (this one trains {at_once})"
+                }
+            )
+
+    @classmethod
+    def adopt(cls, engine: Runs, view: PopulationView, **options: Any) -> Population:
+        """The population `view` shows, driven from here on (`start_adopted`): its members
+        now, its exploits so far, the interval ends still ahead. Raises `InvalidInput` if
+        its stored plan is no longer valid."""
+        population = cls(engine, PopulationPlan.from_dict(view.plan), view.name, **options)
+        population._check_room()
+        population.members = [view.current[m].run.id for m in range(population.plan.population)]
+        by_run = {stretch.run.id: stretch for stretch in view.stretches}
+        population.moves = [
+            Move(
+                e.step,
+                e.member,
+                next(
+                    (s.run.id for s in view.stretches if s.member == e.member and s.end == e.step),
+                    "",
+                ),
+                e.source,
+                e.source_run,
+                e.run,
+                {k: float(by_run[e.run].run.knobs[k]) for k in view.knobs},
+            )
+            for e in view.exploits
+        ]
+        meet = _next_meet(view)
+        population._meets = [step for step in population.plan.boundaries if step >= meet]
+        return population
+
+    def start_adopted(self) -> None:
+        """Drives an adopted population: each member that an engine's end interrupted
+        trains again here, and every member is told to pause at the next interval's end
+        (a pause asked of an engine that has closed since is forgotten)."""
+        if self._meets:
+            for run_id in self.members:
+                if self._run(run_id).status == "interrupted":
+                    self.engine.resume(run_id)
+                self.engine.pause(run_id, at_step=self._meets[0])
+        else:
+            for run_id in self.members:
+                if self._run(run_id).status == "interrupted":
+                    self.engine.resume(run_id)
+        self.status = "running"
         self._thread.start()
 
     def stop(self) -> None:
         """Stops the driver and every member still training."""
+        self._stop.set()
+
+    def detach(self) -> None:
+        """Stops the driver, leaving its members as they are: the engine that closes
+        interrupts them, and takes the population up again when it starts."""
+        self._detached = True
         self._stop.set()
 
     def wait(self, timeout: float | None = None) -> str:
@@ -130,7 +198,7 @@ class Population:
 
     def _drive(self) -> None:
         try:
-            for step in self.plan.boundaries:
+            for step in self._meets:
                 scores = self._gather(step)
                 if scores is None:
                     return self._end("stopped")
@@ -185,7 +253,7 @@ class Population:
             scores,
             knobs,
             self.plan.axes,
-            self._rng,
+            self._rng(step),
             maximize=self.plan.objective.direction == "maximize",
             quantile=self.plan.quantile,
             perturb=self.plan.perturb,
@@ -218,6 +286,9 @@ class Population:
         self.engine.record_launch([run_id], launch)
 
     def _end(self, status: str) -> None:
+        if self._detached:
+            self.status = "detached"
+            return
         if status != "completed":
             for run_id in self.members:
                 if self._run(run_id).status in ACTIVE_STATUSES:
@@ -236,3 +307,18 @@ class Population:
         at = metrics[metric][metrics.steps == step]
         value = float(at[0]) if len(at) else math.nan
         return value if math.isfinite(value) else None
+
+
+def _next_meet(view: PopulationView) -> int:
+    """The step at which `view`'s members meet next: the first interval end at or after
+    the least step of a member now, past any interval end whose exploits were made (a fork
+    from it, or a member trained past it)."""
+    interval = int(view.plan["interval"])
+    steps = [stretch.end for stretch in view.current.values()]
+    meet = max(interval, -(-min(steps) // interval) * interval)
+    done = {e.step for e in view.exploits} | {
+        s.end for s in view.current.values() if s.run.status not in ("paused", "interrupted")
+    }
+    while meet in done:
+        meet += interval
+    return meet
