@@ -20,8 +20,9 @@ import numpy as np
 
 from core.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError
 from core.cli.flags import Common, Subparsers, add_training_command, run_config
-from core.cli.opening import open_engine
+from core.cli.opening import open_engine, open_store
 from core.cli.sweeping import PARAM_FORMS, parse_params
+from core.engine.client import EngineClient
 from core.population import Population, PopulationPlan
 from core.population.plan import DEFAULT_PERTURB
 from core.readable import number
@@ -93,6 +94,13 @@ def add_pbt(commands: Subparsers, common: Common) -> None:
         metavar="S",
         help="Seeds the starting knobs and every move (default: a random one).",
     )
+    group.add_argument(
+        "--detach",
+        action="store_true",
+        help="Hand the population to the engine that serves the store (the dashboard's, "
+        "or optlab serve) and return: that engine drives it, through a restart of the "
+        "dashboard or of itself; watch it on the Sweep page (Populations).",
+    )
     command.set_defaults(command="pbt", handler=pbt)
 
 
@@ -115,14 +123,36 @@ def pbt(args: argparse.Namespace) -> int:
         resample=args.resample,
         seed=seed,
     )
+    name = plan.config.name or f"pbt-{time.strftime('%Y%m%d-%H%M%S')}"
+    if args.detach:
+        return _hand_over(args, plan, name)
     engine = open_engine(args, max_concurrent=plan.population, must_exist=False)
     try:
-        name = plan.config.name or f"pbt-{time.strftime('%Y%m%d-%H%M%S')}"
         population = Population(engine, plan, name)
         population.start()
         return _follow(population, sys.stdout)
     finally:
         engine.close()
+
+
+def _hand_over(args: argparse.Namespace, plan: PopulationPlan, name: str) -> int:
+    """Starts the members through the store's serving engine, which drives the population
+    (`core.population.hosting`); prints its name and members."""
+    if args.ray_address:
+        raise UsageError("detach: the serving engine trains on its own cluster, if any")
+    with open_store(args.store, must_exist=True) as store:
+        client = EngineClient(store)
+        if client.engine() is None:
+            raise UsageError(
+                f"detach: no engine serves {store.name}: start the dashboard (make run) "
+                "or optlab serve, or leave out --detach to train here"
+            )
+        population = Population(client, plan, name)
+        population.submit()
+        print(f"population {name}: handed to the serving engine", flush=True)
+        for member, run_id in enumerate(population.members):
+            print(f"  m{member}: run {run_id}", flush=True)
+    return EXIT_OK
 
 
 def _factors(text: str) -> tuple[float, ...]:

@@ -156,6 +156,12 @@ class EngineClient(RunReader):
         (`core.training.tf_import.STACK` as it starts); None once it can, or with no engine."""
         return self._service_info().get("loading")
 
+    @property
+    def max_concurrent(self) -> int | None:
+        """How many runs the serving engine trains at once; None with no engine."""
+        value = self._service_info().get("max_concurrent")
+        return value if isinstance(value, int) else None
+
     def _service_info(self) -> dict[str, Any]:
         """What the serving engine published, read at most once per `INFO_SECONDS`."""
         now = time.monotonic()

@@ -25,7 +25,6 @@ APPLICATION_ID: Final = 0x4F504C41
 #: and add the change to `MIGRATIONS`.
 SCHEMA_VERSION: Final = 6
 
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 _STATUS_LIST = ", ".join(f"'{status}'" for status in STATUSES)
 
 # The tables of the current schema; the first three are those of version 1.
@@ -199,16 +198,20 @@ def prepare(path: Path, timeout: float) -> None:
     except OSError as exc:
         raise StoreError(f"cannot use {path}: {exc.strerror or exc}") from exc
     version = 0
-    if exists:
-        _check_magic(path)
     _check_writable(path)
-    try:
-        modes.make_file(path)  # SQLite gives its -wal and -shm the file's mode
-    except OSError as exc:
-        raise StoreError(f"cannot create {path}: {exc.strerror or exc}") from exc
+    # A file that exists is read through SQLite alone: closing a descriptor of our own on
+    # it would drop every POSIX lock this process holds on it (SQLite's are per process),
+    # and a store open here already (an engine beside a dashboard's reader, in one
+    # process) would then see another process take it for unused, check its WAL into the
+    # file and reset it under this one's feet: "database disk image is malformed".
     if exists:
         with closing(connect(path, timeout, read_only=True)) as conn:
             version = _inspect(conn, path)
+    else:
+        try:
+            modes.make_file(path)  # SQLite gives its -wal and -shm the file's mode
+        except OSError as exc:
+            raise StoreError(f"cannot create {path}: {exc.strerror or exc}") from exc
     with closing(connect(path, timeout)) as conn:
         if version < SCHEMA_VERSION:
             _upgrade(conn, path)
@@ -238,19 +241,6 @@ def _upgrade(conn: sqlite3.Connection, path: Path) -> None:
         raise StoreError(f"cannot create or upgrade the store in {path}: {exc}") from exc
 
 
-def _check_magic(path: Path) -> None:
-    try:
-        with path.open("rb") as file:
-            header = file.read(len(_SQLITE_MAGIC))
-    except OSError as exc:
-        raise StoreError(f"cannot read {path}: {exc}") from exc
-    if header != _SQLITE_MAGIC:
-        raise StoreError(
-            f"{path} is not a SQLite database (corrupt, or another kind of file); "
-            "refusing to open it as the Optimizer Lab store"
-        )
-
-
 def _check_writable(path: Path) -> None:
     # SQLite would say only "unable to open database file" (or, worse, take the file for
     # a damaged one): in WAL mode it must write the file and create two next to it.
@@ -274,6 +264,11 @@ def _inspect(conn: sqlite3.Connection, path: Path) -> int:
             if not row[0].startswith("sqlite_")
         )
     except sqlite3.DatabaseError as exc:
+        if "file is not a database" in str(exc):  # SQLITE_NOTADB: no SQLite header
+            raise StoreError(
+                f"{path} is not a SQLite database (corrupt, or another kind of file); "
+                "refusing to open it as the Optimizer Lab store"
+            ) from exc
         raise StoreError(f"{path} is a damaged or unreadable SQLite database: {exc}") from exc
     if application_id == APPLICATION_ID:
         return check_version(version, tables, str(path))

@@ -154,15 +154,26 @@ def test_the_cli_refuses_a_foreign_store_for_every_command(tmp_path: Path) -> No
     assert sha256(path) == before
 
 
-def test_the_app_shows_why_it_refuses_a_corrupt_store_and_leaves_it(app_store: Path) -> None:
+def test_the_app_shows_why_it_refuses_a_corrupt_store_and_leaves_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The dashboard on a corrupt store shows the `StoreError`'s reason, and the file
-    keeps its bytes."""
-    _random_bytes(app_store)
-    before = sha256(app_store)
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=scaled(60)).run()
+    keeps its bytes. (A file no connection of this process has open: one that has it
+    open shares SQLite's view of it, its WAL's pages included, with any other.)"""
+    import streamlit as st
+
+    store = tmp_path / "lab.sqlite"
+    _random_bytes(store)
+    before = sha256(store)
+    monkeypatch.setenv("OPTLAB_STORE", str(store))
+    st.cache_resource.clear()
+    try:
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=scaled(60)).run()
+    finally:
+        st.cache_resource.clear()
     assert not at.exception
     assert [e.value for e in at.error if "is not a SQLite database" in e.value]
-    assert sha256(app_store) == before
+    assert sha256(store) == before
 
 
 # SIGKILL of the engine, and of the app, while runs train -------------------------------

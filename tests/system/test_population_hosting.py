@@ -5,17 +5,19 @@ that nobody interrupted."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from core.engine import RunConfig
 from core.engine.client import EngineClient
-from core.population import Population, PopulationPlan
+from core.population import PopulationPlan
 from core.population.lineage import PopulationView, read_population
 from core.store import Store
 from core.sweep import Dimension, SearchSpace
 from tests.conftest import served
-from tests.lean import NO_INSTRUMENTS
-from tests.waiting import wait_for
+from tests.lean import NO_INSTRUMENTS, NO_INSTRUMENTS_FLAGS
+from tests.waiting import scaled, wait_for
 
 # Intervals long enough (several seconds with four members on 2 cores) for the engine to
 # close while the members train toward the second interval's end.
@@ -24,6 +26,14 @@ BASE = RunConfig.from_dict(
     {"dataset": "digits", "model": "mlp", "optimizer": "sgd", "seed": 3, **NO_INSTRUMENTS}
 )
 LR = SearchSpace((Dimension("learning_rate", 0.01, 0.5, log=True),))
+
+
+PBT = [
+    sys.executable, "-m", "core", "pbt", "--name", "hosted", "--dataset", "digits",
+    "--model", "mlp", "--optimizer", "sgd", "--seed", "3", "--population-seed", "5",
+    "--param", "learning_rate=0.01:0.5:log", "--population", "4",
+    "--interval", str(INTERVAL), "--generations", str(GENERATIONS), *NO_INSTRUMENTS_FLAGS,
+]  # fmt: skip
 
 
 def population(reader: object) -> PopulationView:
@@ -38,8 +48,16 @@ def test_a_population_handed_to_the_engine_outlives_the_engines_restart(tmp_path
         BASE, LR, population=4, interval=INTERVAL, generations=GENERATIONS, seed=5
     )
     with served(path, max_concurrent=4), Store(path) as store:
-        client = EngineClient(store)  # the dashboard's side: it starts, the engine drives
-        Population(client, plan, "hosted").submit()
+        client = EngineClient(store)  # as a dashboard reads it
+        # Handed over from another process, which returns at once: the engine drives it.
+        done = subprocess.run(
+            [*PBT, "--store", str(path), "--detach"],
+            capture_output=True,
+            text=True,
+            timeout=scaled(120),
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "population hosted: handed to the serving engine" in done.stdout
         wait_for(
             lambda: [e.step for e in population(client).exploits] == [INTERVAL],
             120,
@@ -70,3 +88,22 @@ def test_a_population_handed_to_the_engine_outlives_the_engines_restart(tmp_path
         s.run.id for s in after.current.values()
     }
     assert resumed
+
+
+def test_a_population_is_handed_only_to_an_engine_that_trains_it_whole(tmp_path: Path) -> None:
+    path = tmp_path / "lab.sqlite"
+    Store(path).close()
+    unserved = subprocess.run(
+        [*PBT, "--store", str(path), "--detach"], capture_output=True, text=True, timeout=60
+    )
+    assert unserved.returncode == 2 and "no engine serves" in unserved.stderr
+    with served(path, max_concurrent=3), Store(path) as store:
+        small = subprocess.run(
+            [*PBT, "--store", str(path), "--detach"],
+            capture_output=True,
+            text=True,
+            timeout=scaled(60),
+        )
+        assert small.returncode == 2, small.stdout + small.stderr
+        assert "population" in small.stderr and "trains 3" in small.stderr
+        assert store.list_runs() == []

@@ -138,6 +138,27 @@ def test_reopening_keeps_everything(db_path):
         np.testing.assert_array_equal(store.read_metrics("r")["loss"], [1.0, 0.5])
 
 
+def test_a_second_store_on_the_file_keeps_the_first_ones_locks(db_path):
+    """Two stores on one file in one process (an engine beside a reader), then another
+    process that writes and closes: SQLite's locks are per process, and a descriptor of
+    ours closed on the file dropped the first store's, so the other process took the file
+    for unused, checkpointed its WAL and reset it, and the first store read a stale file
+    (none of the other's runs) or "database disk image is malformed"."""
+    with Store(db_path) as first:
+        first.create_run("a", "a", {"lr": 0.1})
+        assert first.get_run("a") is not None
+        with Store(db_path) as second:
+            assert second.get_run("a") is not None
+            writer = (
+                "import sys; from core.store import Store\n"
+                "with Store(sys.argv[1]) as store:\n"
+                "    for k in range(50): store.create_run(f'b{k}', 'b', {'lr': 0.2})"
+            )
+            subprocess.run([sys.executable, "-c", writer, str(db_path)], check=True, timeout=120)
+            assert len(first.list_runs()) == 51
+            assert len(second.list_runs()) == 51
+
+
 def test_refuses_a_corrupt_file_without_touching_it(db_path):
     db_path.write_bytes(np.random.default_rng(0).bytes(10_000))
     before = sha256(db_path)
