@@ -109,6 +109,10 @@ def pbt(args: argparse.Namespace) -> int:
     engine of its own that trains every member at once. Returns the exit status."""
     if not args.params:
         raise UsageError(f"param: give at least one --param {PARAM_FORMS}")
+    if args.ray_address:
+        # Members meet by pausing at a step, which the engine does not relay to a Ray
+        # cluster's runs yet.
+        raise UsageError("ray_address: a population trains on this machine's engine")
     perturb = _factors(args.perturb)
     seed = secrets.randbelow(MAX_SEED + 1) if args.population_seed is None else args.population_seed
     plan = PopulationPlan.create(
@@ -138,8 +142,6 @@ def pbt(args: argparse.Namespace) -> int:
 def _hand_over(args: argparse.Namespace, plan: PopulationPlan, name: str) -> int:
     """Starts the members through the store's serving engine, which drives the population
     (`core.population.hosting`); prints its name and members."""
-    if args.ray_address:
-        raise UsageError("detach: the serving engine trains on its own cluster, if any")
     with open_store(args.store, must_exist=True) as store:
         client = EngineClient(store)
         if client.engine() is None:

@@ -203,6 +203,18 @@ def test_a_bad_population_writes_nothing(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "population" in done.stderr and "interval" in done.stderr
     assert not store.exists()
+    on_a_cluster = [
+        *command[:11],
+        "4",
+        "--interval",
+        "5",
+        *command[-2:],
+        "--ray-address",
+        "127.0.0.1:1",
+    ]
+    done = subprocess.run(on_a_cluster, capture_output=True, text=True, timeout=scaled(120))
+    assert done.returncode == 2 and "ray_address" in done.stderr, done.stderr
+    assert not store.exists()
 
 
 @pytest.mark.skipif(
