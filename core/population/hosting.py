@@ -22,7 +22,6 @@ import threading
 from typing import Final
 
 from core.engine.engine import Engine
-from core.knobs import InvalidInput
 from core.population.lineage import PopulationView, population_names, read_population
 from core.population.population import POLL_SECONDS as DRIVER_POLL_SECONDS
 from core.population.population import Population
@@ -98,13 +97,22 @@ class PopulationHost:
                 driven = name in self._drivers and self._drivers[name].active
                 if driven or name in self._refused:
                     continue
-            view = read_population(self.engine, name, runs)
-            if view is not None and self._ours(view):
-                self._take_up(view)
+            try:
+                view = read_population(self.engine, name, runs)
+                if view is not None and self._ours(view):
+                    self._take_up(view)
+            except StoreError:
+                raise
+            except Exception:  # stored by other hands, or unforeseen: the others go on
+                log.exception("population %s cannot be driven", name)
+                with self._lock:
+                    self._refused.add(name)
 
     def _ours(self, view: PopulationView) -> bool:
         """Whether `view` is to be driven here: a member still to train, and each such
         member this engine's, or its owner's that is dead."""
+        if len(view.current) < int(view.plan["population"]):
+            return False  # its members are still being labelled by whoever started them
         unfinished = [s.run for s in view.current.values() if s.run.status in UNFINISHED]
         if not unfinished:
             return False
@@ -117,13 +125,8 @@ class PopulationHost:
         return True
 
     def _take_up(self, view: PopulationView) -> None:
-        try:
-            driver = Population.adopt(self.engine, view, poll_interval=self.driver_poll_interval)
-        except InvalidInput as exc:  # its plan no longer holds (a knob or model gone)
-            log.warning("population %s cannot be driven: %s", view.name, exc)
-            with self._lock:
-                self._refused.add(view.name)
-            return
+        # Raises `InvalidInput` if its plan no longer holds (a knob or a model gone).
+        driver = Population.adopt(self.engine, view, poll_interval=self.driver_poll_interval)
         driver.start_adopted()
         with self._lock:
             self._drivers[view.name] = driver

@@ -163,15 +163,11 @@ class Population:
         """Drives an adopted population: each member that an engine's end interrupted
         trains again here, and every member is told to pause at the next interval's end
         (a pause asked of an engine that has closed since is forgotten)."""
-        if self._meets:
-            for run_id in self.members:
-                if self._run(run_id).status == "interrupted":
-                    self.engine.resume(run_id)
+        for run_id in self.members:
+            if self._run(run_id).status == "interrupted":
+                self.engine.resume(run_id)
+            if self._meets:
                 self.engine.pause(run_id, at_step=self._meets[0])
-        else:
-            for run_id in self.members:
-                if self._run(run_id).status == "interrupted":
-                    self.engine.resume(run_id)
         self.status = "running"
         self._thread.start()
 
