@@ -12,7 +12,7 @@ import pytest
 
 from core.engine import RunConfig
 from core.engine.client import EngineClient
-from core.population.lineage import replay_config
+from core.population.lineage import read_population, replay_config
 from core.store import KNOB_EVENT, LAUNCH_EVENT, Store
 from core.store.metrics import Block
 from tests.apptest import SHORT, live_specs, page
@@ -127,3 +127,17 @@ def test_a_store_without_a_population_says_how_to_train_one(lab: EngineClient) -
     at.segmented_control(key="sweep:mode").set_value("Populations").run()
     assert not at.exception
     assert any("optlab pbt" in info.value for info in at.info)
+
+
+def test_every_machine_on_the_store_reads_the_same_population(store_location: str) -> None:
+    """What the page draws is read from the store alone: a second connection (another
+    machine's, on a shared PostgreSQL store) reads the population the first wrote."""
+    with Store(store_location) as writer:
+        written_population(writer)
+    with Store(store_location) as store:
+        view = read_population(EngineClient(store), "pbt-page")
+    assert view is not None
+    assert [(e.step, e.member, e.source) for e in view.exploits] == [(10, 2, 0)]
+    assert [s.member for s in view.ranking()] == [2, 0, 1]
+    assert [s.run.id for s in view.chain(2)] == ["p0", "p2f"]
+    assert view.best_over_time() == [(10, 0.8), (20, 0.86), (30, 0.91)]
