@@ -30,6 +30,15 @@ def add_steering(commands: Subparsers, common: Common) -> None:
             "unpauses a paused run.",
         )
         command.add_argument("run_id", metavar="RUN_ID", help="The run, as `runs` lists it.")
+        if name == "pause":
+            command.add_argument(
+                "--at-step",
+                type=int,
+                metavar="STEP",
+                help="Pause once the run has taken step STEP (at once if it is past it), "
+                "with a checkpoint of that step: to compare runs at one step, or fork one "
+                "from it.",
+            )
         command.set_defaults(command=name, handler=steer)
     knobs = commands.add_parser(
         "set",
@@ -58,6 +67,10 @@ def steer(args: argparse.Namespace) -> int:
                 if not changes:
                     raise UsageError("set: give at least one knob, e.g. --lr 0.01")
                 command = client.update(args.run_id, **changes)
+            elif args.command == "pause" and args.at_step is not None:
+                if args.at_step < 0:
+                    raise UsageError(f"at_step: must be a whole number ≥ 0 (got {args.at_step})")
+                command = client.pause(args.run_id, at_step=args.at_step)
             else:
                 command = getattr(client, args.command)(args.run_id)
         except UnknownRunError:
@@ -71,5 +84,7 @@ def steer(args: argparse.Namespace) -> int:
         report(f"refused: {done.error}")
         return EXIT_FAILED
     what = ", ".join(f"{k} → {v}" for k, v in command.payload.get("knobs", {}).items())
+    if "at_step" in command.payload:
+        what = f"pauses at step {command.payload['at_step']}"
     print(f"run {args.run_id}: {what or args.command} (taken at step {step})")
     return EXIT_OK

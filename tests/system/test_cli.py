@@ -22,6 +22,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from core.cli import build_parser, main, render_progress, run_config
 from core.engine import Engine, RunStatus
+from core.engine.checkpoints import RunCheckpoints
 from core.export import LEADING_COLUMNS
 from core.knobs import InvalidInput
 from core.store import HISTOGRAM_EVENT, Store
@@ -563,6 +564,22 @@ def test_set_pause_resume_and_stop_steer_a_run_of_another_process(tmp_path):
         assert code == 0, err
         with Store(store_path) as store:
             wait_for(lambda: store.get_run(run_id).status == "paused", 30, "not paused")
+        assert run_main("resume", "--store", store_path, run_id)[0] == 0
+        code, _, err = run_main("pause", "--store", store_path, run_id, "--at-step", "-1")
+        assert code == 2 and "at_step" in err
+        with Store(store_path) as store:
+            at = stored_last_step(store, run_id) + 200
+        code, out, err = run_main("pause", "--store", store_path, run_id, "--at-step", str(at))
+        assert code == 0 and f"run {run_id}: pauses at step {at}" in out, err
+        with Store(store_path) as store:
+            # The second pause of the run: the first was the plain one above.
+            wait_for(
+                lambda: [e.step for e in store.events(run_id, "paused")][1:] == [at],
+                60,
+                f"no pause at step {at}",
+            )
+            assert store.get_run(run_id).status == "paused"
+            assert at in {c.step for c in RunCheckpoints(store.checkpoint_folder(run_id)).list()}
         assert run_main("resume", "--store", store_path, run_id)[0] == 0
         code, out, err = run_main("stop", "--store", store_path, run_id)
         assert code == 0, err
