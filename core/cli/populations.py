@@ -110,8 +110,9 @@ def pbt(args: argparse.Namespace) -> int:
     if not args.params:
         raise UsageError(f"param: give at least one --param {PARAM_FORMS}")
     if args.ray_address:
-        # Members meet by pausing at a step, which the engine does not relay to a Ray
-        # cluster's runs yet.
+        # Every member must train at once (a member queued behind others that wait for it
+        # at an interval's end never starts); a cluster places runs as its CPUs free up,
+        # which the population does not check yet.
         raise UsageError("ray_address: a population trains on this machine's engine")
     perturb = _factors(args.perturb)
     seed = secrets.randbelow(MAX_SEED + 1) if args.population_seed is None else args.population_seed

@@ -190,7 +190,9 @@ class RayCluster:
         while not ray.wait([done], timeout=RELAY_SECONDS)[0]:
             if relayed is None:
                 sent += _drain(control)
-                relayed = actor.relay.remote(control.stop_reason, control.paused, sent)
+                relayed = actor.relay.remote(
+                    control.stop_reason, control.paused, control.pause_at, sent
+                )
             elif ray.wait([relayed], timeout=0)[0]:
                 try:
                     status, step, seconds = ray.get(relayed)
@@ -200,6 +202,9 @@ class RayCluster:
                 relayed, sent, placed = None, [], True
                 control.status, control.step = status, step
                 control.clock_continue(seconds)
+                if status == "paused" and control.pause_at is not None and step >= control.pause_at:
+                    # It paused at the step asked: paused from now on, as a run here is.
+                    control.pause_at, control.paused = None, True
             elif control.stop_reason is not None and not placed:
                 _end(store, control, control.stop_reason)
                 return
@@ -228,6 +233,7 @@ class RunActor:
         import ray
 
         self.control = RunControl(run_id, RunConfig.from_dict(config), step, node=node_name(ray))
+        self.asked_pause_at: int | None = None  # the last `pause_at` relayed
         (store,) = ray.get(location)
         self.store = Store(store)
 
@@ -255,7 +261,11 @@ class RunActor:
         return None
 
     def relay(
-        self, stop_reason: str | None, paused: bool, updates: list[dict[str, float]]
+        self,
+        stop_reason: str | None,
+        paused: bool,
+        pause_at: int | None,
+        updates: list[dict[str, float]],
     ) -> tuple[str, int, float]:
         """Takes the engine's requests; returns (status, step, training seconds).
 
@@ -263,13 +273,21 @@ class RunActor:
             stop_reason: "stopped" or "interrupted" once the engine asks the run to
                 stop (the status it ends with); None while it may train on.
             paused: Whether the run should be paused.
+            pause_at: The step the run should pause once it has taken (`Engine.pause`'s
+                `at_step`), until the engine has seen it paused there; None for none.
             updates: The live knob changes the engine took since the last relay, oldest
                 first, each the knobs of one change (`{name: value}`), applied together
                 at one step.
         """
         if stop_reason is not None:
             self.control.request_stop(stop_reason)
-        if paused != self.control.paused:
+        if pause_at is not None and pause_at != self.asked_pause_at:
+            self.asked_pause_at = pause_at
+            self.control.request_pause_at(pause_at)
+        # Paused at the step still asked, which the engine has not seen yet: it stays so.
+        reached = pause_at is not None and pause_at == self.asked_pause_at
+        reached = reached and self.control.pause_at is None and self.control.step >= pause_at
+        if paused != self.control.paused and not (reached and self.control.paused):
             self.control.request_pause(paused)
         for update in updates:
             self.control.updates.put(update)

@@ -152,16 +152,13 @@ class Engine(RunReader):
         """Pauses a run after its current step; a queued run pauses when it starts. With
         `at_step`, once it has taken that step instead (at once if it is past it), with
         a checkpoint of it: where a population's members meet (`core.population`). Raises
-        `InvalidInput` naming `at_step` for a step that is not a whole number ≥ 0, or for
-        a run on a Ray cluster (not relayed to its actor yet)."""
+        `InvalidInput` naming `at_step` for a step that is not a whole number ≥ 0."""
         control = self._active(run_id)
         if at_step is None:
             control.request_pause(True)
             return
         if isinstance(at_step, bool) or not isinstance(at_step, int) or at_step < 0:
             raise InvalidInput({"at_step": f"must be a whole number ≥ 0 (got {at_step!r})"})
-        if self.cluster is not None:
-            raise InvalidInput({"at_step": "is not relayed to a Ray cluster's runs yet"})
         control.request_pause_at(at_step)
 
     def resume(self, run_id: str) -> None:

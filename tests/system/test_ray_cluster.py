@@ -152,6 +152,20 @@ def test_live_knobs_and_pause_reach_a_run_on_the_cluster(cluster, postgres) -> N
         holds_for(lambda: engine.status(run_id).step == step, 1.0, "a paused actor takes no step")
         engine.resume(run_id)
         wait_for(lambda: engine.status(run_id).step > step, 30)
+        # Where a population's members meet: paused once it has taken the step asked.
+        at = engine.status(run_id).step + 40
+        engine.pause(run_id, at_step=at)
+        # Its pause's event, then its status: the engine hears of the actor once a relay.
+        wait_for(lambda: at in [e.step for e in engine.events(run_id, "paused")], 60, f"at {at}")
+        wait_for(
+            lambda: (engine.status(run_id).status, engine.status(run_id).step) == ("paused", at),
+            30,
+            "paused there, as relayed",
+        )
+        holds_for(lambda: engine.status(run_id).step == at, 1.0, "it stays at the step asked")
+        assert at in {checkpoint.step for checkpoint in engine.checkpoints(run_id)}
+        engine.resume(run_id)
+        wait_for(lambda: engine.status(run_id).step > at, 30, "it trains on once resumed")
         engine.stop(run_id)
         assert engine.wait(run_id, scaled(60)).status == "stopped"
         (change,) = [e.payload for e in engine.events(run_id) if e.kind == "knob"]
