@@ -43,12 +43,14 @@ from tests import waiting  # noqa: E402
 # The files that take about a minute or more (seconds on 2 cores, 2026-12-04), longest
 # first. Only the order in which `make test` hands them out depends on it.
 LONGEST_FILES = (
+    "tests/system/test_population.py",  # 150 (2026-12-07)
     "tests/system/test_watched_runs.py",  # 109
     "tests/system/test_browser.py",  # 99
     "tests/system/test_ray_cluster.py",  # 90
     "tests/system/test_hardening.py",  # 89
     "tests/system/test_checkpoints.py",  # 76
     "tests/system/test_readme.py",  # 75
+    "tests/system/test_population_hosting.py",  # 65 (2026-12-07)
     "tests/system/test_app.py",  # 60
     "tests/system/test_cli.py",  # 58
 )
