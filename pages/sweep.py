@@ -16,6 +16,7 @@ from core.store import StoreError, UnknownRunError
 from core.sweep import Sweep, SweepStatus, TrialRow, list_studies, parallel_rows
 from ui import (
     nav,
+    population_form,
     population_view,
     roles,
     state,
@@ -174,6 +175,8 @@ def sweeps_view(was_active: bool) -> None:
 
 
 if mode == "Populations":
+    if roles.presents():  # a viewer watches the populations
+        population_form.new_population_form(engine)
     population_view.populations_view(engine)
 else:
     if roles.presents():  # a viewer browses the sweeps' results

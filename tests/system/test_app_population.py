@@ -141,3 +141,34 @@ def test_every_machine_on_the_store_reads_the_same_population(store_location: st
     assert [s.member for s in view.ranking()] == [2, 0, 1]
     assert [s.run.id for s in view.chain(2)] == ["p0", "p2f"]
     assert view.best_over_time() == [(10, 0.8), (20, 0.86), (30, 0.91)]
+
+
+def test_a_population_started_on_the_page_is_driven_by_the_engine(lab: EngineClient) -> None:
+    at = page(nav.SWEEP).run()
+    at.segmented_control(key="sweep:mode").set_value("Populations").run()
+    at.selectbox(key="population:optimizer").select("sgd").run()
+    at.selectbox(key="population:model").select("mlp").run()
+    at.selectbox(key="population:dataset").select("digits").run()
+    at.number_input(key="population:members").set_value(2).run()
+    at.number_input(key="population:interval").set_value(10).run()
+    at.number_input(key="population:gen").set_value(2).run()
+    at.text_input(key="population:perturb").input("0.8,twice").run()
+    at.button(key="population:start").click().run()
+    assert not at.exception
+    assert [e.value for e in at.error if "perturb" in e.value]  # named, and nothing started
+    assert lab.list() == []
+
+    at.text_input(key="population:perturb").input("0.5,2").run()
+    at.button(key="population:start").click().run()
+    assert not at.exception
+    name = at.selectbox(key="population:picked").value
+    assert name.startswith("pbt-")
+
+    def ended() -> bool:
+        view = read_population(lab, name)
+        return view is not None and {s.run.status for s in view.current.values()} == {"completed"}
+
+    wait_for(ended, scaled(120), "the engine drove the page's population to its end")
+    view = read_population(lab, name)
+    assert view is not None and [e.step for e in view.exploits] == [10]
+    assert {stretch.end for stretch in view.current.values()} == {20}
