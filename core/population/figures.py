@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
@@ -149,9 +150,21 @@ class _Scale:
         place = (self._position(value) - self.low) / span if span else 0.5
         return sample_colorscale(COLOURSCALE, [min(1.0, max(0.0, place))])[0]
 
+    def ticks(self) -> list[float]:
+        """Where the scale is labelled, as positions: round values of the knob (1, 2 and 5
+        of each decade on a log scale; five even steps, rounded, on a linear one)."""
+        if not self.log:
+            return [float(value) for value in np.linspace(self.low, self.high, 5)]
+        decades = range(math.floor(self.low), math.ceil(self.high) + 1)
+        values = [m * 10.0**d for d in decades for m in (1, 2, 5)]
+        inside = [
+            math.log10(v) for v in values if self.low - 1e-9 <= math.log10(v) <= self.high + 1e-9
+        ]
+        return inside if len(inside) >= 2 else [self.low, self.high]
+
     def colour_bar(self) -> dict[str, Any]:
         """An invisible trace that draws the scale, labelled in the knob's values."""
-        ticks = [self.low + (self.high - self.low) * k / 4 for k in range(5)]
+        ticks = self.ticks()
         return {
             "type": "scatter",
             "x": [None],
