@@ -9,7 +9,8 @@ same population, whichever process drives it.
 
     >>> view = read_population(engine, "pbt-lenet")
     >>> view.current                          # each member's run now, by member
-    >>> knob_schedule(engine, view.best().run.id)   # [{"step": 41, "knobs": {...}}, …]
+    >>> first, schedule = knob_schedule(engine, view.best().run.id)
+    >>> schedule                               # [{"step": 41, "knobs": {...}}, …]
     >>> engine.start(replay_config(engine, run_id)) # the schedule, from scratch
 """
 
