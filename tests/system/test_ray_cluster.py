@@ -150,11 +150,13 @@ def test_live_knobs_and_pause_reach_a_run_on_the_cluster(cluster, postgres) -> N
         wait_for(lambda: engine.status(run_id).status == "paused", 30)
         step = engine.status(run_id).step
         holds_for(lambda: engine.status(run_id).step == step, 1.0, "a paused actor takes no step")
-        engine.resume(run_id)
-        wait_for(lambda: engine.status(run_id).step > step, 30)
-        # Where a population's members meet: paused once it has taken the step asked.
-        at = engine.status(run_id).step + 40
+        # Where a population's members meet: paused once it has taken the step asked. Asked
+        # while it is paused, as the engine's view of a training actor's step is a relay old
+        # (under load, more than 40 of these steps), so the actor hears it before it trains on.
+        at = step + 40
         engine.pause(run_id, at_step=at)
+        engine.resume(run_id)
+        wait_for(lambda: engine.status(run_id).step > step, 30, "it trains on once resumed")
         # Its pause's event, then its status: the engine hears of the actor once a relay.
         wait_for(lambda: at in [e.step for e in engine.events(run_id, "paused")], 60, f"at {at}")
         wait_for(
