@@ -109,11 +109,11 @@ def pbt(args: argparse.Namespace) -> int:
     engine of its own that trains every member at once. Returns the exit status."""
     if not args.params:
         raise UsageError(f"param: give at least one --param {PARAM_FORMS}")
-    if args.ray_address:
-        # Every member must train at once (a member queued behind others that wait for it
-        # at an interval's end never starts); a cluster places runs as its CPUs free up,
-        # which the population does not check yet.
-        raise UsageError("ray_address: a population trains on this machine's engine")
+    if args.ray_address and args.detach:
+        raise UsageError(
+            "ray_address: with --detach, the serving engine trains the members where it "
+            "trains its runs (its own --ray-address)"
+        )
     perturb = _factors(args.perturb)
     seed = secrets.randbelow(MAX_SEED + 1) if args.population_seed is None else args.population_seed
     plan = PopulationPlan.create(

@@ -70,6 +70,12 @@ class Runs(Protocol):
         "TensorFlow", as it starts); None once it can."""
         ...
 
+    def room(self, config: RunConfig) -> int | None:
+        """How many runs like `config` the engine trains at once: its `max_concurrent`,
+        fewer on a Ray cluster whose live nodes hold fewer of the runs' `num_cpus` and
+        `num_gpus`; None with no engine to ask."""
+        ...
+
     # Starting and steering -----------------------------------------------------------
 
     def start(self, config: RunConfig | Mapping[str, Any]) -> str:

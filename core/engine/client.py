@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from core.engine.checkpoints import RunCheckpoints
+from core.engine.cluster import runs_at_once
 from core.engine.engine import last_checkpoint
 from core.engine.forks import create_fork
 from core.engine.handover import check_handed_over
@@ -161,6 +162,12 @@ class EngineClient(RunReader):
         """How many runs the serving engine trains at once; None with no engine."""
         value = self._service_info().get("max_concurrent")
         return value if isinstance(value, int) else None
+
+    def room(self, config: RunConfig) -> int | None:
+        """How many runs like `config` the serving engine trains at once (see
+        `Runs.room`); None with no engine."""
+        at_once = self.max_concurrent
+        return None if at_once is None else runs_at_once(at_once, self.cluster_info(), config)
 
     def _service_info(self) -> dict[str, Any]:
         """What the serving engine published, read at most once per `INFO_SECONDS`."""

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import queue
 import re
 import secrets
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +69,7 @@ class ClusterInfo:
     gpus: float
     free_cpus: float
     free_gpus: float
+    sizes: tuple[tuple[float, float], ...] = ()  # each live node's CPUs and GPUs
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -77,7 +79,36 @@ class ClusterInfo:
             "gpus": self.gpus,
             "free_cpus": self.free_cpus,
             "free_gpus": self.free_gpus,
+            "sizes": [list(size) for size in self.sizes],
         }
+
+
+def runs_held(sizes: Iterable[Sequence[float]], num_cpus: float, num_gpus: float) -> int | None:
+    """How many runs asking for `num_cpus` CPUs and `num_gpus` GPUs nodes of these sizes
+    (each its CPUs and GPUs) train at once, each run on one node, as Ray places actors: a
+    fraction of a GPU shares one GPU, never two. None for a run that asks for neither
+    (Ray places any number)."""
+    if num_cpus <= 0 and num_gpus <= 0:
+        return None
+    held = 0
+    for cpus, gpus in sizes:
+        fits = [math.floor(cpus / num_cpus + 1e-9)] if num_cpus > 0 else []
+        if 0 < num_gpus < 1:
+            fits.append(math.floor(gpus + 1e-9) * math.floor(1 / num_gpus + 1e-9))
+        elif num_gpus >= 1:
+            fits.append(math.floor(gpus / num_gpus + 1e-9))
+        held += min(fits)
+    return held
+
+
+def runs_at_once(max_concurrent: int, cluster: Mapping[str, Any] | None, config: RunConfig) -> int:
+    """How many runs like `config` an engine trains at once: its `max_concurrent`, fewer
+    if the live nodes of its cluster (`cluster`, as `Engine.cluster_info` gives it) hold
+    fewer of them. Runs of others on the cluster may hold some of those nodes meanwhile."""
+    if cluster is None or "sizes" not in cluster:
+        return max_concurrent
+    held = runs_held(cluster["sizes"], config.num_cpus, config.num_gpus)
+    return max_concurrent if held is None else min(max_concurrent, held)
 
 
 class RayCluster:
@@ -135,13 +166,15 @@ class RayCluster:
         import ray
 
         total, free = ray.cluster_resources(), ray.available_resources()
+        live = [node for node in ray.nodes() if node["Alive"]]
         return ClusterInfo(
             address=self.address,
-            nodes=tuple(sorted(n["NodeName"] for n in ray.nodes() if n["Alive"])),
+            nodes=tuple(sorted(node["NodeName"] for node in live)),
             cpus=total.get("CPU", 0.0),
             gpus=total.get("GPU", 0.0),
             free_cpus=free.get("CPU", 0.0),
             free_gpus=free.get("GPU", 0.0),
+            sizes=tuple(_size(node) for node in live),
         )
 
     def execute(self, control: RunControl, store: Store) -> None:
@@ -215,12 +248,10 @@ class RayCluster:
         that waits for them to be free is placed once they are)."""
         import ray
 
-        return any(
-            n["Alive"]
-            and n["Resources"].get("CPU", 0.0) >= config.num_cpus
-            and n["Resources"].get("GPU", 0.0) >= config.num_gpus
-            for n in ray.nodes()
+        held = runs_held(
+            [_size(node) for node in ray.nodes() if node["Alive"]], config.num_cpus, config.num_gpus
         )
+        return held is None or held >= 1
 
 
 class RunActor:
@@ -292,6 +323,12 @@ class RunActor:
         for update in updates:
             self.control.updates.put(update)
         return self.control.status, self.control.step, self.control.training_seconds
+
+
+def _size(node: Mapping[str, Any]) -> tuple[float, float]:
+    """A node's CPUs and GPUs, from its record in `ray.nodes()`."""
+    resources = node["Resources"]
+    return float(resources.get("CPU", 0.0)), float(resources.get("GPU", 0.0))
 
 
 def check_reachable(address: str, timeout: float = CONNECT_SECONDS) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from core.engine.checkpoints import RunCheckpoints
-from core.engine.cluster import ClusterError, RayCluster
+from core.engine.cluster import ClusterError, RayCluster, runs_at_once
 from core.engine.commands import CommandListener
 from core.engine.execution import RunControl, RunExecution
 from core.engine.forks import create_fork
@@ -250,6 +250,10 @@ class Engine(RunReader):
             return self.cluster.info().to_dict()
         except Exception as exc:  # a cluster that went away: say so
             return {"address": self.cluster.address, "error": str(exc)}
+
+    def room(self, config: RunConfig) -> int:
+        """How many runs like `config` train here at once (see `Runs.room`)."""
+        return runs_at_once(self.max_concurrent, self.cluster_info(), config)
 
     def loading(self) -> str | None:
         """What a run started here now waits for before it builds its model: TensorFlow,

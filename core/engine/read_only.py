@@ -101,6 +101,9 @@ class ReadOnlyRuns:
     def loading(self) -> str | None:
         return self._runs.loading()
 
+    def room(self, config: RunConfig) -> int | None:
+        return self._runs.room(config)
+
     def settle(self, command: Command, timeout: float = 2.0) -> Command:
         return self._runs.settle(command, timeout)
 

@@ -104,7 +104,8 @@ class Population:
         without a driver here: for the engine that trains them to take up
         (`core.population.hosting`). Raises `InvalidInput` as `engine.start_all` does, and
         then nothing started. The engine must train every member at once: a member queued
-        behind the others, paused at an interval's end, would never start."""
+        behind the others, paused at an interval's end, would never start (on a Ray
+        cluster, every member needs a place of its `num_cpus` and `num_gpus` at once)."""
         self._check_room()
         rng = self._rng(0)
         configs = [
@@ -121,13 +122,20 @@ class Population:
 
     def _check_room(self) -> None:
         """Raises `InvalidInput` naming `population` if the engine (when it says) trains
-        fewer runs at once than the population has members."""
-        at_once = getattr(self.engine, "max_concurrent", None)
+        fewer of the members at once than the population has (`Runs.room`)."""
+        at_once = self.engine.room(self.plan.config)
         if at_once is not None and at_once < self.plan.population:
+            config = self.plan.config
+            why = (
+                f", as many as its Ray cluster's live nodes hold of members asking for "
+                f"num_cpus {config.num_cpus:g} and num_gpus {config.num_gpus:g}"
+                if self.engine.cluster_info()
+                else ""
+            )
             raise InvalidInput(
                 {
                     "population": f"needs an engine that trains {self.plan.population} runs "
-                    f"at once (this one trains {at_once})"
+                    f"at once (this one trains {at_once}{why})"
                 }
             )
 

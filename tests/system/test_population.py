@@ -203,7 +203,7 @@ def test_a_bad_population_writes_nothing(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "population" in done.stderr and "interval" in done.stderr
     assert not store.exists()
-    on_a_cluster = [
+    unreachable = [
         *command[:11],
         "4",
         "--interval",
@@ -212,7 +212,7 @@ def test_a_bad_population_writes_nothing(tmp_path: Path) -> None:
         "--ray-address",
         "127.0.0.1:1",
     ]
-    done = subprocess.run(on_a_cluster, capture_output=True, text=True, timeout=scaled(120))
+    done = subprocess.run(unreachable, capture_output=True, text=True, timeout=scaled(120))
     assert done.returncode == 2 and "ray_address" in done.stderr, done.stderr
     assert not store.exists()
 

@@ -25,7 +25,7 @@ from core.engine import Engine
 from core.engine.cluster import NAMESPACE, ClusterError, own_token
 from tests.apptest import ROOT, page
 from tests.conftest import app_serving
-from tests.lean import NO_INSTRUMENTS
+from tests.lean import NO_INSTRUMENTS, NO_INSTRUMENTS_FLAGS
 from tests.system.test_hostile_data import MLP_ADAM_BYTES_PER_FEATURE, wide_npz
 from tests.system.test_postgres_lab import core
 from tests.waiting import holds_for, scaled, wait_for
@@ -174,6 +174,39 @@ def test_live_knobs_and_pause_reach_a_run_on_the_cluster(cluster, postgres) -> N
         assert change == {"name": "learning_rate", "value": 0.02, "previous": 0.05}
     finally:
         engine.close()
+
+
+def test_a_population_spreads_its_members_over_the_nodes(cluster, postgres) -> None:
+    """`optlab pbt --ray-address`: two members, one on each node, meet at the interval's
+    end, paused there on the cluster, and the worse continues as a fork of the better;
+    three members, which the two nodes of one CPU cannot train at once, are refused before
+    anything starts (a member left waiting for a CPU would keep the others waiting at
+    the interval's end)."""
+    url = postgres.create_schema()
+    command = [
+        "pbt", "--ray-address", cluster.address, "--store", url, "--dataset", "digits",
+        "--model", "mlp", "--optimizer", "sgd", "--param", "learning_rate=0.01:0.5:log",
+        "--interval", "20", "--generations", "2", "--population-seed", "1",
+        "--name", "on-cluster", *NO_INSTRUMENTS_FLAGS,
+    ]  # fmt: skip
+    refused = core(*command, "--population", "3")
+    assert refused.returncode == 2, refused.stderr
+    assert "population: needs an engine that trains 3 runs at once" in refused.stderr
+    assert "this one trains 2, as many as its Ray cluster's live nodes hold" in refused.stderr
+    assert json.loads(core("runs", "--json", "--store", url).stdout) == []
+
+    done = core(*command, "--population", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "step 20: m" in done.stdout and "copies m" in done.stdout
+    runs = {run["id"]: run for run in json.loads(core("runs", "--json", "--store", url).stdout)}
+    (fork,) = [run for run in runs.values() if run["parent"] is not None]
+    members = [run for run in runs.values() if run["parent"] is None]
+    assert {run["node"] for run in members} == {"head", "second"}
+    assert fork["forked_at"] == 20 and fork["status"] == "completed" and fork["step"] == 40
+    copied = runs[fork["parent"]]
+    (replaced,) = [run for run in members if run is not copied]
+    assert (copied["status"], copied["step"]) == ("completed", 40)
+    assert (replaced["status"], replaced["step"]) == ("stopped", 20)
 
 
 def test_a_run_trains_at_the_engines_priority_not_at_that_of_rays_workers(

@@ -7,7 +7,14 @@ import socket
 
 import pytest
 
-from core.engine.cluster import ClusterError, check_reachable, remote_nodes
+from core.engine.cluster import (
+    ClusterError,
+    check_reachable,
+    remote_nodes,
+    runs_at_once,
+    runs_held,
+)
+from core.training.config import RunConfig
 from tests.cli import run_main
 
 
@@ -47,3 +54,32 @@ def test_the_cli_refuses_a_cluster_that_does_not_answer_before_writing_anything(
     assert code == 2
     assert "ray_address: no Ray cluster answers at 127.0.0.1:9" in err
     assert not store.exists()
+
+
+@pytest.mark.parametrize(
+    ("sizes", "num_cpus", "num_gpus", "held"),
+    [
+        ([(1, 0), (1, 0)], 1, 0, 2),  # the test cluster: a run a node
+        ([(4, 0), (3, 0)], 2, 0, 3),  # a run never spans two nodes: 2 + 1, not 7 // 2
+        ([(2, 0)], 0.5, 0, 4),
+        ([(8, 2), (8, 0)], 1, 1, 2),  # only the GPU node holds GPU runs
+        ([(8, 2)], 1, 0.3, 6),  # three a GPU, none across two GPUs (not 2 // 0.3 = 6.67)
+        ([(8, 3)], 1, 0.4, 6),  # two a GPU: 3 × 2, though 3 // 0.4 = 7
+        ([(8, 4)], 1, 2, 2),
+        ([(8, 4)], 0, 0, None),  # a run asking for nothing: Ray places any number
+        ([], 1, 0, 0),
+    ],
+)
+def test_runs_held_counts_what_each_node_holds(sizes, num_cpus, num_gpus, held) -> None:
+    assert runs_held(sizes, num_cpus, num_gpus) == held
+
+
+def test_an_engine_trains_at_once_what_its_limit_and_its_cluster_allow() -> None:
+    config = RunConfig(num_cpus=2)
+    assert runs_at_once(4, None, config) == 4  # no cluster: its max_concurrent
+    cluster = {"address": "h:6379", "sizes": [[4, 0], [2, 0]]}
+    assert runs_at_once(4, cluster, config) == 3
+    assert runs_at_once(2, cluster, config) == 2
+    # A cluster that cannot be read says so elsewhere; its runs wait for it.
+    assert runs_at_once(4, {"address": "h:6379", "error": "gone"}, config) == 4
+    assert runs_at_once(4, cluster, RunConfig(num_cpus=0)) == 4
