@@ -177,6 +177,7 @@ def sweeps_view(was_active: bool) -> None:
 if mode == "Populations":
     if roles.presents():  # a viewer watches the populations
         population_form.new_population_form(engine)
+    # Reads the runs again after the form, which may just have started a population.
     population_view.populations_view(engine)
 else:
     if roles.presents():  # a viewer browses the sweeps' results

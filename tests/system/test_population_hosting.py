@@ -36,6 +36,12 @@ PBT = [
 ]  # fmt: skip
 
 
+def detach(store: Path) -> subprocess.CompletedProcess[str]:
+    """`optlab pbt --detach` on `store`, in a process of its own, as from a terminal."""
+    command = [*PBT, "--store", str(store), "--detach"]
+    return subprocess.run(command, capture_output=True, text=True, timeout=scaled(120))
+
+
 def population(reader: object) -> PopulationView:
     view = read_population(reader, "hosted")  # type: ignore[arg-type]
     assert view is not None
@@ -50,12 +56,7 @@ def test_a_population_handed_to_the_engine_outlives_the_engines_restart(tmp_path
     with served(path, max_concurrent=4), Store(path) as store:
         client = EngineClient(store)  # as a dashboard reads it
         # Handed over from another process, which returns at once: the engine drives it.
-        done = subprocess.run(
-            [*PBT, "--store", str(path), "--detach"],
-            capture_output=True,
-            text=True,
-            timeout=scaled(120),
-        )
+        done = detach(path)
         assert done.returncode == 0, done.stdout + done.stderr
         assert "population hosted: handed to the serving engine" in done.stdout
         wait_for(
@@ -93,17 +94,10 @@ def test_a_population_handed_to_the_engine_outlives_the_engines_restart(tmp_path
 def test_a_population_is_handed_only_to_an_engine_that_trains_it_whole(tmp_path: Path) -> None:
     path = tmp_path / "lab.sqlite"
     Store(path).close()
-    unserved = subprocess.run(
-        [*PBT, "--store", str(path), "--detach"], capture_output=True, text=True, timeout=60
-    )
+    unserved = detach(path)
     assert unserved.returncode == 2 and "no engine serves" in unserved.stderr
     with served(path, max_concurrent=3), Store(path) as store:
-        small = subprocess.run(
-            [*PBT, "--store", str(path), "--detach"],
-            capture_output=True,
-            text=True,
-            timeout=scaled(60),
-        )
+        small = detach(path)
         assert small.returncode == 2, small.stdout + small.stderr
         assert "population" in small.stderr and "trains 3" in small.stderr
         assert store.list_runs() == []
