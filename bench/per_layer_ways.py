@@ -1,12 +1,15 @@
-"""Three ways to measure each variable of a step: `python -m bench.per_layer_ways`
+"""Four ways to measure each variable of a step: `python -m bench.per_layer_ways`
 
 The per-layer statistics need, for each trainable variable, ‖w − w_before‖², ‖w‖², its
 count of zeros and ‖w − w_initial‖². Measured are the ways to compute them in one traced
 function, against one chain of ops per variable: all variables flattened into one vector
-and summed per variable by `unsorted_segment_sum`, and the lab's way, same-shape small
-tensors stacked (`transforms.per_tensor`). Printed per model: ops in the graph, median µs
-per call, and the ratio to the per-variable chains over interleaved pairs. The three must
-agree first.
+and summed per variable by `unsorted_segment_sum`; same-shape small tensors stacked for
+each statistic (`transforms.per_tensor`, as the optimizer's step measures); and the lab's
+way for the per-layer statistics, same-shape tensors of up to `STACKED_ONCE_AT_MOST`
+entries stacked once for all four (`transforms.per_tensor_measures`, as
+`core.training.telemetry` measures). Printed per model: ops in the graph, median µs per
+call, and the ratio to the per-variable chains over interleaved pairs. All must agree
+first.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from bench import models as bench_models
 from bench.timing import interleave, seconds_per_call
 from core import models
 from core.optimizers import transforms
+from core.training import telemetry
 from core.training.telemetry import ZERO
 
 MODELS = ("lenet", bench_models.DEEP_MLP, bench_models.DEEP_VIT)
@@ -28,6 +32,7 @@ MODELS = ("lenet", bench_models.DEEP_MLP, bench_models.DEEP_VIT)
 BOOKKEEPING = {"ReadVariableOp", "Placeholder", "Const", "Identity", "NoOp"}
 
 Way = Callable[[], list[tf.Tensor]]
+STACKED_ONCE_AT_MOST = telemetry.STACKED_AT_MOST
 
 
 def zeros(tensor: tf.Tensor, *, axis: list[int] | None) -> tf.Tensor:
@@ -79,7 +84,34 @@ def ways(
             transforms.squared_distances(now, initial),
         ]
 
+    def zeros_of(w: tf.Tensor, *_: tf.Tensor, axis: list[int] | None) -> tf.Tensor:
+        return zeros(w, axis=axis)
+
+    def squares_of(w: tf.Tensor, *_: tf.Tensor, axis: list[int] | None) -> tf.Tensor:
+        return 2.0 * transforms.half_squares_measure(w, axis=axis)
+
+    def moved(w: tf.Tensor, b: tf.Tensor, i: tf.Tensor, *, axis: list[int] | None) -> tf.Tensor:
+        return 2.0 * transforms.half_distances_measure(w, b, axis=axis)
+
+    def moved_from_initial(
+        w: tf.Tensor, b: tf.Tensor, i: tf.Tensor, *, axis: list[int] | None
+    ) -> tf.Tensor:
+        return 2.0 * transforms.half_distances_measure(w, i, axis=axis)
+
+    @tf.function(autograph=False)
+    def stacked_once() -> list[tf.Tensor]:
+        now = [tf.convert_to_tensor(v) for v in variables]
+        found = transforms.per_tensor_measures(
+            {"step": moved, "sq": squares_of, "zeros": zeros_of, "init": moved_from_initial},
+            now,
+            before,
+            initial,
+            stacked_at_most=STACKED_ONCE_AT_MOST,
+        )
+        return [found["step"], found["sq"], found["zeros"], found["init"]]
+
     return {
+        "stacked once": stacked_once,
         "per variable": per_variable,
         "segment sums": segment_sums,
         "stacked by shape": stacked,

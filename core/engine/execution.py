@@ -153,6 +153,7 @@ class RunExecution:
             start = self.control.step
             trainer = Trainer(self.config, make_strategy(self.config.strategy), start=start)
             self.trainer = trainer
+            self.per_layer.saving = trainer.per_layer_seconds
             self.store.set_progress(self.run_id, start, total_steps=trainer.data.total_steps)
             if start:
                 self._restore(trainer, start)

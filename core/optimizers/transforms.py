@@ -10,7 +10,7 @@ stages write.)
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import keras
@@ -35,42 +35,66 @@ STACKED_AT_MOST = 1 << 10
 Measure = Callable[..., tf.Tensor]
 
 
-def shape_groups(*lists: Sequence[tf.Tensor]) -> list[list[int]]:
-    """The positions of `lists[0]`'s tensors in groups to measure together: each small
-    tensor with the others of its static shape and dtype (and theirs at the same place in
-    the other lists), each large or dynamically shaped one alone; in first-seen order."""
+def shape_groups(
+    *lists: Sequence[tf.Tensor], stacked_at_most: int = STACKED_AT_MOST
+) -> list[list[int]]:
+    """The positions of `lists[0]`'s tensors in groups to measure together: each tensor of
+    at most `stacked_at_most` entries with the others of its static shape and dtype (and
+    theirs at the same place in the other lists), each larger or dynamically shaped one
+    alone; in first-seen order."""
     groups: dict[object, list[int]] = {}
     for i, tensor in enumerate(lists[0]):
         shape = tensor.shape
-        small = shape.is_fully_defined() and shape.num_elements() <= STACKED_AT_MOST
+        small = shape.is_fully_defined() and shape.num_elements() <= stacked_at_most
         key = (tuple(shape), *(tensors[i].dtype for tensors in lists)) if small else i
         groups.setdefault(key, []).append(i)
     return list(groups.values())
 
 
-def per_tensor(measure: Measure, *lists: Sequence[tf.Tensor]) -> tf.Tensor:
+def per_tensor(
+    measure: Measure, *lists: Sequence[tf.Tensor], stacked_at_most: int = STACKED_AT_MOST
+) -> tf.Tensor:
     """`measure` of each tensor of `lists[0]` (with the tensors at the same place in the
     other lists), as one float32 vector in their order.
 
-    Small tensors (up to `STACKED_AT_MOST` entries) of one static shape and dtype are
+    Small tensors (up to `stacked_at_most` entries) of one static shape and dtype are
     stacked and measured by one op (`shape_groups`), so their ops grow with the distinct
     small shapes, not with the tensors: a deeper model of small layers repeats the shapes
     it has, and a per-variable statistic costs it no more ops. A larger tensor is measured
     alone, by ops of its own: there the bytes, not the ops, are the cost.
     """
-    groups = shape_groups(*lists)
+    return per_tensor_measures({"": measure}, *lists, stacked_at_most=stacked_at_most)[""]
+
+
+def per_tensor_measures(
+    measures: Mapping[str, Measure],
+    *lists: Sequence[tf.Tensor],
+    stacked_at_most: int = STACKED_AT_MOST,
+) -> dict[str, tf.Tensor]:
+    """Each of `measures` of each tensor, as `per_tensor` gives one, keyed as `measures`
+    are; each measure is given every list. The tensors are stacked once for all the
+    measures."""
+    groups = shape_groups(*lists, stacked_at_most=stacked_at_most)
     alone = [members[0] for members in groups if len(members) == 1]
-    parts, order = [], [*alone]
+    order = [*alone, *(i for members in groups if len(members) > 1 for i in members)]
+    parts: dict[str, list[tf.Tensor]] = {name: [] for name in measures}
     if alone:
-        parts.append(tf.stack([measure(*(t[i] for t in lists), axis=None) for i in alone]))
+        for name, measure in measures.items():
+            parts[name].append(
+                tf.stack([measure(*(t[i] for t in lists), axis=None) for i in alone])
+            )
     for members in (members for members in groups if len(members) > 1):
         group = [_stacked(tensors, members) for tensors in lists]
-        parts.append(measure(*group, axis=list(range(1, group[0].shape.rank))))
-        order += members
-    values = tf.concat(parts, axis=0) if len(parts) > 1 else parts[0]
-    if order == sorted(order):
-        return values
-    return tf.gather(values, [order.index(i) for i in range(len(order))])
+        axis = list(range(1, group[0].shape.rank))
+        for name, measure in measures.items():
+            parts[name].append(measure(*group, axis=axis))
+    back = None if order == sorted(order) else [order.index(i) for i in range(len(order))]
+
+    def joined(pieces: list[tf.Tensor]) -> tf.Tensor:
+        values = tf.concat(pieces, axis=0) if len(pieces) > 1 else pieces[0]
+        return values if back is None else tf.gather(values, back)
+
+    return {name: joined(pieces) for name, pieces in parts.items()}
 
 
 def flattened(tensors: Sequence[tf.Tensor]) -> tuple[tf.Tensor, list[int]]:

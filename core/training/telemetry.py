@@ -23,6 +23,13 @@ if TYPE_CHECKING:  # tasks imports the run config, whose instruments import this
 # Below this magnitude a parameter counts as zero for a layer's `sparsity` (unless pruning
 # is on: then the pruning threshold is the line).
 ZERO = 1e-6
+# The weights and initial weights of at most this many entries are stacked with the others
+# of their shape, once for the three measures (`transforms.per_tensor_measures`): up to
+# here a tensor's ops, a dozen of about a microsecond, cost more than copying it and its
+# initial weights into the stacks; a larger one is measured in place. On the bench's
+# 100-variable MLP (48 kernels of 64 × 64) the statistics took 495 ops stacked as the
+# optimizer stacks (`transforms.STACKED_AT_MOST`), 90 so (`python -m bench.per_layer_ways`).
+STACKED_AT_MOST = 1 << 13
 
 
 def layer_of(path: str) -> str:
@@ -65,13 +72,26 @@ class LayerStatistics:
         threshold = self.optimizer.live_variables.get("prune_threshold")
         zero = tf.constant(ZERO) if threshold is None else tf.cast(threshold, tf.float32)
 
-        def zeros(tensor: tf.Tensor, *, axis: list[int] | None) -> tf.Tensor:
-            below = tf.abs(tf.cast(tensor, tf.float32)) < zero
+        def zeros(w: tf.Tensor, _: tf.Tensor, *, axis: list[int] | None) -> tf.Tensor:
+            below = tf.abs(tf.cast(w, tf.float32)) < zero
             return tf.reduce_sum(tf.cast(below, tf.float32), axis=axis)
 
-        zero_counts = transforms.per_tensor(zeros, values)
-        moved = transforms.squared_distances(values, self.initial)
-        squares = transforms.squared_norms(values)
+        def half_squares(w: tf.Tensor, _: tf.Tensor, *, axis: list[int] | None) -> tf.Tensor:
+            return transforms.half_squares_measure(w, axis=axis)
+
+        measured = transforms.per_tensor_measures(
+            {
+                "zeros": zeros,
+                "half_squares": half_squares,
+                "half_moved": transforms.half_distances_measure,
+            },
+            values,
+            self.initial,
+            stacked_at_most=STACKED_AT_MOST,
+        )
+        zero_counts = measured["zeros"]
+        moved = 2.0 * measured["half_moved"]
+        squares = 2.0 * measured["half_squares"]
         return {
             "step_norm": step_norm,
             "param_norm": param_norm,

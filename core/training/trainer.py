@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
 from collections.abc import Callable
+from statistics import median
 from typing import Any
 
 import tensorflow as tf
@@ -156,6 +158,20 @@ class Trainer:
         for instrument in due:
             instrument.read(outputs, measured)
         return measured
+
+    def per_layer_seconds(self, calls: int = 5) -> float:
+        """Seconds the per-layer statistics take on their own, the median of `calls`
+        after a first that traces them: about what a logged step saves without them
+        (`core.training.per_layer_schedule`)."""
+        with self.strategy.scope():
+            measure = tf.function(self.telemetry.per_layer, autograph=False)
+            measure()
+            times = []
+            for _ in range(calls):
+                began = time.perf_counter()
+                measure()
+                times.append(time.perf_counter() - began)
+        return median(times)
 
     def _traced_step(
         self, log: bool, per_layer: bool, due: tuple[str, ...]

@@ -15,6 +15,7 @@ from core.engine import Engine, RunConfig
 from core.optimizers import InvalidHyperparameters
 from core.store import PER_LAYER_EVENT
 from core.training.per_layer_schedule import BUDGET
+from core.training.trainer import Trainer
 from tests.threads import new_threads
 from tests.waiting import holds_for, scaled, wait_for
 
@@ -88,8 +89,11 @@ def test_a_run_completes_with_its_telemetry(engine) -> None:
 
 
 def test_the_budget_spaces_per_layer_statistics_only_where_the_run_is_long_enough(
-    engine,
+    engine, monkeypatch
 ) -> None:
+    # What the statistics take of a step, timed once a run is long enough that it might
+    # pay (`Trainer.per_layer_seconds`), said here to be 10 ms: 2,000 steps pay a trace.
+    monkeypatch.setattr(Trainer, "per_layer_seconds", lambda self, calls=5: 0.01)
     short, long = (engine.start(config(max_steps=n, epochs=1000, seed=n)) for n in (20, 2000))
     for run_id in (short, long):
         assert engine.wait(run_id, scaled(600)).status == "completed"

@@ -101,6 +101,48 @@ def test_the_statistics_cost_no_more_ops_on_a_model_deeper_in_small_layers() -> 
     assert added[16] == added[4]  # ... in as many ops for 12 more layers of that shape
 
 
+@pytest.mark.parametrize("width", [16, 64])  # kernels of 256 and of 4,096 entries
+def test_the_per_layer_statistics_cost_no_more_ops_on_a_deeper_model(width: int) -> None:
+    def ops(depth: int) -> int:
+        layers = [keras.layers.Dense(width, name=f"hidden{i}") for i in range(depth)]
+        model = keras.Sequential([keras.Input((width,)), *layers, keras.layers.Dense(3)])
+        optimizer = optimizers.build("adamw", telemetry=True)
+        optimizer.build(model.trainable_variables)
+        statistics = LayerStatistics(model, optimizer)
+        graph = tf.function(statistics, autograph=False).get_concrete_function().graph
+        return sum(op.type not in READS for op in graph.get_operations())
+
+    assert ops(16) == ops(4)
+
+
+def test_per_tensor_measures_stack_each_list_once_for_every_measure() -> None:
+    rng = np.random.default_rng(1)
+    shapes = [(64, 64), (64,), (64, 64), (300, 300), (64,), (64, 64)]
+    a = [rng.normal(size=s).astype(np.float32) for s in shapes]
+    b = [rng.normal(size=s).astype(np.float32) for s in shapes]
+    measures = {
+        "squares": lambda x, _, *, axis: transforms.half_squares_measure(x, axis=axis),
+        "distances": transforms.half_distances_measure,
+    }
+
+    def measured(x: list[tf.Tensor], y: list[tf.Tensor]) -> dict[str, tf.Tensor]:
+        return transforms.per_tensor_measures(measures, x, y, stacked_at_most=1 << 13)
+
+    found = measured([tf.constant(x) for x in a], [tf.constant(y) for y in b])
+    a64, b64 = ([x.astype(np.float64) for x in xs] for xs in (a, b))
+    np.testing.assert_allclose(2 * found["squares"].numpy(), [np.sum(x**2) for x in a64], rtol=1e-5)
+    np.testing.assert_allclose(
+        2 * found["distances"].numpy(),
+        [np.sum((x - y) ** 2) for x, y in zip(a64, b64, strict=True)],
+        rtol=1e-5,
+    )
+    traced = tf.function(measured).get_concrete_function(
+        [tf.constant(x) for x in a], [tf.constant(y) for y in b]
+    )
+    # Two repeated shapes, stacked once in each list; the 300 × 300 one measured in place.
+    assert [op.type for op in traced.graph.get_operations()].count("Pack") == 2 * 2 + 2
+
+
 def test_the_row_matches_the_per_variable_ops(stepped) -> None:
     trainer, initial, before, after, row = stepped
     old = per_layer(
@@ -148,3 +190,14 @@ def test_per_tensor_keeps_the_order_of_mixed_shapes() -> None:
     ops = [op.type for op in traced.get_operations()]
     # One stacked reduction for each repeated small shape; the large one measured in place.
     assert ops.count("Pack") == 3 and ops.count("L2Loss") == 2
+
+
+def test_the_statistics_are_timed_alone_without_changing_the_run(stepped) -> None:
+    trainer, *_ = stepped
+    weights = [v.numpy() for v in trainer.model.trainable_variables]
+    stats = {name: tf.convert_to_tensor(v).numpy() for name, v in trainer.optimizer.stats.items()}
+    assert 0 < trainer.per_layer_seconds(calls=3) < 1
+    for before, variable in zip(weights, trainer.model.trainable_variables, strict=True):
+        np.testing.assert_array_equal(variable.numpy(), before)
+    for name, value in trainer.optimizer.stats.items():
+        np.testing.assert_array_equal(tf.convert_to_tensor(value).numpy(), stats[name])

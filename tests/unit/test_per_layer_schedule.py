@@ -67,6 +67,33 @@ def test_a_run_spaces_them_only_once_the_rest_of_it_pays_for_another_trace() -> 
     assert [step for step in range(10, 18) if schedule.due(step)] == [12, 16]
 
 
+def test_a_run_spaces_them_only_if_what_they_take_pays_for_another_trace() -> None:
+    """What the statistics take (timed alone, once) decides, not the whole step: 1,500
+    steps of 2 ms outlast a trace of 0.5 s, but 0.1 ms saved on each do not win it back."""
+    timings: list[float] = []
+
+    def saving() -> float:
+        timings.append(1e-4)
+        return 1e-4
+
+    cheap = budgeted()
+    cheap.saving = saving
+    cheap.timed(0.5, per_layer=True, steps_left=10_000)  # the trace of the step with them
+    for step in range(WARMUP + 10):
+        assert not cheap.timed(2e-3, per_layer=True, steps_left=1_500 - step)
+    assert cheap.every == 1 and timings == [1e-4]  # timed once, when it might have paid
+    dear = budgeted()
+    dear.saving = lambda: 1e-3  # half the step: 1,500 × 1 ms outlast the trace
+    dear.timed(0.5, per_layer=True, steps_left=10_000)
+    assert any(dear.timed(2e-3, per_layer=True, steps_left=1_500) for _ in range(WARMUP + 3))
+    assert dear.every == FIRST_INTERVAL
+    short = budgeted()
+    short.saving = lambda: pytest.fail("a run too short to pay at a whole step is not timed")
+    short.timed(0.5, per_layer=True, steps_left=10_000)
+    for _ in range(WARMUP + 3):
+        assert not short.timed(2e-3, per_layer=True, steps_left=200)
+
+
 def test_warm_up_timings_are_left_out() -> None:
     schedule = budgeted()
     # Traces: a hundred times slower, once each; they must not set the interval.
