@@ -337,6 +337,24 @@ FIGURES: tuple[Figure, ...] = (
         Target(">=", 1.0),
         "bench.population:pbt_vs_random_search",
     ),
+    Figure(
+        24,
+        "24 deep",
+        "Steps/s of a whole run of 1,500 AdamW steps (traces included), an MLP of 100 "
+        "variables (kernels of 4,096 entries) on mnist-5k: telemetry every step, "
+        "instruments off (A) vs telemetry off (B)",
+        Target(">=", 0.90),
+        "bench.training:whole_run_telemetry",
+    ),
+    Figure(
+        24,
+        "24 mixed",
+        "Steps/s of a whole run of 1,500 AdamW steps (traces included), an MLP of 76 "
+        "variables whose kernels are small, mid-size and large (1,024, 4,096 and 16,384 "
+        "entries) on mnist-5k: telemetry every step, instruments off (A) vs telemetry off (B)",
+        Target(">=", 0.90),
+        "bench.training:whole_run_telemetry_mixed",
+    ),
 )
 
 

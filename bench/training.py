@@ -1,4 +1,4 @@
-"""Figures 1, 2, 7, 8 and 10: the engine's training speed against Keras, itself, in
+"""Figures 1, 2, 7, 8, 10 and 24: the engine's training speed against Keras, itself, in
 parallel, with its instruments and with its checkpoints.
 
 All of them train LeNet on mnist-5k at batch 64 through `core.engine.Engine`, with its
@@ -52,6 +52,8 @@ BATCH = 64
 LEARNING_RATE = 1e-3
 # Epochs timed by figure 2 after the first: 1,950 steps of mnist-5k at batch 64.
 LONG_RUN = 25
+# Figure 24's runs: as long as the issue that asked for it measured (issue 57).
+WHOLE_RUN_STEPS = 1500
 # Seconds one run may take before its figure gives up and fails.
 RUN_TIMEOUT = 300.0
 # Calls of the run loop named when explaining where a step's time goes.
@@ -112,6 +114,34 @@ def telemetry_cost_deep_vit(settings: Settings) -> Measured:
     it takes 26 ms, so they outlast its traces."""
     bench_models.register()
     return telemetry_cost(settings, bench_models.DEEP_VIT, epochs=4)
+
+
+def whole_run_telemetry(settings: Settings, model: str = bench_models.DEEP_MLP) -> Measured:
+    """Figure 24: the steps/s a whole run records (`optlab train`'s), traces included, of
+    `WHOLE_RUN_STEPS` AdamW steps with telemetry every step and the instruments off, and
+    with telemetry off: where a short run pays for tracing a step without the per-layer
+    statistics, or for the statistics at every step."""
+    bench_models.register()
+    steps = settings.pick(WHOLE_RUN_STEPS, 100)
+    on = _config(steps, telemetry=True, model=model)
+    off = _config(steps, telemetry=False, model=model)
+    with _clocked_engine() as (engine, _):
+
+        def rate(config: RunConfig) -> Sampler:
+            def sample() -> float:
+                status = _wait(engine, engine.start(config))
+                assert status.steps_per_second is not None
+                return status.steps_per_second
+
+            return sample
+
+        paired = settings.interleave(rate(on), rate(off))
+    return Measured.compared(paired, "steps/s")
+
+
+def whole_run_telemetry_mixed(settings: Settings) -> Measured:
+    """Figure 24 on `bench.models.mixed_mlp`: small, mid-size and large kernels."""
+    return whole_run_telemetry(settings, bench_models.MIXED_MLP)
 
 
 def instrument_cost_deep_mlp(settings: Settings) -> Measured:

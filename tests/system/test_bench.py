@@ -364,6 +364,23 @@ def test_the_op_time_telemetry_adds_to_a_trainer_step_is_profiled() -> None:
 
 def test_the_bench_models_have_the_variables_their_figures_name() -> None:
     bench_models.register()
-    for name, variables in ((bench_models.DEEP_MLP, 100), (bench_models.DEEP_VIT, 135)):
+    for name, variables in (
+        (bench_models.DEEP_MLP, 100),
+        (bench_models.MIXED_MLP, 76),
+        (bench_models.DEEP_VIT, 135),
+    ):
         model = models.build(name, input_shape=(28, 28, 1), num_classes=10, seed=0)
         assert len(model.trainable_variables) == variables
+    mixed = models.build(bench_models.MIXED_MLP, input_shape=(28, 28, 1), num_classes=10, seed=0)
+    kernels = {v.shape.num_elements() for v in mixed.trainable_variables if len(v.shape) == 2}
+    assert {1024, 4096, 16384} <= kernels  # small, mid-size and large, as figure 24 says
+
+
+@pytest.mark.slow
+def test_a_quick_run_of_the_whole_run_telemetry_figures(tmp_path, capsys) -> None:
+    """Figure 24 trains whole runs with telemetry and without, small, and reports their
+    steps/s (its target is the full run's to judge)."""
+    assert main(["--quick", "--only", "24", "--pairs", "1", "--results", str(tmp_path / "r")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    rows = [line for line in out if line.startswith("| 24")]
+    assert len(rows) == 2 and all(row.count(" steps/s") == 2 for row in rows), out
