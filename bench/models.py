@@ -23,6 +23,8 @@ from core.models.model_catalog import PLUGINS
 DEEP_MLP: Final = "deep_mlp"
 DEEP_VIT: Final = "tiny_vit_8"
 MIXED_MLP: Final = "mixed_mlp"
+#: Every model `register` adds: the bench's, not the lab's.
+NAMES: Final = (DEEP_MLP, MIXED_MLP, DEEP_VIT)
 HIDDEN_LAYERS: Final = 49
 WIDTH: Final = 64
 MIXED_WIDTHS: Final = (64, 256, 16) * 12

@@ -33,6 +33,7 @@ READS: Final = frozenset(
         "liveness",
         "cluster_info",
         "loading",
+        "room",
         "settle",
         "get_command",
         "status",
