@@ -153,7 +153,6 @@ class RunExecution:
             start = self.control.step
             trainer = Trainer(self.config, make_strategy(self.config.strategy), start=start)
             self.trainer = trainer
-            self.per_layer.saving = trainer.per_layer_seconds
             self.store.set_progress(self.run_id, start, total_steps=trainer.data.total_steps)
             if start:
                 self._restore(trainer, start)
@@ -288,17 +287,11 @@ class RunExecution:
             log = step % config.log_every == 0 or last_step or measures
             # Without telemetry there are no per-layer statistics to schedule.
             timed = log and config.telemetry and not measures  # an instrument's step differs
-            # An instrument's step carries them too, whatever their interval: each mix of
-            # a traced step is traced anew (2.2 s on a 100-variable MLP), and a mix of
-            # instruments with and without them would be traced twice.
-            per_layer = (
-                log and config.telemetry and (self.per_layer.due(step, last=last_step) or measures)
-            )
+            per_layer = log and config.telemetry and self.per_layer.due(step, last=last_step)
             began = time.perf_counter()
             measured = trainer.step(step, log=log, per_layer=per_layer)
             took = time.perf_counter() - began
-            steps_left = trainer.data.total_steps - step
-            if timed and self.per_layer.timed(took, per_layer=per_layer, steps_left=steps_left):
+            if timed and self.per_layer.timed(took, per_layer=per_layer):
                 writer.add_event(step, PER_LAYER_EVENT, self._per_layer_interval())
             row = dict(measured.values)
             if log:

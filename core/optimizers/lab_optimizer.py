@@ -140,9 +140,10 @@ class LabOptimizer(CollectiveOptimizer):
         self._values = values
         self.telemetry: bool = telemetry
         # Read when a step is traced: with telemetry, whether the step also measures the
-        # per-variable statistics (`VECTOR_STATS`). The lab's trainer traces the steps that
-        # log no per-layer statistics without them; every other step has them.
-        self.per_variable_stats = True
+        # per-variable statistics (`VECTOR_STATS`): a bool, or a boolean tensor that the
+        # lab's trainer passes its step, so that one trace serves the steps that log
+        # per-layer statistics and those that do not.
+        self.per_variable_stats: bool | tf.Tensor = True
         if isinstance(schedule, LiveSchedule):  # its peak is the live learning rate
             schedule.rate = self.add_variable(
                 (),

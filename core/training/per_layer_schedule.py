@@ -9,14 +9,10 @@ schedule times each logged step with them against the logged step just before it
 spaces them so that the extra time of one, spread over the steps until the next, is at
 most `BUDGET` of a step.
 
-Leaving them out of a step costs a trace of its own (a step traced without them), which
-a short run cannot win back: a trial of 100 steps of mlp on digits took 0.64 s with the
-statistics at every step and 0.76 s spaced. So a run starts with them at every logged
-step, and spaces them only once the rest of it is long enough to pay for that trace: once
-its remaining logged steps, at what the statistics take of a step, outlast the first
-step's time (the trace of the step with them, a bound on the other's). What they take is
-timed once, the statistics alone (`saving`), and only for a run long enough that it
-might pay.
+A step with them and one without are one trace (the statistics are a branch of the step,
+taken as it runs: `LayerStatistics.when`), so spacing them costs no trace and pays in any
+run: a budgeted run starts with them at its first logged step, then every
+`FIRST_INTERVAL`-th while the first timings of each kind come in, then as the budget says.
 """
 
 from __future__ import annotations
@@ -24,7 +20,6 @@ from __future__ import annotations
 import collections
 import math
 import statistics
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
@@ -35,7 +30,7 @@ if TYPE_CHECKING:
 #: they add about 40% to a step, so they come every 20 steps or so.
 BUDGET: Final = 0.02
 #: The interval (in logged steps) while the first timings of the steps without the
-#: statistics come in, once spacing them pays: a few of each kind are timed early.
+#: statistics come in: a few of each kind are timed early.
 FIRST_INTERVAL: Final = 4
 #: Pairs timed, the latest: a step with the statistics and the logged step before it; the
 #: interval follows the median of their extra shares. Pairs, not the latest steps of each
@@ -59,25 +54,17 @@ class PerLayerSchedule:
     Attributes:
         every: The interval in steps now: a multiple of `log_every`.
         budgeted: Whether the budget sets it (else the run's `per_layer_every` does).
-        saving: Times the statistics alone, in seconds: about what a logged step without
-            them saves (`Trainer.per_layer_seconds`); called at most once, when a run
-            might be long enough to pay for spacing them. None: a step's whole time.
     """
 
     def __init__(self, every: int | None, log_every: int, budget: float = BUDGET) -> None:
         self.log_every = log_every
         self.budget = budget
-        self.saving: Callable[[], float] | None = None
-        self._saved: float | None = None  # what `saving` said
         self.budgeted = every is None
-        self.every = log_every if every is None else every
-        self._with: collections.deque[float] = collections.deque(maxlen=WINDOW)
+        self.every = log_every * FIRST_INTERVAL if every is None else every
         self._pairs: collections.deque[tuple[float, float]] = collections.deque(maxlen=WINDOW)
         self._before: float | None = None  # the last logged step without them, if unpaired
         self._seen = {True: 0, False: 0}
         self._first = True
-        self._spaced = False  # whether spacing them has paid yet (see the module docstring)
-        self._trace = math.inf  # the first step with them: a trace
 
     @property
     def budget_share(self) -> float | None:
@@ -92,28 +79,18 @@ class PerLayerSchedule:
         first, self._first = self._first, False
         return first or last or step % self.every == 0
 
-    def timed(self, seconds: float, *, per_layer: bool, steps_left: int | None = None) -> bool:
-        """Notes how long a logged step took, with the statistics or without, with
-        `steps_left` steps of the run after it (None: too many to count); returns whether
-        the interval changed."""
+    def timed(self, seconds: float, *, per_layer: bool) -> bool:
+        """Notes how long a logged step took, with the statistics or without; returns
+        whether the interval changed."""
         self._seen[per_layer] += 1
-        if per_layer and self._seen[True] == 1:
-            self._trace = seconds
         if not self.budgeted or self._seen[per_layer] <= WARMUP:
             return False
         if not per_layer:
             self._before = seconds
             return False
-        self._with.append(seconds)
         if self._before is not None:
             self._pairs.append((seconds, self._before))
             self._before = None
-        if not self._spaced:
-            if len(self._with) < 3 or not self._pays(steps_left):
-                return False
-            self._spaced = True
-            self.every = self.log_every * FIRST_INTERVAL
-            return True
         if len(self._pairs) < 3:
             return False
         wanted = self._budgeted_interval()
@@ -121,20 +98,6 @@ class PerLayerSchedule:
             return False
         self.every = wanted
         return True
-
-    def _pays(self, steps_left: int | None) -> bool:
-        """Whether the run's remaining logged steps are enough to win back a trace of the
-        step without the statistics (see the module docstring)."""
-        if steps_left is None:
-            return True
-        logged_left = steps_left / self.log_every
-        if logged_left * statistics.median(self._with) <= self._trace:
-            return False  # not even were they the whole step
-        if self.saving is None:
-            return True
-        if self._saved is None:
-            self._saved = self.saving()
-        return logged_left * self._saved > self._trace
 
     def _budgeted_interval(self) -> int:
         """The shortest interval that keeps the statistics within the budget, in whole

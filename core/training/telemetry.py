@@ -8,7 +8,7 @@ host except on a step that logs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import keras
 import tensorflow as tf
@@ -31,6 +31,17 @@ ZERO = 1e-6
 # (0.78–0.80) of one op chain a variable (`python -m bench.per_layer_ways`). Their time
 # is the passes over the weights (the zero count's comparison the most), not their ops.
 STACKED_AT_MOST = 1 << 13
+#: What `LayerStatistics` measures of each layer.
+STATISTICS = (
+    "step_norm",
+    "param_norm",
+    "update_ratio",
+    "sparsity",
+    "distance_from_init",
+    "weight_norm",
+)
+#: The per-layer statistics that are norms, also logged over the whole model.
+WHOLE_MODEL = ("distance_from_init", "weight_norm")
 
 
 def layer_of(path: str) -> str:
@@ -105,6 +116,26 @@ class LayerStatistics:
             "weight_norm": tf.sqrt(per_layer(squares)),
         }
 
+    def when(self, measured: bool | tf.Tensor) -> tuple[dict[str, tf.Tensor], dict[str, tf.Tensor]]:
+        """The statistics and their norms over the whole model (`whole_model`) if
+        `measured`, else nothing. `measured` is a bool known as the step is traced, or a
+        boolean tensor known as it runs: then a step with them and one without are one
+        trace (a short run cannot win back a second one, seconds on a model of many
+        layers), and one without them returns zeros, which the row leaves out."""
+
+        def measure() -> tuple[dict[str, tf.Tensor], dict[str, tf.Tensor]]:
+            per_layer = self()
+            return per_layer, whole_model(per_layer)
+
+        if not isinstance(measured, tf.Tensor) or not self.optimizer.stats:
+            return measure() if measured else ({}, {})
+
+        def unmeasured() -> tuple[dict[str, tf.Tensor], dict[str, tf.Tensor]]:
+            zeros = tf.zeros([len(self.layers)])
+            return dict.fromkeys(STATISTICS, zeros), dict.fromkeys(WHOLE_MODEL, tf.constant(0.0))
+
+        return transforms.cond(measured, measure, unmeasured)
+
     def row(self, per_layer: dict[str, tf.Tensor]) -> dict[str, float]:
         """The statistics as metric values (on the host), each layer's keyed
         `SeriesKey(statistic, layer)`."""
@@ -115,19 +146,31 @@ class LayerStatistics:
         return row
 
 
+def whole_model(per_layer: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    """The per-layer statistics that are norms, over all layers (`WHOLE_MODEL`)."""
+    return {name: tf.norm(per_layer[name]) for name in WHOLE_MODEL}
+
+
 def optimizer_readings(optimizer: Any, per_layer: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-    """The optimizer's live knob values and scalar statistics of its last step, and the
-    distance from the initial weights over all layers."""
+    """The optimizer's live knob values and scalar statistics of its last step, and, with
+    the per-layer statistics, their norms over all layers (`whole_model`)."""
     live = optimizer.live_variables
     out = {name: tf.cast(variable, tf.float32) for name, variable in live.items()}
     if "learning_rate" in out:  # the rate the step took: a schedule's, not its peak
         out["learning_rate"] = optimizer.applied_learning_rate()
     if per_layer:
-        out["distance_from_init"] = tf.norm(per_layer["distance_from_init"])
-        out["weight_norm"] = tf.norm(per_layer["weight_norm"])
+        out |= whole_model(per_layer)
     stats = optimizer.stats
     scalars = [name for name in stats if name in optimizers.SCALAR_STATS]
     return out | {name: tf.convert_to_tensor(stats[name]) for name in scalars}
+
+
+class Logged(NamedTuple):
+    """What a logged step returns (`RunningSums.logged`), as tensors."""
+
+    scalars: dict[str, tf.Tensor]
+    per_layer: dict[str, tf.Tensor]
+    whole_model: dict[str, tf.Tensor]
 
 
 class RunningSums:
@@ -164,23 +207,26 @@ class RunningSums:
         """Whether a per-replica output is one of the running sums."""
         return name in self._sums
 
-    def logged(self, per_layer: bool = True) -> tuple[dict[str, tf.Tensor], dict[str, tf.Tensor]]:
+    def logged(self, per_layer: bool | tf.Tensor = True) -> Logged:
         """Means since the last log, last values, live knobs and statistics, and, if
-        `per_layer`, the per-layer statistics (in the graph); resets the sums."""
+        `per_layer` (see `LayerStatistics.when`), the per-layer statistics (in the
+        graph); resets the sums."""
         sums = {name: variable.read_value() for name, variable in self._sums.items()}
         count = tf.maximum(sums["count"], 1.0)
         out = {name: sums[name] / count for name in ("loss", *self.task.means)}
         out |= {name: sums[name] for name in self.task.last_values}
-        layers = self.per_layer() if per_layer else {}
-        out |= optimizer_readings(self.optimizer, layers)
+        out |= optimizer_readings(self.optimizer, {})
+        layers, whole = self.per_layer.when(per_layer)
         for name, variable in self._sums.items():
             if name not in self.task.last_values:
                 variable.assign(0.0)
-        return out, layers
+        return Logged(out, layers, whole)
 
-    def row(
-        self, logged: dict[str, tf.Tensor], per_layer: dict[str, tf.Tensor]
-    ) -> dict[str, float]:
+    def row(self, logged: Logged, *, per_layer: bool = True) -> dict[str, float]:
         """The logged tensors as metric values (on the host), with the per-layer ones
-        (see `LayerStatistics.row`)."""
-        return {key: float(value) for key, value in logged.items()} | self.per_layer.row(per_layer)
+        (see `LayerStatistics.row`) if the step measured them (`per_layer`)."""
+        row = {key: float(value) for key, value in logged.scalars.items()}
+        if not per_layer:
+            return row
+        row |= {key: float(value) for key, value in logged.whole_model.items()}
+        return row | self.per_layer.row(logged.per_layer)

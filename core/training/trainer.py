@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import functools
 import threading
-import time
 from collections.abc import Callable
-from statistics import median
 from typing import Any
 
 import tensorflow as tf
@@ -129,7 +127,8 @@ class Trainer:
         self._train_step = tf.function(
             functools.partial(Trainer._train_step_fn, self), autograph=False
         )
-        self._traces: dict[tuple[bool, bool, tuple[str, ...]], Callable[..., dict[str, Any]]] = {}
+        self._traces: dict[tuple[bool, tuple[str, ...]], Callable[..., dict[str, Any]]] = {}
+        self._per_layer_flags = {flag: tf.constant(flag) for flag in (False, True)}
 
     # Training ---------------------------------------------------------------------------
 
@@ -145,45 +144,31 @@ class Trainer:
         due = [self.instruments[name] for name in self._due(step)]
         traced = tuple(instrument.name for instrument in due if instrument.traced)
         per_layer = log and per_layer
-        step_fn = self._traced_step(log, per_layer, traced)
-        outputs = step_fn(self._batches, log=log, per_layer=per_layer, due=traced)
+        # Known as the step runs, not as it is traced: a step with the per-layer
+        # statistics and one without are one trace (see `LayerStatistics.when`).
+        measured_here = self._per_layer_flags[per_layer] if log and self.config.telemetry else False
+        step_fn = self._traced_step(log, traced)
+        outputs = step_fn(self._batches, log=log, per_layer=measured_here, due=traced)
         measured = Measurements()
         if log or due:
             first_nonfinite = int(outputs["first_nonfinite"])
             measured.diverged_at = first_nonfinite if first_nonfinite >= 0 else None
         if log:
-            measured.values |= self.telemetry.row(outputs["logged"], outputs["per_layer"])
+            measured.values |= self.telemetry.row(outputs["logged"], per_layer=per_layer)
             if self.private is not None:
                 measured.values[EPSILON] = self.private.epsilon(step)
         for instrument in due:
             instrument.read(outputs, measured)
         return measured
 
-    def per_layer_seconds(self, calls: int = 5) -> float:
-        """Seconds the per-layer statistics take on their own, measured and made a row
-        (the median of `calls` after a first that traces them): about what a logged step
-        saves without them (`core.training.per_layer_schedule`). A little less: the
-        optimizer's per-variable norms and the store's writes of the row are left out."""
-        statistics = self.telemetry.per_layer
-        with self.strategy.scope():
-            measure = tf.function(statistics, autograph=False)
-            measure()
-            times = []
-            for _ in range(calls):
-                began = time.perf_counter()
-                statistics.row(measure())
-                times.append(time.perf_counter() - began)
-        return median(times)
-
-    def _traced_step(
-        self, log: bool, per_layer: bool, due: tuple[str, ...]
-    ) -> Callable[..., dict[str, Any]]:
+    def _traced_step(self, log: bool, due: tuple[str, ...]) -> Callable[..., dict[str, Any]]:
         """The training step traced for this mix of logging and instruments, as a concrete
         function: calling the `tf.function` matches the arguments against its traces
         first, in Python, each step (a share of a small model's step worth saving); its
         trace does not."""
-        key = (log, per_layer, due)
+        key = (log, due)
         if key not in self._traces:
+            per_layer = self._per_layer_flags[True] if log and self.config.telemetry else False
             self._traces[key] = self._train_step.get_concrete_function(
                 self._batches, log=log, per_layer=per_layer, due=due
             )
@@ -260,7 +245,7 @@ class Trainer:
         return self.task if weighted_task(name) is not None else self.optimizer
 
     def _train_step_fn(
-        self, batches: Any, *, log: bool, per_layer: bool, due: tuple[str, ...]
+        self, batches: Any, *, log: bool, per_layer: bool | tf.Tensor, due: tuple[str, ...]
     ) -> dict[str, Any]:
         x, y = next(batches)  # in the graph: no Python round trip for the batch
         self.optimizer.per_variable_stats = per_layer  # what the statistics read, if any
@@ -280,7 +265,7 @@ class Trainer:
             instrument.finish(outputs)
         outputs["first_nonfinite"] = self.divergence.first.read_value()
         if log:
-            outputs["logged"], outputs["per_layer"] = self.telemetry.logged(per_layer)
+            outputs["logged"] = self.telemetry.logged(per_layer)
         return outputs
 
     def _replica_step(

@@ -192,12 +192,38 @@ def test_per_tensor_keeps_the_order_of_mixed_shapes() -> None:
     assert ops.count("Pack") == 3 and ops.count("L2Loss") == 2
 
 
-def test_the_statistics_are_timed_alone_without_changing_the_run(stepped) -> None:
-    trainer, *_ = stepped
-    weights = [v.numpy() for v in trainer.model.trainable_variables]
-    stats = {name: tf.convert_to_tensor(v).numpy() for name, v in trainer.optimizer.stats.items()}
-    assert 0 < trainer.per_layer_seconds(calls=3) < 1
-    for before, variable in zip(weights, trainer.model.trainable_variables, strict=True):
-        np.testing.assert_array_equal(variable.numpy(), before)
-    for name, value in trainer.optimizer.stats.items():
-        np.testing.assert_array_equal(tf.convert_to_tensor(value).numpy(), stats[name])
+def test_steps_with_them_and_without_are_one_trace_and_train_alike() -> None:
+    """The statistics are a branch the step takes as it runs (`LayerStatistics.when`): a
+    run that measures them at every step and one that measures them at every other train
+    the same weights, each with one trace of its logged step; a step with them after one
+    without measures its own step, not the zeros the other left."""
+    config = RunConfig(model="mlp", dataset="digits", max_steps=10, seed=5, **INSTRUMENTS_OFF)
+    every, other = (Trainer(config, make_strategy(config.strategy)) for _ in range(2))
+    for step in range(1, 7):
+        every_row = every.step(step, log=True, per_layer=True).values
+        other_row = other.step(step, log=True, per_layer=step % 2 == 1).values
+        if step % 2 == 1:
+            assert other_row.keys() == every_row.keys()
+            for key, value in every_row.items():
+                assert other_row[key] == pytest.approx(value, rel=1e-5, abs=1e-7), (step, key)
+        else:
+            assert not [key for key in other_row if "/" in key]
+    for a, b in zip(every.model.trainable_variables, other.model.trainable_variables, strict=True):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6)
+    assert len(every._traces) == len(other._traces) == 1
+    for trainer in (every, other):
+        trainer.close()
+
+
+def test_a_cond_runs_as_a_call_of_the_branch_taken() -> None:
+    """`transforms.cond` is not lowered to switches, which every op of the branch not
+    taken would still pass through at each step."""
+
+    def step(taken: tf.Tensor, x: tf.Tensor) -> tf.Tensor:
+        return transforms.cond(taken, lambda: tf.reduce_sum(tf.square(x)), lambda: 0.0)
+
+    traced = tf.function(step).get_concrete_function(tf.constant(True), tf.ones([3]))
+    (branching,) = [op for op in traced.graph.get_operations() if op.type.endswith("If")]
+    assert branching.get_attr("_lower_using_switch_merge") is False
+    assert float(traced(tf.constant(True), tf.ones([3]))) == 3.0
+    assert float(traced(tf.constant(False), tf.ones([3]))) == 0.0

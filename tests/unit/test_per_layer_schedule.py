@@ -45,53 +45,24 @@ def timed(schedule: PerLayerSchedule, with_them: float, without: float, rounds: 
 )
 def test_the_interval_keeps_the_extra_time_within_the_budget(with_them, without, every) -> None:
     schedule = budgeted()
-    assert schedule.every == 1 and schedule.budget_share == SHARE
-    assert timed(schedule, with_them, without, rounds=5)
+    assert schedule.every == FIRST_INTERVAL and schedule.budget_share == SHARE
+    assert timed(schedule, with_them, without, rounds=5) == (every != FIRST_INTERVAL)
     assert schedule.every == every
     extra_share = (with_them - without) / schedule.every / without
     assert extra_share <= SHARE + 1e-9 or schedule.every == LONGEST
 
 
-def test_a_run_spaces_them_only_once_the_rest_of_it_pays_for_another_trace() -> None:
+def test_a_budgeted_run_spaces_them_from_its_start() -> None:
+    """A step without them costs no trace of its own (`LayerStatistics.when`), so even a
+    short run spaces them: its first logged step, then every `FIRST_INTERVAL`-th while
+    the first timings come in, and its last."""
     schedule = budgeted()
-    schedule.timed(0.5, per_layer=True, steps_left=10_000)  # the trace of the step with them
-    # 200 steps left, at 2 ms a step with them: 0.4 s, less than a trace. Every step has
-    # them: the step without would cost more to trace than it saves.
-    for step in range(WARMUP + 3):
-        assert not schedule.timed(2e-3, per_layer=True, steps_left=200 - step)
-        assert schedule.due(step + 2)
-    assert schedule.every == 1
-    # A longer run: 300 steps at 2 ms outlast the trace, so spacing them is timed.
-    assert schedule.timed(2e-3, per_layer=True, steps_left=300)
-    assert schedule.every == FIRST_INTERVAL
-    assert [step for step in range(10, 18) if schedule.due(step)] == [12, 16]
-
-
-def test_a_run_spaces_them_only_if_what_they_take_pays_for_another_trace() -> None:
-    """What the statistics take (timed alone, once) decides, not the whole step: 1,500
-    steps of 2 ms outlast a trace of 0.5 s, but 0.1 ms saved on each do not win it back."""
-    timings: list[float] = []
-
-    def saving() -> float:
-        timings.append(1e-4)
-        return 1e-4
-
-    cheap = budgeted()
-    cheap.saving = saving
-    cheap.timed(0.5, per_layer=True, steps_left=10_000)  # the trace of the step with them
-    for step in range(WARMUP + 10):
-        assert not cheap.timed(2e-3, per_layer=True, steps_left=1_500 - step)
-    assert cheap.every == 1 and timings == [1e-4]  # timed once, when it might have paid
-    dear = budgeted()
-    dear.saving = lambda: 1e-3  # half the step: 1,500 × 1 ms outlast the trace
-    dear.timed(0.5, per_layer=True, steps_left=10_000)
-    assert any(dear.timed(2e-3, per_layer=True, steps_left=1_500) for _ in range(WARMUP + 3))
-    assert dear.every == FIRST_INTERVAL
-    short = budgeted()
-    short.saving = lambda: pytest.fail("a run too short to pay at a whole step is not timed")
-    short.timed(0.5, per_layer=True, steps_left=10_000)
-    for _ in range(WARMUP + 3):
-        assert not short.timed(2e-3, per_layer=True, steps_left=200)
+    assert [step for step in range(1, 14) if schedule.due(step, last=step == 13)] == [
+        1,
+        *range(FIRST_INTERVAL, 13, FIRST_INTERVAL),
+        13,
+    ]
+    assert FIRST_INTERVAL > 1
 
 
 def test_warm_up_timings_are_left_out() -> None:

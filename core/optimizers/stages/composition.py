@@ -166,11 +166,12 @@ class StageHost(Protocol):
     Attributes:
         telemetry: Whether the optimizer records its statistics (a constructor argument).
         per_variable_stats: With telemetry, whether the step being traced also measures
-            the per-variable statistics.
+            the per-variable statistics: a bool, or a boolean tensor known as the step
+            runs (one trace for steps with them and without; zeros without).
     """
 
     telemetry: bool
-    per_variable_stats: bool
+    per_variable_stats: Any
 
     @property
     def row_local(self) -> bool:

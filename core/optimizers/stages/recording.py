@@ -61,11 +61,19 @@ class Telemetry(Stage):
             value = step.stats.get(name, neutral)
             variable = transforms.tf_variable(self.variables[name])
             assignments.append((variable, tf.cast(value, tf.float32)))
-        if self.host.per_variable_stats:
+        measured = self.host.per_variable_stats
+        if measured is not False:
+
+            def step_sq() -> tf.Tensor:
+                return transforms.squared_distances(step.new_params, step.params)
+
+            if isinstance(measured, tf.Tensor):  # known as the step runs: zeros when not
+                size = len(step.params)
+                moved = transforms.cond(measured, step_sq, lambda: tf.zeros([size]))
+            else:
+                moved = step_sq()
             vectors = {
-                "step_sq": transforms.replica_mean(
-                    transforms.squared_distances(step.new_params, step.params)
-                ),
+                "step_sq": transforms.replica_mean(moved),
                 "param_sq": step.stats["param_sq"],
             }
             size = self.variables["step_sq"].shape[0]
