@@ -119,8 +119,8 @@ def telemetry_cost_deep_vit(settings: Settings) -> Measured:
 def whole_run_telemetry(settings: Settings, model: str = bench_models.DEEP_MLP) -> Measured:
     """Figure 24: the steps/s a whole run records (`optlab train`'s), traces included, of
     `WHOLE_RUN_STEPS` AdamW steps with telemetry every step and the instruments off, and
-    with telemetry off: where a short run pays for tracing a step without the per-layer
-    statistics, or for the statistics at every step."""
+    with telemetry off: what a short run pays for telemetry's traced branches and its
+    per-step norms, where a long run's steady part hides the traces."""
     bench_models.register()
     steps = settings.pick(WHOLE_RUN_STEPS, 100)
     on = _config(steps, telemetry=True, model=model)
