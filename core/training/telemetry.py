@@ -124,8 +124,8 @@ class LayerStatistics:
         layers), and one without them returns zeros, which the row leaves out."""
 
         def measure() -> tuple[dict[str, tf.Tensor], dict[str, tf.Tensor]]:
-            per_layer = self()
-            return per_layer, whole_model(per_layer)
+            per_layer = self()  # empty without telemetry
+            return per_layer, whole_model(per_layer) if per_layer else {}
 
         if not isinstance(measured, tf.Tensor) or not self.optimizer.stats:
             return measure() if measured else ({}, {})

@@ -144,11 +144,9 @@ class Trainer:
         due = [self.instruments[name] for name in self._due(step)]
         traced = tuple(instrument.name for instrument in due if instrument.traced)
         per_layer = log and per_layer
-        # Known as the step runs, not as it is traced: a step with the per-layer
-        # statistics and one without are one trace (see `LayerStatistics.when`).
-        measured_here = self._per_layer_flags[per_layer] if log and self.config.telemetry else False
         step_fn = self._traced_step(log, traced)
-        outputs = step_fn(self._batches, log=log, per_layer=measured_here, due=traced)
+        flag = self._per_layer_flag(log, per_layer)
+        outputs = step_fn(self._batches, log=log, per_layer=flag, due=traced)
         measured = Measurements()
         if log or due:
             first_nonfinite = int(outputs["first_nonfinite"])
@@ -168,11 +166,16 @@ class Trainer:
         trace does not."""
         key = (log, due)
         if key not in self._traces:
-            per_layer = self._per_layer_flags[True] if log and self.config.telemetry else False
             self._traces[key] = self._train_step.get_concrete_function(
-                self._batches, log=log, per_layer=per_layer, due=due
+                self._batches, log=log, per_layer=self._per_layer_flag(log, True), due=due
             )
         return self._traces[key]
+
+    def _per_layer_flag(self, log: bool, per_layer: bool) -> bool | tf.Tensor:
+        """What the traced step is given for whether it measures the per-layer statistics:
+        on a logged step with telemetry, a tensor, known as the step runs, so that a step
+        with them and one without are one trace (see `LayerStatistics.when`); else False."""
+        return self._per_layer_flags[per_layer] if log and self.config.telemetry else False
 
     def close(self) -> None:
         """Lets go of the model, the optimizer and the traced functions. They hold each

@@ -68,8 +68,7 @@ class Telemetry(Stage):
                 return transforms.squared_distances(step.new_params, step.params)
 
             if isinstance(measured, tf.Tensor):  # known as the step runs: zeros when not
-                size = len(step.params)
-                moved = transforms.cond(measured, step_sq, lambda: tf.zeros([size]))
+                moved = transforms.cond(measured, step_sq, lambda: tf.zeros([len(step.params)]))
             else:
                 moved = step_sq()
             vectors = {
