@@ -37,7 +37,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     settings = QUICK if args.quick else FULL
     if args.pairs is not None:
-        settings = dataclasses.replace(settings, pairs=args.pairs)
+        most = max(settings.most or 0, args.pairs)
+        settings = dataclasses.replace(settings, pairs=args.pairs, most=most)
     figures = select(args.only)
     # Only a full run replaces the results file by default: a partial or quick one would
     # overwrite real results with fewer, or rougher, numbers.
@@ -63,6 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 rows,
                 machine=description,
                 pairs=settings.pairs,
+                most=settings.most or settings.pairs,
                 warmup=settings.warmup,
                 seconds=seconds,
             ),
@@ -80,7 +82,7 @@ def _measure(figure: Figure, settings: Settings) -> Row:
     started = time.perf_counter()
     unmeasured = functools.partial(Row, figure.label, figure.name, figure.target, None)
     try:
-        measured = figure.load()(settings)
+        measured = figure.load()(dataclasses.replace(settings, target=figure.target))
     except NotMeasured as exc:
         row = unmeasured(f"Not measured: {exc}.")
     except Exception as exc:

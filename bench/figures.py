@@ -28,28 +28,50 @@ class Settings:
     """How much each figure measures.
 
     Attributes:
-        pairs: Measured pairs per comparison (at least 5 for results).
+        pairs: Measured pairs per comparison, at least (5 for results).
+        most: Measured pairs per comparison, at most: more than `pairs` are taken only
+            while they do not judge the figure's `target` (see `interleave`).
         warmup: Pairs run and dropped before them.
         quick: Smaller workloads, for a smoke test; its numbers are not results.
+        target: The target of the figure being measured, if any (`bench.__main__` sets
+            it for each figure).
     """
 
     pairs: int
+    most: int | None = None
     warmup: int = 1
     quick: bool = False
+    target: Target | None = None
 
     def pick(self, full: T, quick: T) -> T:
         """The workload size for this run: `full`, or `quick` in a quick run."""
         return quick if self.quick else full
 
-    def interleave(self, a: Sampler, b: Sampler) -> Paired:
-        """`bench.timing.interleave` of `a` and `b` with these pairs and warm-up, garbage
-        collected before every sample (untimed)."""
-        return interleave(a, b, pairs=self.pairs, warmup=self.warmup, settle=gc.collect)
+    def interleave(
+        self, a: Sampler, b: Sampler, *, settle: Callable[[], object] | None = gc.collect
+    ) -> Paired:
+        """`bench.timing.interleave` of `a` and `b` with these pairs and warm-up, `settle`
+        called before every sample (untimed; by default a garbage collection): pairs past
+        `pairs` are taken only while the figure's ratio target is not judged by them
+        (`Target.judged_by`), or, without a ratio target, while their spread is wide."""
+        judged = None
+        if self.target is not None and self.target.on == "ratio":
+            judged = self.target.judged_by
+        return interleave(
+            a,
+            b,
+            pairs=self.pairs,
+            warmup=self.warmup,
+            settle=settle,
+            most=self.most,
+            judged=judged,
+        )
 
 
-# A full run keeps more than the 5 pairs it must: this machine is shared, and its load moves.
-FULL = Settings(pairs=7)
-QUICK = Settings(pairs=2, quick=True)
+# A full run takes the 5 pairs results need, and up to 9 where they straddle a target:
+# this machine is shared, and its load moves.
+FULL = Settings(pairs=5, most=9)
+QUICK = Settings(pairs=2, most=2, quick=True)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from bench import profiling
 from bench.article import ConcatenatedProjectedGD
 from bench.figures import Settings
 from bench.rows import Measured
-from bench.timing import interleave, seconds_per_call
+from bench.timing import seconds_per_call
 from core import optimizers
 
 WIDTHS = (784, 2048, 2048, 2048, 10)
@@ -122,11 +122,8 @@ def _compare(
     stepper = stepper or _step
     step_a, step_b = (stepper_a or stepper)(make_a()), stepper(make_b())
     calls = calls or settings.pick(CALLS, 3)
-    paired = interleave(
-        seconds_per_call(step_a, calls),
-        seconds_per_call(step_b, calls),
-        pairs=settings.pairs,
-        warmup=settings.warmup,
+    paired = settings.interleave(
+        seconds_per_call(step_a, calls), seconds_per_call(step_b, calls), settle=None
     )
 
     def diagnose() -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from bench.rows import Row
+from bench.rows import Measured, Row
 
 COLUMNS = ("#", "figure", "A", "B", "ratio A/B", "target", "met")
 
@@ -13,11 +13,13 @@ Every ratio compares A with B measured in the same run, interleaved A B A B …,
 both samples of a pair see the same machine; {dropped} dropped as warm-up, and each
 figure keeps the next {pairs}. A and B are medians of their samples; the ratio is the
 median of the pairs' own ratios, which cancels drift that both samples of a pair saw (so
-it need not equal A / B); in brackets, the interquartile range of those ratios. A ratio
-target is met only when that whole range meets it, and a figure whose range is wider than
-a tenth of its ratio takes more pairs, up to three times as many. A figure held to an
-absolute bound is the median of timed calls after a warm one. A missed target comes with
-a note on where the time goes, from a profile taken after the figure."""
+it need not equal A / B); in brackets, the interquartile range of those ratios, and the
+pairs kept. A ratio target is met only when that whole range meets it; a figure whose
+range straddles its target takes more pairs, up to {most}, until the range lies on one
+side, and one without a ratio target takes more while its range is wider than a tenth of
+its ratio. A figure held to an absolute bound is the median of timed calls after a warm
+one. A missed target comes with a note on where the time goes, from a profile taken after
+the figure."""
 
 
 def table(rows: Sequence[Row]) -> str:
@@ -58,6 +60,7 @@ def results_file(
     *,
     machine: Mapping[str, str],
     pairs: int,
+    most: int,
     warmup: int,
     seconds: float,
 ) -> str:
@@ -73,7 +76,7 @@ def results_file(
         "",
         "## Method",
         "",
-        METHOD.format(pairs=pairs, dropped=_dropped(warmup)),
+        METHOD.format(pairs=pairs, most=most, dropped=_dropped(warmup)),
         "",
         "## Results",
         "",
@@ -109,13 +112,15 @@ def _cells(row: Row) -> tuple[str, ...]:
         row.name,
         str(measured.a) if measured else "—",
         str(measured.b) if measured and measured.b else "—",
-        _ratio(measured.ratio, measured.spread) if measured and measured.ratio else "—",
+        _ratio(measured) if measured and measured.ratio else "—",
         str(row.target) if row.target else "—",
         met,
     )
 
 
-def _ratio(ratio: float, spread: tuple[float, float] | None) -> str:
-    if spread is None:
-        return f"{ratio:.2f}×"
-    return f"{ratio:.2f}× ({spread[0]:.2f}–{spread[1]:.2f})"
+def _ratio(measured: Measured) -> str:
+    """E.g. `"0.87× (0.86–0.87), 5 pairs"`."""
+    text = f"{measured.ratio:.2f}×"
+    if measured.spread is not None:
+        text += f" ({measured.spread[0]:.2f}–{measured.spread[1]:.2f})"
+    return text if measured.pairs is None else f"{text}, {measured.pairs} pairs"

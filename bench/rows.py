@@ -72,6 +72,15 @@ class Target:
         """Whether `value` meets the bound; NaN never does."""
         return value >= self.bound if self.op == ">=" else value <= self.bound
 
+    def judged_by(self, paired: Paired) -> bool:
+        """Whether a ratio target's verdict is clear from `paired`: its ratios' whole
+        spread meets the bound, or none of it does (more pairs would mostly narrow it,
+        not move it across). An absolute target is not judged by pairs: never."""
+        if self.on != "ratio":
+            return False
+        verdicts = {self.accepts(end) for end in paired.spread}
+        return len(verdicts) == 1
+
     def __str__(self) -> str:
         symbol = "≥" if self.op == ">=" else "≤"
         if self.on == "ratio":
@@ -89,6 +98,7 @@ class Measured:
         ratio: A relative to B, from the same pairs (see `bench.timing.Paired.ratio`).
         spread: The interquartile range of the pairs' ratios (`Paired.spread`): a ratio
             target is met only when all of it meets the target.
+        pairs: The pairs the ratio is the median of, if it comes from pairs.
         diagnose: Returns one or two sentences on where A's time goes, from a profile;
             called only when the row misses its target, since profiling costs time.
         detail: Context worth printing with the row whether or not it is met.
@@ -98,6 +108,7 @@ class Measured:
     b: Quantity | None = None
     ratio: float | None = None
     spread: tuple[float, float] | None = None
+    pairs: int | None = None
     diagnose: Callable[[], str] | None = None
     detail: str = ""
 
@@ -110,6 +121,7 @@ class Measured:
             b=Quantity(paired.b_median, unit),
             ratio=paired.ratio,
             spread=paired.spread,
+            pairs=len(paired.a),
             **rest,
         )
 

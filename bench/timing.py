@@ -78,10 +78,14 @@ def interleave(
     warmup: int = 1,
     settle: Callable[[], object] | None = None,
     most: int | None = None,
+    judged: Callable[[Paired], bool] | None = None,
 ) -> Paired:
     """Calls `a`, `b`, `a`, `b`, … for `warmup + pairs` pairs; keeps the last `pairs`.
-    While their ratios' spread is `wide`, takes more pairs, up to `most` kept in all
-    (`MORE` × `pairs` by default; pass `pairs` for exactly that many).
+    Then takes more pairs, up to `most` kept in all (`MORE` × `pairs` by default; pass
+    `pairs` for exactly that many), while they do not yet judge a target (`judged`, given
+    one: e.g. whether their spread lies on one side of its bound), or, without one, while
+    their ratios' spread is `wide`: a pair costs a figure's whole sample, so none is taken
+    that cannot change what the figure says.
 
     `settle`, if given, is called before every sample, outside it: e.g. `gc.collect`, so
     that the garbage of earlier samples is not collected inside a later one.
@@ -95,7 +99,8 @@ def interleave(
     for index in itertools.count():
         if index >= warmup + pairs:
             paired = Paired(tuple(kept_a), tuple(kept_b))
-            if len(kept_a) >= most or not paired.wide:
+            done = judged(paired) if judged is not None else not paired.wide
+            if done or len(kept_a) >= most:
                 return paired
         if settle is not None:
             settle()

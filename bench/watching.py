@@ -21,7 +21,6 @@ from typing import Any
 from bench.cores import CoreShares, processes
 from bench.figures import Settings
 from bench.rows import Measured, NotMeasured, Quantity
-from bench.timing import interleave
 from core.engine.client import EngineClient
 from core.store import RunRecord, Store
 from ui import nav
@@ -149,11 +148,8 @@ def two_live_tabs(settings: Settings) -> Measured:
                     tab.close()
                 return speed
 
-            paired = interleave(
-                watched,
-                lambda: steps_per_second(client, run_id, WINDOW_SECONDS),
-                pairs=settings.pairs,
-                warmup=settings.warmup,
+            paired = settings.interleave(
+                watched, lambda: steps_per_second(client, run_id, WINDOW_SECONDS), settle=None
             )
         finally:
             client.settle(client.stop(run_id))

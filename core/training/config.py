@@ -23,6 +23,7 @@ from core.optimizers.optimizer_catalog import LR_SCHEDULES, OptimizerSpec
 from core.readable import number
 from core.training.instruments import INSTRUMENTS
 from core.training.knob_schedule import checked_schedule
+from core.training.per_layer_schedule import BUDGET as PER_LAYER_BUDGET
 
 STRATEGIES = ("default", "mirrored", "multiworker")
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -145,7 +146,8 @@ class RunConfig:
         "int",
         None,
         "Record the per-layer statistics every this many steps, a multiple of log_every "
-        "(empty: with log_every 1, as often as keeps them within 5% of the training time, "
+        f"(empty: with log_every 1, as often as keeps them within {PER_LAYER_BUDGET:.0%} of the "
+        "training time, "
         "measured as the run trains; else at every logged step).",
         low=1,
         high=10**6,

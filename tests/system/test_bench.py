@@ -88,6 +88,49 @@ def test_a_wide_spread_takes_more_pairs_up_to_three_times_as_many() -> None:
     assert len(exact.a) == 4
 
 
+def test_pairs_past_the_least_are_taken_only_until_they_judge_the_target() -> None:
+    """A figure's ratio target is judged once its ratios' whole spread lies on one side of
+    the bound; until then it takes more pairs, up to `most`."""
+    target = Target(">=", 0.90)
+    clear = iter([0.95, 0.97, 0.96, 0.95, 0.98] * 10)
+    met = interleave(
+        lambda: next(clear), lambda: 1.0, pairs=3, warmup=0, most=9, judged=target.judged_by
+    )
+    assert len(met.a) == 3 and target.judged_by(met)  # the least, though it is wide enough
+    missed = interleave(
+        lambda: 0.5, lambda: 1.0, pairs=3, warmup=0, most=9, judged=target.judged_by
+    )
+    assert len(missed.a) == 3 and target.judged_by(missed)  # a clear miss is judged too
+    # Ratios around the bound: 0.8, 1.2, … straddle 0.90 whatever the count: up to most.
+    straddling = iter([0.8, 1.2] * 10)
+    unclear = interleave(
+        lambda: next(straddling), lambda: 1.0, pairs=3, warmup=0, most=9, judged=target.judged_by
+    )
+    assert len(unclear.a) == 9 and not target.judged_by(unclear)
+    # A run of ratios that settles above the bound stops as soon as its spread does.
+    settling = iter([0.85, 0.95, 0.95, 0.96, 0.95, 0.97, 0.95, 0.96, 0.95])
+    settled = interleave(
+        lambda: next(settling), lambda: 1.0, pairs=3, warmup=0, most=9, judged=target.judged_by
+    )
+    assert 3 < len(settled.a) < 9 and target.judged_by(settled)
+    assert not Target("<=", 2.0, on="a", unit="s").judged_by(settled)  # not by pairs
+
+
+def test_a_figure_is_measured_against_its_own_target(monkeypatch) -> None:
+    """`python -m bench` hands each figure its row's target, which its pairs judge."""
+    seen = []
+
+    def figure(settings) -> Measured:
+        seen.append(settings.target)
+        ratios = iter([0.5, 0.6, 0.4] * 10)
+        paired = settings.interleave(lambda: next(ratios), lambda: 1.0)
+        return Measured.compared(paired, "s")
+
+    monkeypatch.setattr(type(FIGURES[0]), "load", lambda self: figure)
+    assert main(["--only", "1", "--pairs", "3"]) == 0
+    assert seen == [FIGURES[0].target]
+
+
 def test_a_ratio_target_is_met_only_when_its_whole_spread_meets_it() -> None:
     def row(ratio: float, spread: tuple[float, float]) -> Row:
         measured = Measured(Quantity(1.0, "s"), Quantity(1.0, "s"), ratio, spread)
@@ -174,10 +217,11 @@ def test_notes_explain_misses() -> None:
 
 def test_the_results_file_describes_the_machine_and_ends_with_the_final_line() -> None:
     text = report.results_file(
-        _rows(), machine={"CPU": "a CPU", "Cores": "2"}, pairs=5, warmup=1, seconds=75
+        _rows(), machine={"CPU": "a CPU", "Cores": "2"}, pairs=5, most=9, warmup=1, seconds=75
     )
     assert "- CPU: a CPU" in text and "1 min 15 s" in text
     assert "the first pair is dropped as warm-up, and each\nfigure keeps the next 5." in text
+    assert "takes more pairs, up to 9, until" in text
     assert report.table(_rows()) in text
     assert text.rstrip().splitlines()[-1] == "bench: 2/4 targets met"
 

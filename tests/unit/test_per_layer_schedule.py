@@ -6,6 +6,7 @@ import pytest
 
 from core.engine import RunConfig
 from core.knobs import InvalidInput
+from core.training.config import FIELDS
 from core.training.per_layer_schedule import (
     BUDGET,
     FIRST_INTERVAL,
@@ -120,6 +121,8 @@ def test_a_set_interval_is_kept_whatever_the_timings() -> None:
 
 def test_a_runs_fields_choose_the_schedule() -> None:
     assert per_layer_schedule(RunConfig()).budget_share == BUDGET == 0.02  # checkpoints' share
+    (field,) = [knob for knob in FIELDS if knob.name == "per_layer_every"]  # as forms say it
+    assert "within 2% of the training time" in field.help
     assert per_layer_schedule(RunConfig(per_layer_every=10)).every == 10
     explicit_log = per_layer_schedule(RunConfig(log_every=5))  # an explicit log_every wins
     assert explicit_log.every == 5 and not explicit_log.budgeted
