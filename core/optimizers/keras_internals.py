@@ -19,7 +19,7 @@ version and check what is said below; then set `CHECKED_KERAS` and `CHECKED_TENS
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -108,6 +108,14 @@ HOOKS: tuple[Hook, ...] = (
         "From replica context, calls `fn(strategy, *args)` once in cross-replica context "
         "(or directly, where the strategy needs no merge), as Keras's own update does.",
         "Keras's TensorFlow optimizer still writes its updates through it.",
+    ),
+    Hook(
+        "tensorflow.python.ops.control_flow_util_v2.maybe_set_lowering_attr",
+        "(op, lower_using_switch_merge=None)",
+        "Marks a cond's `If` op not to be lowered to switches (`called_cond`), which in a "
+        "`tf.function` every op of both branches passes through, taken or not.",
+        "`cond_v2` still sets the `_lower_using_switch_merge` attribute through it, and the "
+        "runtime still runs an `If` op marked False as a call of the branch taken.",
     ),
     Hook(
         "keras.src.utils.naming.to_snake_case",
@@ -205,3 +213,18 @@ def snake_case(name: str) -> str:
     from keras.src.utils.naming import to_snake_case
 
     return str(to_snake_case(name))
+
+
+def called_cond(pred: tf.Tensor, true_fn: Callable[[], Any], false_fn: Callable[[], Any]) -> Any:
+    """`tf.cond`, run as a call of the branch taken. In a `tf.function`, TensorFlow lowers a
+    cond to switches that every op of both branches still passes through, taken or not:
+    on the bench's 100-variable MLP, 0.3 ms a step for the telemetry's two branches."""
+    from tensorflow.python.ops import control_flow_util_v2
+
+    out = tf.cond(pred, true_fn, false_fn)
+    outputs = tf.nest.flatten(out)
+    if outputs and not tf.executing_eagerly():
+        op = outputs[0].op.inputs[0].op if outputs[0].op.type == "Identity" else outputs[0].op
+        if op.type in ("If", "StatelessIf"):
+            control_flow_util_v2.maybe_set_lowering_attr(op, lower_using_switch_merge=False)
+    return out

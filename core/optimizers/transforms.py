@@ -15,7 +15,6 @@ from typing import Any
 
 import keras
 import tensorflow as tf
-from tensorflow.python.ops import control_flow_util_v2
 
 
 def tf_variable(variable: Any) -> tf.Variable:
@@ -202,19 +201,6 @@ def keep_top_k(tensor: tf.Tensor, fraction: float) -> tf.Tensor:
     _, indices = tf.math.top_k(tf.abs(flat), k=k, sorted=False)
     kept = tf.scatter_nd(indices[:, None], tf.gather(flat, indices), [size])
     return tf.reshape(kept, tf.shape(tensor))
-
-
-def cond(pred: tf.Tensor, true_fn: Callable[[], Any], false_fn: Callable[[], Any]) -> Any:
-    """`tf.cond`, run as a call of the branch taken. In a `tf.function`, TensorFlow lowers a
-    cond to switches that every op of both branches still passes through, taken or not:
-    on the bench's 100-variable MLP, 0.3 ms a step for the telemetry's two branches."""
-    out = tf.cond(pred, true_fn, false_fn)
-    outputs = tf.nest.flatten(out)
-    if outputs and not tf.executing_eagerly():
-        op = outputs[0].op.inputs[0].op if outputs[0].op.type == "Identity" else outputs[0].op
-        if op.type in ("If", "StatelessIf"):
-            control_flow_util_v2.maybe_set_lowering_attr(op, lower_using_switch_merge=False)
-    return out
 
 
 def replica_mean(value: Any) -> Any:

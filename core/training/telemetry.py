@@ -14,7 +14,7 @@ import keras
 import tensorflow as tf
 
 from core import optimizers
-from core.optimizers import transforms
+from core.optimizers import keras_internals, transforms
 from core.series import SeriesKey
 
 if TYPE_CHECKING:  # tasks imports the run config, whose instruments import this module
@@ -134,7 +134,7 @@ class LayerStatistics:
             zeros = tf.zeros([len(self.layers)])
             return dict.fromkeys(STATISTICS, zeros), dict.fromkeys(WHOLE_MODEL, tf.constant(0.0))
 
-        return transforms.cond(measured, measure, unmeasured)
+        return keras_internals.called_cond(measured, measure, unmeasured)
 
     def row(self, per_layer: dict[str, tf.Tensor]) -> dict[str, float]:
         """The statistics as metric values (on the host), each layer's keyed

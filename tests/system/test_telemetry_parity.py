@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from core import models, optimizers
 from core.engine import RunConfig
-from core.optimizers import transforms
+from core.optimizers import keras_internals, transforms
 from core.training.instruments import INSTRUMENTS
 from core.training.strategies import make_strategy
 from core.training.telemetry import ZERO, LayerStatistics, layer_of
@@ -216,11 +216,11 @@ def test_steps_with_them_and_without_are_one_trace_and_train_alike() -> None:
 
 
 def test_a_cond_runs_as_a_call_of_the_branch_taken() -> None:
-    """`transforms.cond` is not lowered to switches, which every op of the branch not
-    taken would still pass through at each step."""
+    """`keras_internals.called_cond` is not lowered to switches, which every op of the
+    branch not taken would still pass through at each step."""
 
     def step(taken: tf.Tensor, x: tf.Tensor) -> tf.Tensor:
-        return transforms.cond(taken, lambda: tf.reduce_sum(tf.square(x)), lambda: 0.0)
+        return keras_internals.called_cond(taken, lambda: tf.reduce_sum(tf.square(x)), lambda: 0.0)
 
     traced = tf.function(step).get_concrete_function(tf.constant(True), tf.ones([3]))
     (branching,) = [op for op in traced.graph.get_operations() if op.type.endswith("If")]

@@ -52,7 +52,7 @@ class Telemetry(Stage):
     def apply(self, step: Step) -> Written:
         import tensorflow as tf
 
-        from core.optimizers import transforms
+        from core.optimizers import keras_internals, transforms
 
         if not self.variables:
             return {}
@@ -68,7 +68,9 @@ class Telemetry(Stage):
                 return transforms.squared_distances(step.new_params, step.params)
 
             if isinstance(measured, tf.Tensor):  # known as the step runs: zeros when not
-                moved = transforms.cond(measured, step_sq, lambda: tf.zeros([len(step.params)]))
+                moved = keras_internals.called_cond(
+                    measured, step_sq, lambda: tf.zeros([len(step.params)])
+                )
             else:
                 moved = step_sq()
             vectors = {
