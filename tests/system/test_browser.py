@@ -203,9 +203,9 @@ def test_start_watch_and_stop_a_run_in_the_browser(server, browser) -> None:
         f"() => {LOSS_CHART}.optlabDrawn > {drawn} && !{LOSS_CHART}.stale",
         timeout=scaled(30_000),
     )
-    page.wait_for_function(  # the points that came while it was hidden
-        f"() => {LOSS_CHART}._fullData[0].x.length > {hidden_at[0]}", timeout=scaled(30_000)
-    )
+    # The steps that came while it was hidden (a long series is thinned to a number of
+    # points: the last step says what is drawn).
+    wait_for(lambda: loss_points(page)[1] > hidden_at[1], 30, "the hidden steps drawn")
     # Its mode bar's Fullscreen button (as st.plotly_chart has) fills the screen with it.
     page.locator(".js-plotly-plot").first.hover()
     page.locator(".js-plotly-plot [data-title='Fullscreen']").first.click()
