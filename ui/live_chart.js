@@ -143,7 +143,7 @@ function draw(chart) {
     })
     .finally(() => {
       chart.drawing = false;
-      if (chart.stale && chart.isConnected) draw(chart); // the latest that came meanwhile
+      if (chart.stale) draw(chart); // the latest that came meanwhile
     });
 }
 
