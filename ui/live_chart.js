@@ -107,18 +107,7 @@ async function fitLegend(Plotly, chart) {
   }
 }
 
-// Draws the chart's latest figure: one draw at a time, and of the figures that came while
-// one was drawn, the last only (a browser that falls behind the refreshes draws less
-// often, not later); none while the tab is hidden (Page Visibility), which draws its
-// latest when shown. Drawing shares the cores with the runs it shows.
 function draw(chart) {
-  if (document.hidden || chart.drawing) {
-    chart.stale = true;
-    return;
-  }
-  chart.stale = false;
-  chart.drawing = true;
-  chart.optlabDrawn = (chart.optlabDrawn ?? 0) + 1; // figures drawn: what a test reads
   const { figure, config, plotly } = chart.latest;
   const legendOnly = figure.layout.meta === LEGEND_ONLY;
   const layout = fitTitle(chart, { ...figure.layout });
@@ -129,7 +118,9 @@ function draw(chart) {
   if (document.fullscreenElement === chart) {
     layout.height = window.innerHeight;
   }
-  loadPlotly(plotly)
+  // In order: a figure that arrives while the last one is drawn waits for it.
+  chart.drawn = (chart.drawn ?? Promise.resolve())
+    .then(() => loadPlotly(plotly))
     .then(async (Plotly) => {
       chart.drawnWidth = chart.clientWidth;
       if (!legendOnly) {
@@ -140,22 +131,7 @@ function draw(chart) {
     })
     .catch((error) => {
       chart.textContent = String(error);
-    })
-    .finally(() => {
-      chart.drawing = false;
-      if (chart.stale) draw(chart); // the latest that came meanwhile
     });
-}
-
-// A tab shown again draws what came while it was hidden. Once for the page, however many
-// charts it has.
-if (!window.__optlabDrawsWhenShown) {
-  window.__optlabDrawsWhenShown = true;
-  document.addEventListener("visibilitychange", () => {
-    for (const chart of document.querySelectorAll(".optlab-chart")) {
-      if (chart.stale) draw(chart);
-    }
-  });
 }
 
 export default function ({ parentElement, data }) {

@@ -3,10 +3,8 @@
 `st.plotly_chart` gives a chart whose figure changed a new element, so a chart refreshed
 every few seconds was unmounted and drawn from nothing at each refresh, in each open tab,
 on the cores the runs train on. This component keeps its `<div>` and hands each new
-figure to `Plotly.react`, which redraws only what changed. It draws less than it is
-sent: only the latest of the figures that came while it drew one, and nothing while its
-tab is hidden (the latest is drawn when it is shown). What watching costs a run, browser
-included, is figure 9 of `bench/results.md` (`bench/watching.py`).
+figure to `Plotly.react`, which redraws only what changed. What watching costs a run,
+browser included, is figure 9 of `bench/results.md` (`bench/watching.py`).
 
 Plotly's JavaScript comes from the installed plotly package, copied once under the app's
 `static/` folder (served by Streamlit: `server.enableStaticServing`), where the browser

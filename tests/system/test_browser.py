@@ -181,31 +181,6 @@ def test_start_watch_and_stop_a_run_in_the_browser(server, browser) -> None:
     # Redrawn in place (ui.live_chart): the same Plotly div took the new points, where a
     # st.plotly_chart was unmounted and drawn anew at every refresh.
     assert page.evaluate(f"() => {LOSS_CHART}.optlabMarked === true")
-    # A hidden tab (Page Visibility) draws none of the figures it is sent, and the latest
-    # once it is shown again.
-    drawn = page.evaluate(
-        f"""() => {{
-            Object.defineProperty(document, "hidden", {{ value: true, configurable: true }});
-            document.dispatchEvent(new Event("visibilitychange"));
-            return {LOSS_CHART}.optlabDrawn;
-        }}"""
-    )
-    page.wait_for_function(f"() => {LOSS_CHART}.stale === true", timeout=scaled(30_000))
-    assert page.evaluate(f"() => {LOSS_CHART}.optlabDrawn") == drawn
-    hidden_at = loss_points(page)
-    page.evaluate(
-        """() => {
-            delete document.hidden;
-            document.dispatchEvent(new Event("visibilitychange"));
-        }"""
-    )
-    page.wait_for_function(
-        f"() => {LOSS_CHART}.optlabDrawn > {drawn} && !{LOSS_CHART}.stale",
-        timeout=scaled(30_000),
-    )
-    # The steps that came while it was hidden (a long series is thinned to a number of
-    # points: the last step says what is drawn).
-    wait_for(lambda: loss_points(page)[1] > hidden_at[1], 30, "the hidden steps drawn")
     # Its mode bar's Fullscreen button (as st.plotly_chart has) fills the screen with it.
     page.locator(".js-plotly-plot").first.hover()
     page.locator(".js-plotly-plot [data-title='Fullscreen']").first.click()
